@@ -1,0 +1,202 @@
+"""Limits, settings, paths and the clock: every tunable number of the memory lives here.
+
+The defaults are the constants of the original Markus system (REFERENCE §1); each one can be
+overridden per agent by passing a modified :class:`Limits` (``dataclasses.replace``) in
+:class:`Settings`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+HOME_ENV = "MARKUS_HOME"
+DATABASE_URL_ENV = "MARKUS_DATABASE_URL"
+DEFAULT_HOME = "~/.markus"
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(timezone.utc)
+
+
+def iso_ms(moment: datetime) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.mmmZ``: JavaScript's ``toISOString`` form, used in Markus files."""
+    utc = moment.astimezone(timezone.utc)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def epoch_ms(moment: datetime) -> int:
+    """Milliseconds since the Unix epoch."""
+    return int(moment.timestamp() * 1000)
+
+
+def from_epoch_ms(ms: int) -> datetime:
+    """The UTC datetime of a millisecond epoch value."""
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+def parse_iso(text: str) -> datetime | None:
+    """Parse an ISO timestamp or ``YYYY-MM-DD`` date (read as UTC midnight); None if unparsable."""
+    value = text.strip()
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Every memory-related constant of the original (REFERENCE §1), overridable per agent."""
+
+    # knowledge.md (semantic)
+    section_max_chars: int = 3000
+    curated_max_chars: int = 15000
+    max_observations: int = 500
+    curated_hit_preview_chars: int = 2500
+    curated_search_boost: float = 0.25
+    # prompt injection
+    knowledge_prompt_chars: int = 8000
+    knowledge_prompt_max_tokens: int = 1500
+    knowledge_prompt_max_tokens_converse: int = 1200
+    knowledge_prompt_max_tokens_reflex: int = 0
+    state_prompt_max_lines_reflex: int = 5
+    # state.md
+    state_ttl_days: int = 7
+    # NOTEBOOK.md
+    notebook_max_agent_entries: int = 4
+    notebook_max_chars_per_entry: int = 6000
+    notebook_max_chars_per_system_entry: int = 6000
+    # sessions
+    max_sessions_in_memory: int = 20
+    session_compact_trigger: int = 2000
+    session_compact_keep: int = 1000
+    session_tool_shrink_chars: int = 100_000
+    session_restore_max_messages: int = 80
+    session_restore_max_message_tokens: int = 24_000
+    # activities
+    recall_content_truncate: int = 500
+    recall_default_limit: int = 5
+    recall_max_limit: int = 20
+    # dream
+    dream_min_observations: int = 50
+    dream_max_entries_for_llm: int = 500
+    dream_entry_preview_chars: int = 200
+    dream_knowledge_preview_chars: int = 1500
+    dream_max_remove: int = 50
+    dream_max_merge: int = 20
+    dream_max_promote: int = 20
+    dream_min_promote_sources: int = 3
+    dream_heavy_runs_per_day: int = 4
+    # memory flush
+    memory_flush_threshold_percent: float = 75.0
+    memory_flush_min_messages: int = 20
+    memory_flush_min_assistant_chars: int = 100
+    # relevant-context retrieval
+    memory_search_top_k: int = 5
+
+    def knowledge_tokens_for(self, profile: str) -> int:
+        """Token cap of the ``## Your Knowledge`` block for a prompt profile."""
+        if profile == "reflex":
+            return self.knowledge_prompt_max_tokens_reflex
+        if profile == "converse":
+            return self.knowledge_prompt_max_tokens_converse
+        return self.knowledge_prompt_max_tokens
+
+
+def default_home(environ: Mapping[str, str] | None = None) -> Path:
+    """``$MARKUS_HOME`` or ``~/.markus`` (never created here)."""
+    env = os.environ if environ is None else environ
+    return Path(env.get(HOME_ENV) or DEFAULT_HOME).expanduser()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where the memory lives and how it behaves. Build with :meth:`from_env` or directly."""
+
+    home: Path = field(default_factory=default_home)
+    database_url: str | None = None
+    limits: Limits = field(default_factory=Limits)
+    clock: Clock = utc_now
+    lock_timeout_seconds: float = 30.0
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, home: Path | str | None = None
+    ) -> Settings:
+        """Settings from ``MARKUS_HOME`` and ``MARKUS_DATABASE_URL``; ``home`` wins if given."""
+        env = os.environ if environ is None else environ
+        resolved = Path(home).expanduser() if home is not None else default_home(env)
+        return cls(home=resolved, database_url=env.get(DATABASE_URL_ENV) or None)
+
+    @property
+    def agents_dir(self) -> Path:
+        return self.home / "agents"
+
+    @property
+    def database_path(self) -> Path:
+        return self.home / "data.db"
+
+    def agent_dir(self, agent_id: str) -> Path:
+        return self.agents_dir / agent_id
+
+
+@dataclass(frozen=True)
+class AgentPaths:
+    """The Markus on-disk layout of one agent (REFERENCE §2.1)."""
+
+    root: Path
+
+    @property
+    def notebook(self) -> Path:
+        return self.root / "NOTEBOOK.md"
+
+    @property
+    def knowledge(self) -> Path:
+        return self.root / "knowledge.md"
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state.md"
+
+    @property
+    def legacy_memory(self) -> Path:
+        return self.root / "MEMORY.md"
+
+    @property
+    def legacy_memories_json(self) -> Path:
+        return self.root / "memories.json"
+
+    @property
+    def role_dir(self) -> Path:
+        return self.root / "role"
+
+    @property
+    def role(self) -> Path:
+        return self.role_dir / "ROLE.md"
+
+    @property
+    def heartbeat(self) -> Path:
+        return self.role_dir / "HEARTBEAT.md"
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.root / "sessions"
+
+    @property
+    def daily_logs_dir(self) -> Path:
+        return self.root / "daily-logs"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / ".lock"

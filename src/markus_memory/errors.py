@@ -1,0 +1,90 @@
+"""The exception tree of markus-memory.
+
+Every exception the package raises on purpose derives from :class:`MarkusMemoryError`::
+
+    MarkusMemoryError
+    ├── InvalidInputError        a caller passed a bad argument (also a ValueError)
+    │   └── InvalidIdError       an agent id, key or session id that is unsafe or malformed
+    ├── NotFoundError            an unknown session, activity or section (also a KeyError)
+    ├── CorruptFileError         a file on disk cannot be decoded or parsed; it is left untouched
+    ├── LockTimeoutError         the per-agent lock could not be taken in time
+    ├── StorageError             the database backend failed (SQLite or PostgreSQL)
+    │   └── BackendUnavailableError   the backend cannot be reached at all
+    ├── MigrationError           a legacy migration failed; nothing was deleted
+    ├── LLMError                 a chat or embedding model failed, timed out or answered garbage
+    └── ExtraNotInstalledError   an optional dependency is missing (also an ImportError)
+
+A *refused* write (a knowledge.md cap, a full notebook) is not an exception: it is a result
+with ``ok=False`` and a ``reason`` so that the model can see it and adapt. The tool layer never
+lets any exception reach the model; it turns them into the Markus error result shapes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class MarkusMemoryError(Exception):
+    """Base class of every error raised on purpose by markus-memory."""
+
+
+class InvalidInputError(MarkusMemoryError, ValueError):
+    """A caller passed an argument of the wrong type, size or shape."""
+
+
+class InvalidIdError(InvalidInputError):
+    """An identifier that could escape its directory or is otherwise malformed."""
+
+    def __init__(self, kind: str, value: object, why: str) -> None:
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        super().__init__(f"invalid {kind} {shown}: {why}")
+        self.kind = kind
+        self.why = why
+
+
+class NotFoundError(MarkusMemoryError, KeyError):
+    """An unknown session, activity, section or agent."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "not found"
+
+
+class CorruptFileError(MarkusMemoryError):
+    """A memory file exists but cannot be decoded or parsed. It is never overwritten silently."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.path = path
+        self.why = why
+
+
+class LockTimeoutError(MarkusMemoryError):
+    """The per-agent write lock was held by someone else for too long."""
+
+
+class StorageError(MarkusMemoryError):
+    """The episodic/index database failed."""
+
+
+class BackendUnavailableError(StorageError):
+    """The database server cannot be reached (refused, timed out, wrong URL)."""
+
+
+class MigrationError(MarkusMemoryError):
+    """A legacy migration could not complete. The legacy files are kept as they were."""
+
+
+class LLMError(MarkusMemoryError):
+    """A chat or embedding model call failed, timed out or returned an unusable answer."""
+
+
+class ExtraNotInstalledError(MarkusMemoryError, ImportError):
+    """An optional dependency is missing; the message names the extra that provides it."""
+
+    def __init__(self, extra: str, module: str) -> None:
+        super().__init__(
+            f"{module!r} is not installed; install it with: pip install 'markus-memory[{extra}]'"
+        )
+        self.extra = extra

@@ -1,0 +1,1 @@
+"""The memory layers, one module each; a layer never imports another layer."""
