@@ -7,6 +7,10 @@ from types import TracebackType
 
 from ._fs import AgentLock, validate_id
 from .config import AgentPaths, Settings
+from .layers.daily_log import DailyLog
+from .layers.notebook import Notebook
+from .layers.procedural import RoleLoader
+from .layers.state import StateFile
 
 
 class AgentMemory:
@@ -18,6 +22,11 @@ class AgentMemory:
         self.paths = AgentPaths(settings.agent_dir(self.agent_id))
         self.paths.root.mkdir(parents=True, exist_ok=True)
         self.lock = AgentLock(self.paths.lock, settings.lock_timeout_seconds)
+        layer_args = (self.paths, self.lock, settings.limits, settings.clock)
+        self.notebook = Notebook(*layer_args)
+        self.state = StateFile(*layer_args)
+        self.daily_log = DailyLog(*layer_args, agent_id=self.agent_id)
+        self.roles = RoleLoader(*layer_args)
         self._closed = False
 
     @property
