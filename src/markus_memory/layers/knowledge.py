@@ -115,6 +115,12 @@ def _check_id(obs_id: object) -> str:
     return obs_id
 
 
+def _check_limit(limit: object) -> int:
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+        raise InvalidInputError(f"limit must be a non-negative integer, got {limit!r}")
+    return limit
+
+
 def _check_section_name(name: object) -> str:
     checked = validate_key("section name", name)
     if checked == OBSERVATIONS:
@@ -166,11 +172,11 @@ class KnowledgeFile:
     def observations(self, type: str | None = None, limit: int | None = None) -> list[Observation]:
         """Observations in chronological order, optionally of one type; the last ``limit``."""
         found = [o for o in self.read().observations if type is None or o.type == type]
-        return found[-limit:] if limit else found
+        return found[-_check_limit(limit) :] if limit else found
 
     def observations_by_tag(self, tag: str, limit: int | None = None) -> list[Observation]:
         found = [o for o in self.read().observations if tag in o.tags]
-        return found[-limit:] if limit else found
+        return found[-_check_limit(limit) :] if limit else found
 
     def sections(self) -> list[CuratedSection]:
         return self.read().sections
@@ -190,10 +196,15 @@ class KnowledgeFile:
     def _write(self, change: Callable[[KnowledgeDoc], _T]) -> _T:
         """Lock, re-read, ``change`` the doc in place, write once; return ``change``'s result."""
         with self._lock:
-            doc = self._load(verify_text=True)
-            result = change(doc)
-            doc.observations = doc.observations[-self._limits.max_observations :]
-            text = render_knowledge(doc)
+            for _attempt in range(3):
+                seen = signature(self.path)
+                doc = self._load(verify_text=True)
+                result = change(doc)
+                doc.observations = doc.observations[-self._limits.max_observations :]
+                text = render_knowledge(doc)
+                # An editor that does not take the lock may have saved meanwhile: start again.
+                if signature(self.path) == seen:
+                    break
             atomic_write_text(self.path, text)
             self._cache = (signature(self.path), text, doc.copy())
             return result
