@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from markus_memory._fs import AgentLock
-from markus_memory.config import AgentPaths, Limits
+from markus_memory.config import AgentPaths, Clock, Limits
 from markus_memory.layers.knowledge import KnowledgeFile
 
 
@@ -22,7 +22,7 @@ class StepClock:
         return self.now
 
 
-def make_knowledge(root: Path, clock: StepClock | None = None, **limits: int) -> KnowledgeFile:
+def make_knowledge(root: Path, clock: Clock | None = None, **limits: int) -> KnowledgeFile:
     return KnowledgeFile(
         AgentPaths(root),
         AgentLock(root / ".lock", timeout=10),

@@ -38,6 +38,7 @@ import random
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import lru_cache
 
 from .._markdown import escape_body, meta_line, render_meta, split_h2, unescape_body
 from ..config import epoch_ms, from_epoch_ms, iso_ms, parse_iso
@@ -134,18 +135,17 @@ def curated_text(doc: KnowledgeDoc) -> str:
     return "\n".join(blocks)
 
 
+@lru_cache(maxsize=4096)
+def _render_entry(obs: Observation) -> str:
+    """One observation as written, ending with its blank line (cached: entries are immutable)."""
+    meta = obs.type + (", tags: " + ", ".join(obs.tags) if obs.tags else "")
+    head = f"### {obs.id}\n{render_meta('type', meta)}\n{render_meta('at', iso_ms(obs.timestamp))}"
+    return f"{head}\n{escape_body(obs.content)}\n\n"
+
+
 def render_observations(observations: list[Observation]) -> str:
-    lines = ["## " + OBSERVATIONS, *HEADER_COMMENTS, ""]
-    for obs in observations:
-        meta = obs.type + (", tags: " + ", ".join(obs.tags) if obs.tags else "")
-        lines += [
-            "### " + obs.id,
-            render_meta("type", meta),
-            render_meta("at", iso_ms(obs.timestamp)),
-            escape_body(obs.content),
-            "",
-        ]
-    return "\n".join(lines)
+    block = "\n".join(["## " + OBSERVATIONS, *HEADER_COMMENTS, "", ""])
+    return (block + "".join(_render_entry(obs) for obs in observations))[:-1]
 
 
 def render_knowledge(doc: KnowledgeDoc) -> str:
