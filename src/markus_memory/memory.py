@@ -8,8 +8,12 @@ from types import TracebackType
 from ._fs import AgentLock, atomic_write_text, validate_id
 from .config import AgentPaths, Settings
 from .errors import MarkusMemoryError, MigrationError
+from .layers.daily_log import DailyLog
 from .layers.knowledge import KnowledgeFile, Observation
 from .layers.migration import plan_migration
+from .layers.notebook import Notebook
+from .layers.procedural import RoleLoader
+from .layers.state import StateFile
 
 
 class AgentMemory:
@@ -21,8 +25,13 @@ class AgentMemory:
         self.paths = AgentPaths(settings.agent_dir(self.agent_id))
         self.paths.root.mkdir(parents=True, exist_ok=True)
         self.lock = AgentLock(self.paths.lock, settings.lock_timeout_seconds)
+        layer_args = (self.paths, self.lock, settings.limits, settings.clock)
+        self.notebook = Notebook(*layer_args)
+        self.state = StateFile(*layer_args)
+        self.daily_log = DailyLog(*layer_args, agent_id=self.agent_id)
+        self.roles = RoleLoader(*layer_args)
+        self.knowledge = KnowledgeFile(*layer_args)
         self._closed = False
-        self.knowledge = KnowledgeFile(self.paths, self.lock, settings.limits, settings.clock)
         self._migrate_legacy()
 
     @property
