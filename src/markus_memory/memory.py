@@ -7,6 +7,7 @@ from types import TracebackType
 
 from ._fs import AgentLock, validate_id
 from .config import AgentPaths, Settings
+from .layers.sessions import SessionStore
 
 
 class AgentMemory:
@@ -18,6 +19,9 @@ class AgentMemory:
         self.paths = AgentPaths(settings.agent_dir(self.agent_id))
         self.paths.root.mkdir(parents=True, exist_ok=True)
         self.lock = AgentLock(self.paths.lock, settings.lock_timeout_seconds)
+        self.sessions = SessionStore(
+            self.paths, self.lock, settings.limits, settings.clock, agent_id=self.agent_id
+        )
         self._closed = False
 
     @property
@@ -26,6 +30,7 @@ class AgentMemory:
 
     def close(self) -> None:
         """Flush and release everything this handle holds. Safe to call twice."""
+        self.sessions.close()
         self._closed = True
 
     def __enter__(self) -> AgentMemory:
