@@ -30,6 +30,7 @@ Message = dict[str, Any]
 
 ROLES = ("system", "user", "assistant", "tool")
 SUMMARY_MARKER = "[Conversation history summary"
+SHRINK_MARKER = "[Tool result compacted: "
 JOURNAL_VERSION = 1
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 _UNSAFE = frozenset('%<>:"|?*')
@@ -274,17 +275,20 @@ def shrink_tool_text(text: str) -> str:
     head = text[:head_n]
     tail = text[total - tail_n :] if tail_n else ""
     return (
-        f"[Tool result compacted: {total} chars → {head_n + tail_n} char preview]\n{head}\n"
+        f"{SHRINK_MARKER}{total} chars → {head_n + tail_n} char preview]\n{head}\n"
         f"[... {total - head_n - tail_n} chars omitted ...]\n{tail}"
     )
 
 
 def shrink_if_oversized(message: Message, max_chars: int) -> Message | None:
-    """The shrunk copy of an old tool message longer than ``max_chars``, else None."""
+    """The shrunk copy of an old tool message longer than ``max_chars``, else None.
+
+    An already shrunk result is never shrunk again, so replaying a journal is idempotent.
+    """
     if message.get("role") != "tool":
         return None
     text = message_text(message)
-    if len(text) <= max_chars:
+    if len(text) <= max_chars or text.startswith(SHRINK_MARKER):
         return None
     return {**message, "content": shrink_tool_text(text)}
 
