@@ -103,7 +103,12 @@ def _check_tool_calls(calls: object) -> None:
 
 
 def validate_message(message: object) -> Message:
-    """A plain-dict copy of an LLMMessage (REFERENCE §2.5); InvalidInputError for garbage.
+    """A plain-dict copy of an LLMMessage (REFERENCE §2.5); InvalidInputError for garbage."""
+    return encode_message(message)[0]
+
+
+def encode_message(message: object) -> tuple[Message, str]:
+    """:func:`validate_message` and the compact JSON of the copy (one encoding per append).
 
     Unknown extra keys (``name``, ``metadata`` …) are kept; keys whose value is None are
     dropped, as JavaScript's ``JSON.stringify`` drops ``undefined``.
@@ -133,9 +138,10 @@ def validate_message(message: object) -> Message:
     if "metadata" in clean and not isinstance(clean["metadata"], Mapping):
         raise _fail("metadata must be an object")
     try:
-        return json.loads(json.dumps(clean, ensure_ascii=False, allow_nan=False))  # type: ignore[no-any-return]
-    except (TypeError, ValueError) as exc:
+        encoded = json.dumps(clean, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
         raise _fail(f"not JSON-serialisable ({exc})") from exc
+    return json.loads(encoded), encoded
 
 
 def message_text(message: Mapping[str, Any]) -> str:
@@ -214,9 +220,9 @@ def journal_header(session_id: str, base: str) -> bytes:
     return (json.dumps(header, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
-def journal_record(index: int, timestamp: str, message: Message) -> bytes:
-    record = {"i": index, "t": timestamp, "m": message}
-    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+def journal_record(index: int, timestamp: str, encoded_message: str) -> bytes:
+    """One record line; ``encoded_message`` is the compact JSON from :func:`encode_message`."""
+    return f'{{"i":{index},"t":{json.dumps(timestamp)},"m":{encoded_message}}}\n'.encode()
 
 
 @dataclass(frozen=True)

@@ -193,8 +193,8 @@ class SessionStore:
         Raises InvalidInputError for a malformed message (nothing written) and NotFoundError
         for an unknown session.
         """
-        sid = fmt.validate_session_id(session_id)
-        clean = fmt.validate_message(message)
+        sid = session_id if session_id in self._cache else fmt.validate_session_id(session_id)
+        clean, encoded = fmt.encode_message(message)
         now = self.clock()
         stamp = iso_ms(now)
         with self.lock:
@@ -202,7 +202,7 @@ class SessionStore:
             if live is None:
                 raise NotFoundError(f"Session not found: {sid}")
             index = len(live.doc.messages)
-            self._journal_write(live, fmt.journal_record(index, stamp, clean), now)
+            self._journal_write(live, fmt.journal_record(index, stamp, encoded), now)
             live.doc.messages.append(clean)
             live.doc.last_activity_at = stamp
             live.dirty = True
