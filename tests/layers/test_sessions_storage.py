@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from markus_memory.config import Limits
+from markus_memory.errors import CorruptFileError
 from markus_memory.layers.sessions import heuristic_summary, trim_messages_for_restore
 
 from .sessions_support import AGENT, assistant, make_store, user
@@ -327,3 +328,31 @@ def test_torn_last_journal_line_is_ignored_and_cut(tmp_path: Path, cut: int) -> 
     assert [m["content"] for m in make_store(tmp_path).get(sid).messages] == ["kept", "after"]
     store.close()
     again.close()
+
+
+def test_torn_remnant_of_a_dead_writer_is_cut_before_the_next_append(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    sid = store.create().id
+    store.append(sid, user("one"))
+    journal = store.directory / f"{sid}.jsonl"
+    with open(journal, "ab") as dead_writer:  # another process killed mid-line
+        dead_writer.write(b'{"i":1,"t":"2024-06-10T06:00:09.000Z","m":{"role":"us')
+    store.append(sid, user("two"))  # this store has the session cached and reads the tail
+    assert [m["content"] for m in make_store(tmp_path).get(sid).messages] == ["one", "two"]
+    store.close()
+
+
+def test_damaged_journal_line_in_the_middle_is_reported_and_kept_aside(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    sid = store.create().id
+    for text in ("one", "two", "three"):
+        store.append(sid, user(text))
+    journal = store.directory / f"{sid}.jsonl"
+    lines = journal.read_bytes().split(b"\n")
+    lines[2] = b"garbage"
+    journal.write_bytes(b"\n".join(lines))
+    with pytest.raises(CorruptFileError, match="damaged journal"):
+        make_store(tmp_path).get(sid)
+    assert len(list(store.directory.glob(f"{sid}.jsonl.corrupt-*"))) == 1
+    assert make_store(tmp_path).get(sid).messages == ()  # the checkpoint is still readable
+    store.close()

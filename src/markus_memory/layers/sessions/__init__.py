@@ -8,15 +8,8 @@ from ._format import (
     trim_messages_for_restore,
     validate_message,
 )
-from ._store import (
-    NON_MAIN_PREFIXES,
-    AppendedMessage,
-    CompactResult,
-    OnAppend,
-    Session,
-    SessionInfo,
-    SessionStore,
-)
+from ._records import AppendedMessage, CompactResult, OnAppend, Session, SessionInfo
+from ._store import NON_MAIN_PREFIXES, SessionStore
 
 __all__ = [
     "NON_MAIN_PREFIXES",

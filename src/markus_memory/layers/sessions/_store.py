@@ -1,47 +1,39 @@
-"""SessionStore: conversation sessions on disk, with durable flat-cost appends and an LRU cache.
+"""SessionStore: the sessions of one agent, with durable flat-cost appends and an LRU cache.
 
-Layout, per session (file stems from :func:`._format.file_stem`)::
+Each session is a Markus ``sessions/<stem>.json`` checkpoint plus an append journal (see
+``_files``). An append is one ``os.write`` to the journal under the agent lock, so it survives
+SIGKILL the moment it returns and costs the same for a 10- or a 2,000-message session;
+``fsync=True`` also survives power loss, at a few ms per append.
 
-    sessions/<stem>.json    the Markus file (REFERENCE §2.5): the checkpoint
-    sessions/<stem>.jsonl   the journal: a header line naming the checkpoint it extends
-                            (a hash of its bytes), then one line per appended message
-
-An append is one ``os.write`` of one line to the journal (opened ``O_APPEND``) under the
-per-agent lock, so it survives SIGKILL the moment it returns and costs the same for a 10- or a
-2,000-message session. ``fsync=True`` also survives power loss, at a few ms per append.
-
-The ``.json`` is rewritten atomically (checkpoint) on ``flush``/``close``/interpreter exit, on
+The ``.json`` is rewritten atomically (a checkpoint) on ``flush``/``close``/interpreter exit, on
 LRU eviction, after compaction, and whenever the journal has grown past the size of the
-checkpoint (so rewriting costs O(1) amortised per appended byte); the journal is deleted after.
-A crash between the two leaves a journal whose base hash no longer matches: it is discarded,
-because the checkpoint already holds its messages. A torn last journal line is cut off.
+checkpoint, so rewriting costs O(1) amortised per appended byte.
 
 Processes sharing a session take the agent lock around every operation and revalidate their
-cache with two ``stat`` calls: any append that returned in one process is visible to the next
-operation of every other process. Each checkpoint sets the file's mtime to ``lastActivityAt``,
-so :meth:`SessionStore.list` and :meth:`SessionStore.latest` need no parsing.
+cached copy with two ``stat`` calls: an append that returned in one process is seen by the
+next operation of every other process (a checkpoint or compaction elsewhere causes a reload).
+Each checkpoint sets the file's mtime to ``lastActivityAt``, so :meth:`SessionStore.list` and
+:meth:`SessionStore.latest` parse nothing but the one session they return.
 """
 
 from __future__ import annotations
 
 import atexit
 import builtins
-import hashlib
 import logging
-import os
-import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..._fs import AgentLock, FileSignature, atomic_write_bytes, signature
+from ..._fs import AgentLock
 from ...config import AgentPaths, Clock, Limits, epoch_ms, iso_ms, parse_iso
 from ...errors import CorruptFileError, InvalidInputError, NotFoundError
 from . import _format as fmt
+from ._files import SessionFiles, locate, scan
+from ._records import AppendedMessage, CompactResult, OnAppend, Session, SessionInfo
 
 log = logging.getLogger(__name__)
 
@@ -58,80 +50,6 @@ NON_MAIN_PREFIXES = (
     "deliberation_",
 )
 """Sessions never resumed as the "main" chat (§14.3 item 22: the original skipped only two)."""
-
-
-@dataclass(frozen=True)
-class Session:
-    """A snapshot of one session. ``messages`` are Markus LLMMessage dicts: treat as read-only."""
-
-    id: str
-    agent_id: str
-    messages: tuple[fmt.Message, ...]
-    started_at: datetime
-    last_activity_at: datetime
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    """One session file found on disk, known without parsing it."""
-
-    id: str
-    last_activity_at: datetime
-    path: Path
-
-
-@dataclass(frozen=True)
-class AppendedMessage:
-    """What an append made durable; also what ``on_append`` receives."""
-
-    agent_id: str
-    session_id: str
-    index: int
-    role: str
-    text: str
-    timestamp: datetime
-    metadata: Mapping[str, Any] | None
-
-
-@dataclass(frozen=True)
-class CompactResult:
-    summary: str
-    flushed_count: int
-
-
-OnAppend = Callable[[AppendedMessage], None]
-
-
-class _Live:
-    """A cached session and what we know of its two files."""
-
-    def __init__(self, doc: fmt.SessionDoc, json_path: Path, journal_path: Path) -> None:
-        self.doc = doc
-        self.json_path = json_path
-        self.journal_path = journal_path
-        self.json_sig: FileSignature | None = None
-        self.base = ""
-        self.json_size = 0
-        self.fd: int | None = None
-        self.journal_ino: int | None = None
-        self.journal_size = 0
-        self.shrink_checked = 0
-        self.dirty = False
-
-    def close_fd(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
-def _hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def _aside(path: Path) -> Path:
-    target = path.with_name(f"{path.name}.corrupt-{time.time_ns() // 1_000_000}")
-    os.replace(path, target)
-    return target
 
 
 class SessionStore:
@@ -157,7 +75,7 @@ class SessionStore:
         self.on_append = on_append
         self.fsync = fsync
         self.checkpoint_min_bytes = checkpoint_min_bytes
-        self._cache: OrderedDict[str, _Live] = OrderedDict()
+        self._cache: OrderedDict[str, SessionFiles] = OrderedDict()
         self._atexit: Callable[[], None] | None = None
 
     @property
@@ -171,7 +89,7 @@ class SessionStore:
         with self.lock:
             while True:
                 sid = fmt.new_session_id(prefix, epoch_ms(self.clock()))
-                if self._locate(sid) is None:
+                if locate(self.directory, sid) is None:
                     return self._snapshot(self._new(sid, []))
 
     def get(self, session_id: str) -> Session | None:
@@ -202,7 +120,7 @@ class SessionStore:
             if live is None:
                 raise NotFoundError(f"Session not found: {sid}")
             index = len(live.doc.messages)
-            self._journal_write(live, fmt.journal_record(index, stamp, encoded), now)
+            live.append_line(fmt.journal_record(index, stamp, encoded), now, fsync=self.fsync)
             live.doc.messages.append(clean)
             live.doc.last_activity_at = stamp
             live.dirty = True
@@ -230,31 +148,7 @@ class SessionStore:
 
     def list(self) -> list[SessionInfo]:
         """Every session file on disk (not only cached ones), newest activity first."""
-        found: dict[str, SessionInfo] = {}
-        journals: dict[str, float] = {}
-        try:
-            entries = list(os.scandir(self.directory))
-        except FileNotFoundError:
-            return []
-        for entry in entries:
-            name = entry.name
-            if name.startswith(".") or not entry.is_file():
-                continue
-            if name.endswith(".jsonl"):
-                journals[name[: -len(".jsonl")]] = entry.stat().st_mtime
-            elif name.endswith(".json"):
-                stem = name[: -len(".json")]
-                sid = fmt.id_from_file_stem(stem)
-                moment = datetime.fromtimestamp(entry.stat().st_mtime, tz=timezone.utc)
-                if sid not in found or moment > found[sid].last_activity_at:
-                    found[sid] = SessionInfo(sid, moment, Path(entry.path))
-        for stem, mtime in journals.items():
-            sid = fmt.id_from_file_stem(stem)
-            info = found.get(sid)
-            moment = datetime.fromtimestamp(mtime, tz=timezone.utc)
-            if info is not None and moment > info.last_activity_at:
-                found[sid] = SessionInfo(sid, moment, info.path)
-        return sorted(found.values(), key=lambda i: (i.last_activity_at, i.id), reverse=True)
+        return scan(self.directory)
 
     def latest(self) -> Session | None:
         """The session with the latest activity."""
@@ -289,7 +183,7 @@ class SessionStore:
         with self.lock:
             while True:
                 sid = fmt.new_session_id("sess", epoch_ms(now))
-                if self._locate(sid) is None:
+                if locate(self.directory, sid) is None:
                     break
             live = self._new(sid, clean)
             snapshot = self._snapshot(live)
@@ -312,7 +206,7 @@ class SessionStore:
         with self.lock:
             for live in list(self._cache.values()):
                 if live.dirty and self._revalidate(live) is live:
-                    self._checkpoint(live)
+                    live.checkpoint()
 
     def close(self) -> None:
         """Flush, release file handles and the exit hook. The store reopens lazily if used."""
@@ -327,203 +221,62 @@ class SessionStore:
 
     # -- cache ---------------------------------------------------------------------------------
 
-    def _live(self, sid: str) -> _Live | None:
+    def _live(self, sid: str) -> SessionFiles | None:
         live = self._cache.get(sid)
         live = self._revalidate(live) if live is not None else self._load(sid)
         if live is not None:
             self._touch(live)
         return live
 
-    def _touch(self, live: _Live) -> None:
+    def _touch(self, live: SessionFiles) -> None:
         sid = live.doc.id
         self._cache[sid] = live
         self._cache.move_to_end(sid)
         while len(self._cache) > self.limits.max_sessions_in_memory:
             _, old = self._cache.popitem(last=False)
             if old.dirty and self._revalidate(old, cache=False) is old:
-                self._checkpoint(old)
+                old.checkpoint()
             old.close_fd()
         if self._atexit is None:
             self._atexit = _exit_hook(weakref.ref(self))
             atexit.register(self._atexit)
 
-    def _revalidate(self, live: _Live, cache: bool = True) -> _Live | None:
-        """``live`` if it still matches the disk (reading appends of other processes), else a
+    def _revalidate(self, live: SessionFiles, cache: bool = True) -> SessionFiles | None:
+        """``live`` if it still matches the disk (with other processes' appends), else a
         fresh load."""
-        sig = signature(live.json_path)
-        if sig == live.json_sig:
-            try:
-                st = os.stat(live.journal_path)
-            except FileNotFoundError:
-                st = None
-            if st is None and live.journal_ino is None:
-                return live
-            if st is not None and st.st_ino == live.journal_ino:
-                if st.st_size == live.journal_size:
-                    return live
-                if st.st_size > live.journal_size and self._read_tail(live):
-                    return live
+        if live.is_current():
+            self._shrink_old(live)
+            return live
         live.close_fd()
         if cache:
             self._cache.pop(live.doc.id, None)
         return self._load(live.doc.id)
 
-    def _read_tail(self, live: _Live) -> bool:
-        with open(live.journal_path, "rb") as handle:
-            handle.seek(live.journal_size)
-            data = handle.read()
-        lines, used = fmt.split_lines(data)
-        try:
-            records = [fmt.parse_journal_record(line) for line in lines]
-        except ValueError:
-            return False
-        for record in records:
-            if record.index != len(live.doc.messages):
-                return False
-            live.doc.messages.append(record.message)
-            live.doc.last_activity_at = record.timestamp
-            live.dirty = True
-        live.journal_size += used
-        self._shrink_old(live)
-        return True
+    def _load(self, sid: str) -> SessionFiles | None:
+        live = SessionFiles.load(self.directory, sid)
+        if live is not None:
+            self._shrink_old(live)
+        return live
 
-    # -- disk ----------------------------------------------------------------------------------
-
-    def _paths(self, sid: str) -> tuple[Path, Path]:
-        stem = fmt.file_stem(sid)
-        return self.directory / f"{stem}.json", self.directory / f"{stem}.jsonl"
-
-    def _locate(self, sid: str) -> Path | None:
-        """The file holding ``sid``: the encoded name, else a raw-id name the original wrote."""
-        json_path, _ = self._paths(sid)
-        if json_path.exists():
-            return json_path
-        legacy = self.directory / f"{sid}.json"
-        if legacy != json_path and os.name != "nt" and legacy.exists():
-            return legacy
-        return None
-
-    def _new(self, sid: str, messages: builtins.list[fmt.Message]) -> _Live:
+    def _new(self, sid: str, messages: builtins.list[fmt.Message]) -> SessionFiles:
         stamp = iso_ms(self.clock())
         doc = fmt.SessionDoc(sid, self.agent_id, messages, stamp, stamp)
-        json_path, journal_path = self._paths(sid)
-        live = _Live(doc, json_path, journal_path)
-        if journal_path.exists():  # left over from a session file deleted by hand
-            journal_path.unlink()
+        live = SessionFiles.fresh(doc, self.directory)
         self._shrink_old(live)
-        self._checkpoint(live)
+        live.checkpoint()
         self._touch(live)
         return live
 
-    def _load(self, sid: str) -> _Live | None:
-        path = self._locate(sid)
-        if path is None:
-            return None
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        json_path, journal_path = self._paths(sid)
-        try:
-            doc = fmt.parse_session(data.decode("utf-8-sig"))
-        except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError included
-            moved = _aside(path)
-            if journal_path.exists():
-                _aside(journal_path)
-            raise CorruptFileError(
-                path, f"not a session file ({exc}); moved to {moved.name}"
-            ) from exc
-        if doc.id != sid:
-            raise CorruptFileError(path, f"holds session {doc.id!r}, expected {sid!r}")
-        live = _Live(doc, json_path, journal_path)
-        live.base = _hash(data)
-        live.json_size = len(data)
-        if path == json_path:
-            live.json_sig = signature(path)
-        else:
-            live.dirty = True  # a raw-named Markus file: the next checkpoint renames it
-        self._replay(live)
-        self._shrink_old(live)
-        return live
-
-    def _replay(self, live: _Live) -> None:
-        try:
-            data = live.journal_path.read_bytes()
-        except FileNotFoundError:
-            return
-        lines, used = fmt.split_lines(data)
-        header = fmt.parse_journal_header(lines[0]) if lines else None
-        if header != (live.doc.id, live.base):
-            # Absorbed by a later checkpoint (crash before the unlink), or an empty torn header.
-            live.journal_path.unlink()
-            return
-        try:
-            records = [fmt.parse_journal_record(line) for line in lines[1:]]
-            for n, record in enumerate(records):
-                if record.index != len(live.doc.messages) + n:
-                    raise ValueError(f"record {n} has index {record.index}, out of sequence")
-        except ValueError as exc:
-            moved = _aside(live.journal_path)
-            raise CorruptFileError(
-                live.journal_path, f"damaged journal ({exc}); moved to {moved.name}"
-            ) from exc
-        for record in records:
-            live.doc.messages.append(record.message)
-            live.doc.last_activity_at = record.timestamp
-        if used < len(data):  # a torn last line: cut it so the next append starts clean
-            os.truncate(live.journal_path, used)
-        st = os.stat(live.journal_path)
-        live.journal_ino, live.journal_size = st.st_ino, st.st_size
-        live.dirty = live.dirty or bool(records)
-
-    def _journal_write(self, live: _Live, line: bytes, now: datetime) -> None:
-        if live.fd is None and live.journal_ino is not None:
-            live.fd = os.open(live.journal_path, os.O_WRONLY | os.O_APPEND)
-        if live.fd is None:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            live.fd = os.open(
-                live.journal_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644
-            )
-            live.journal_ino = os.fstat(live.fd).st_ino
-            line = fmt.journal_header(live.doc.id, live.base) + line
-        view = memoryview(line)
-        while view:
-            view = view[os.write(live.fd, view) :]
-        live.journal_size += len(line)
-        if self.fsync:
-            os.fsync(live.fd)
-        if os.utime in os.supports_fd:  # mtime = lastActivityAt, so list() needs no parsing
-            stamp_ns = epoch_ms(now) * 1_000_000
-            os.utime(live.fd, ns=(stamp_ns, stamp_ns))
-
-    def _checkpoint(self, live: _Live) -> None:
-        data = fmt.render_session(live.doc).encode("utf-8")
-        atomic_write_bytes(live.json_path, data)
-        moment = parse_iso(live.doc.last_activity_at)
-        if moment is not None:
-            stamp_ns = epoch_ms(moment) * 1_000_000
-            os.utime(live.json_path, ns=(stamp_ns, stamp_ns))
-        live.close_fd()
-        live.journal_path.unlink(missing_ok=True)
-        legacy = self.directory / f"{live.doc.id}.json"
-        if legacy != live.json_path:
-            legacy.unlink(missing_ok=True)
-        live.json_sig = signature(live.json_path)
-        live.base = _hash(data)
-        live.json_size = len(data)
-        live.journal_ino, live.journal_size = None, 0
-        live.dirty = False
-
     # -- compaction ----------------------------------------------------------------------------
 
-    def _after_append(self, live: _Live) -> None:
+    def _after_append(self, live: SessionFiles) -> None:
         self._shrink_old(live)
         if len(live.doc.messages) > self.limits.session_compact_trigger:
             self._compact(live, self.limits.session_compact_keep)
         elif live.journal_size > max(self.checkpoint_min_bytes, live.json_size):
-            self._checkpoint(live)
+            live.checkpoint()
 
-    def _shrink_old(self, live: _Live) -> None:
+    def _shrink_old(self, live: SessionFiles) -> None:
         """Shrink oversized tool results that have just left the recent window (§12.3).
 
         Only messages not checked before are looked at, so each append does O(1) work.
@@ -537,7 +290,7 @@ class SessionStore:
                 live.dirty = True
         live.shrink_checked = max(live.shrink_checked, boundary)
 
-    def _compact(self, live: _Live, keep_last: int) -> CompactResult:
+    def _compact(self, live: SessionFiles, keep_last: int) -> CompactResult:
         messages = live.doc.messages
         keep_last = max(keep_last, 0)
         if len(messages) <= keep_last:
@@ -548,12 +301,12 @@ class SessionStore:
         live.doc.messages = [fmt.summary_message(len(older), len(kept), summary), *kept]
         live.shrink_checked = 0
         self._shrink_old(live)
-        self._checkpoint(live)
+        live.checkpoint()
         return CompactResult(summary, len(older))
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _snapshot(self, live: _Live) -> Session:
+    def _snapshot(self, live: SessionFiles) -> Session:
         doc = live.doc
         return Session(
             id=doc.id,
