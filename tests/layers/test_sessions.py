@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -187,12 +188,18 @@ def test_append_keeps_the_llm_message_shape(store) -> None:
     assert message_text(stored) == "ab"
 
 
-@pytest.mark.parametrize("bad", ["", "a/b", "..", ".hidden", "a\\b", "x\x00y", "a\nb", 7, None])
+@pytest.mark.parametrize(
+    "bad", ["", "a/b", "..", ".hidden", "a\\b", "x\x00y", "a\nb", "x" * 129, 7, None, ["l"]]
+)
 def test_session_ids_are_validated(store, bad) -> None:
+    for call in (store.get_or_create, store.get, store.compact):
+        with pytest.raises(InvalidIdError):
+            call(bad)
     with pytest.raises(InvalidIdError):
-        store.get_or_create(bad)
+        store.append(bad, user("x"))
     with pytest.raises(InvalidIdError):
-        store.get(bad)
+        store.recent(bad, 1)
+    assert not store.directory.exists()
 
 
 def test_create_accepts_scenario_prefixes(store) -> None:
@@ -371,3 +378,31 @@ def test_clock_drives_timestamps(tmp_path: Path) -> None:
     assert store.get(sid).last_activity_at == record.timestamp == clock.now
     assert store.list()[0].last_activity_at == clock.now
     store.close()
+
+
+def test_threads_sharing_a_store_never_lose_appends(store) -> None:
+    sid = store.create().id
+
+    def writer(tag: str) -> None:
+        for i in range(100):
+            store.append(sid, user(f"{tag}-{i}"))
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in "abc"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    contents = [m["content"] for m in make_store(store.paths.root.parent).get(sid).messages]
+    assert len(contents) == 300
+    for tag in "abc":
+        assert [c for c in contents if c[0] == tag] == [f"{tag}-{i}" for i in range(100)]
+
+
+def test_store_is_usable_after_close(store) -> None:
+    sid = store.create().id
+    store.close()
+    store.append(sid, user("after close"))
+    store.close()
+    assert [m["content"] for m in make_store(store.paths.root.parent).get(sid).messages] == [
+        "after close"
+    ]

@@ -85,6 +85,7 @@ def test_file_stem_is_reversible_and_windows_safe(session_id: str) -> None:
     assert not stem.endswith(".")
 
 
+@settings(max_examples=60)
 @given(
     st.lists(messages(), max_size=5),
     awkward_text,

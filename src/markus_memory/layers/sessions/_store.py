@@ -111,7 +111,8 @@ class SessionStore:
         Raises InvalidInputError for a malformed message (nothing written) and NotFoundError
         for an unknown session.
         """
-        sid = session_id if session_id in self._cache else fmt.validate_session_id(session_id)
+        cached = isinstance(session_id, str) and session_id in self._cache  # validated then
+        sid = session_id if cached else fmt.validate_session_id(session_id)
         clean, encoded = fmt.encode_message(message)
         now = self.clock()
         stamp = iso_ms(now)
