@@ -121,7 +121,12 @@ class SessionStore:
             if live is None:
                 raise NotFoundError(f"Session not found: {sid}")
             index = len(live.doc.messages)
-            live.append_line(fmt.journal_record(index, stamp, encoded), now, fsync=self.fsync)
+            try:
+                live.append_line(fmt.journal_record(index, stamp, encoded), now, fsync=self.fsync)
+            except BaseException:
+                # The journal may end in a partial line: forget our copy; the next load cuts it.
+                self._forget(live)
+                raise
             live.doc.messages.append(clean)
             live.doc.last_activity_at = stamp
             live.dirty = True
@@ -235,12 +240,20 @@ class SessionStore:
         self._cache.move_to_end(sid)
         while len(self._cache) > self.limits.max_sessions_in_memory:
             _, old = self._cache.popitem(last=False)
-            if old.dirty and self._revalidate(old, cache=False) is old:
-                old.checkpoint()
+            try:
+                if old.dirty and self._revalidate(old, cache=False) is old:
+                    old.checkpoint()
+            except (OSError, CorruptFileError):  # its journal still holds every append
+                log.exception("checkpoint of evicted session %s failed", old.doc.id)
             old.close_fd()
         if self._atexit is None:
             self._atexit = _exit_hook(weakref.ref(self))
             atexit.register(self._atexit)
+
+    def _forget(self, live: SessionFiles) -> None:
+        live.close_fd()
+        if self._cache.get(live.doc.id) is live:
+            del self._cache[live.doc.id]
 
     def _revalidate(self, live: SessionFiles, cache: bool = True) -> SessionFiles | None:
         """``live`` if it still matches the disk (with other processes' appends), else a
@@ -248,9 +261,10 @@ class SessionStore:
         if live.is_current():
             self._shrink_old(live)
             return live
-        live.close_fd()
         if cache:
-            self._cache.pop(live.doc.id, None)
+            self._forget(live)
+        else:
+            live.close_fd()
         return self._load(live.doc.id)
 
     def _load(self, sid: str) -> SessionFiles | None:
