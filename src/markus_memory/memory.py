@@ -13,6 +13,7 @@ from .layers.knowledge import KnowledgeFile, Observation
 from .layers.migration import plan_migration
 from .layers.notebook import Notebook
 from .layers.procedural import RoleLoader
+from .layers.sessions import SessionStore
 from .layers.state import StateFile
 
 
@@ -31,6 +32,7 @@ class AgentMemory:
         self.daily_log = DailyLog(*layer_args, agent_id=self.agent_id)
         self.roles = RoleLoader(*layer_args)
         self.knowledge = KnowledgeFile(*layer_args)
+        self.sessions = SessionStore(*layer_args, agent_id=self.agent_id)
         self._closed = False
         self._migrate_legacy()
 
@@ -70,6 +72,7 @@ class AgentMemory:
 
     def close(self) -> None:
         """Flush and release everything this handle holds. Safe to call twice."""
+        self.sessions.close()
         self._closed = True
 
     def __enter__(self) -> AgentMemory:
