@@ -437,3 +437,18 @@ def test_any_text_survives_save_and_reload(nb: Notebook, key: str, text: str, ma
 
 def test_fixture_paths_live_under_tmp(nb: Notebook, tmp_path: Path) -> None:
     assert tmp_path in nb.path.parents
+
+
+def test_writes_reread_even_when_an_in_place_edit_kept_size_and_mtime(nb: Notebook) -> None:
+    nb.upsert("a", "one")
+    nb.upsert("b", "two")
+    assert nb.get("b") is not None  # cached under the current signature
+    st = os.stat(nb.path)
+    with open(nb.path, "r+b") as handle:  # same inode, same size
+        data = handle.read()
+        handle.seek(0)
+        handle.write(data.replace(b"two\n", b"TWO\n"))
+    os.utime(nb.path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    nb.upsert("a", "three")
+    b = fresh(nb).get("b")
+    assert b is not None and b.text == "TWO"

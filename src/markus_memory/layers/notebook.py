@@ -186,8 +186,11 @@ class Notebook:
 
     def read(self) -> NotebookDoc:
         """The parsed file (cached while its signature is unchanged)."""
+        return self._load(use_cache=True)
+
+    def _load(self, *, use_cache: bool) -> NotebookDoc:
         sig = signature(self.path)
-        if sig is not None and self._cache is not None and self._cache[0] == sig:
+        if use_cache and sig is not None and self._cache is not None and self._cache[0] == sig:
             return self._cache[1]
         text = read_text(self.path)
         if text is None:
@@ -232,7 +235,7 @@ class Notebook:
         if truncated:
             body = body[:limit].rstrip()
         with self._lock:
-            doc = self.read()
+            doc = self._load(use_cache=False)  # writes never trust a cache
             entries = list(doc.entries)
             index = next((i for i, e in enumerate(entries) if e.key == key), None)
             if index is not None and kind == "agent" and entries[index].managed != "agent":
@@ -271,7 +274,7 @@ class Notebook:
             if all:
                 raise InvalidInputError("pass either key or all=True, not both")
         with self._lock:
-            doc = self.read()
+            doc = self._load(use_cache=False)  # writes never trust a cache
             if key is not None:
                 match = next((e for e in doc.entries if e.key == key), None)
                 if match is not None and match.managed != "agent" and not allow_system:
