@@ -452,3 +452,34 @@ def test_writes_reread_even_when_an_in_place_edit_kept_size_and_mtime(nb: Notebo
     nb.upsert("a", "three")
     b = fresh(nb).get("b")
     assert b is not None and b.text == "TWO"
+
+
+hand_lines = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "## k",
+                "## other key",
+                "##",
+                "## ",
+                "<!-- managed: cpp -->",
+                "<!-- managed: bogus -->",
+                "<!-- updated: 2026-03-04T05:06:07.123456+02:00 -->",
+                "<!-- updated: 0005-01-01T00:00:00Z -->",
+                "<!-- updated: not a date -->",
+                "\\",
+                "\\## escaped",
+                "",
+                "\r",
+            ]
+        ),
+        texts,
+    ),
+    max_size=12,
+).map("\n".join)
+
+
+@given(hand_lines)
+def test_any_hand_written_file_is_stable_after_one_rewrite(text: str) -> None:
+    doc = parse_notebook(text, datetime(2026, 5, 5, 1, 2, 3, 456789, timezone.utc))
+    assert parse_notebook(render_notebook(doc), T0) == doc

@@ -82,6 +82,7 @@ def parse_notebook(text: str, default_time: datetime) -> NotebookDoc:
     order: list[str] = []
     found: dict[str, NotebookEntry] = {}
     current: tuple[str, list[str], Managed, datetime] | None = None
+    default_time = _to_ms(default_time)
 
     def finish() -> None:
         if current is None:
@@ -105,8 +106,8 @@ def parse_notebook(text: str, default_time: datetime) -> NotebookDoc:
         meta = meta_line(line)
         if meta is not None and meta[0] == "updated":
             moment = parse_iso(meta[1])
-            if moment is not None:
-                current = (current[0], current[1], current[2], moment)
+            if moment is not None and moment.year >= 1000:  # iso_ms writes 4-digit years
+                current = (current[0], current[1], current[2], _to_ms(moment))
             continue
         if meta is not None and meta[0] == "managed":
             if meta[1] in MANAGED_VALUES:
@@ -116,6 +117,12 @@ def parse_notebook(text: str, default_time: datetime) -> NotebookDoc:
     finish()
     preamble = "\n".join(preamble_lines).rstrip() or DEFAULT_PREAMBLE
     return NotebookDoc(preamble, tuple(found[key] for key in order))
+
+
+def _to_ms(moment: datetime) -> datetime:
+    """UTC, cut to the millisecond: what the file can hold."""
+    utc = moment.astimezone(timezone.utc)
+    return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
 
 
 def render_notebook(doc: NotebookDoc) -> str:
@@ -289,8 +296,7 @@ class Notebook:
         return removed
 
     def _now(self) -> datetime:
-        now = self._clock().astimezone(timezone.utc)
-        return now.replace(microsecond=now.microsecond // 1000 * 1000)  # the file keeps ms
+        return _to_ms(self._clock())
 
     def _write(self, doc: NotebookDoc) -> None:
         atomic_write_text(self.path, render_notebook(doc))
