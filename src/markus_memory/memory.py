@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from types import TracebackType
 
 from ._fs import AgentLock, validate_id
 from .config import AgentPaths, Settings
+from .layers.activities import ActivityLog
+from .storage.base import EpisodicStore
+from .storage.sqlite import SqliteStore
 
 
 class AgentMemory:
@@ -19,6 +23,26 @@ class AgentMemory:
         self.paths.root.mkdir(parents=True, exist_ok=True)
         self.lock = AgentLock(self.paths.lock, settings.lock_timeout_seconds)
         self._closed = False
+        self._store: EpisodicStore | None = None
+        self._activities: ActivityLog | None = None
+        self._store_guard = threading.Lock()
+
+    @property
+    def store(self) -> EpisodicStore:
+        """The episodic backend (``<home>/data.db``), opened on first use so opening is cheap."""
+        with self._store_guard:
+            if self._store is None:
+                self._store = SqliteStore(self.settings.database_path)
+            return self._store
+
+    @property
+    def activities(self) -> ActivityLog:
+        """Episodes of this agent: start / log / end / list / search / get."""
+        if self._activities is None:
+            self._activities = ActivityLog(
+                self.store, self.agent_id, self.settings.clock, self.settings.limits
+            )
+        return self._activities
 
     @property
     def directory(self) -> Path:
@@ -26,6 +50,11 @@ class AgentMemory:
 
     def close(self) -> None:
         """Flush and release everything this handle holds. Safe to call twice."""
+        with self._store_guard:
+            store, self._store = self._store, None
+            self._activities = None
+        if store is not None:
+            store.close()
         self._closed = True
 
     def __enter__(self) -> AgentMemory:
