@@ -31,8 +31,11 @@ def search_terms(query: str) -> list[str]:
     """
     if not isinstance(query, str):
         return []
+    text = query[:MAX_QUERY_CHARS].replace("\x00", " ")
+    # Lone surrogates cannot be encoded for any database driver.
+    text = text.encode("utf-8", "replace").decode("utf-8").lower()
     terms: list[str] = []
-    for raw in _SPACE_RE.split(query[:MAX_QUERY_CHARS].lower()):
+    for raw in _SPACE_RE.split(text):
         term = raw.strip()
         if len(term) <= 1 or term in terms:
             continue

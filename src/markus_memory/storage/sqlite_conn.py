@@ -51,8 +51,9 @@ def json_obj(text: str | None) -> dict[str, Any]:
 
 
 def quote_fts(term: str) -> str:
-    """One literal FTS5 phrase: double quotes doubled, the whole wrapped (sqlite-utils style)."""
-    return '"' + term.replace('"', '""') + '"'
+    """One literal FTS5 phrase, sqlite-utils style: quotes doubled; NUL and surrogates dropped."""
+    clean = term.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    return '"' + clean.replace('"', '""') + '"'
 
 
 def fts_match(terms: Sequence[str], *, any_term: bool = False) -> str:
