@@ -213,10 +213,11 @@ class ActivityLog:
         kind = _check_text("log type", type, MAX_TYPE_CHARS)
         if not isinstance(content, str):
             raise InvalidInputError("log content must be a string")
-        meta = dict(metadata) if metadata is not None else {}
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidInputError("log metadata must be a mapping")
+        meta = dict(metadata) if metadata is not None else {}
         try:
+            # Values JSON cannot encode are stored as their str(); keys must be strings.
             json.dumps(meta, default=str)
         except (TypeError, ValueError) as exc:
             raise InvalidInputError(f"log metadata is not JSON-serialisable: {exc}") from exc
