@@ -34,6 +34,12 @@ CREATE INDEX idx_transcript_agent_created ON transcript_messages(agent_id, creat
 -- index sqlite_autoindex__markus_migrations_1 ON _markus_migrations
 None;
 
+-- index sqlite_autoindex_activity_search_agents_1 ON activity_search_agents
+None;
+
+-- index sqlite_autoindex_activity_search_agents_2 ON activity_search_agents
+None;
+
 -- index sqlite_autoindex_activity_search_docs_1 ON activity_search_docs
 None;
 
@@ -75,6 +81,12 @@ CREATE TABLE 'activity_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB);
 
 -- table activity_fts_idx ON activity_fts_idx
 CREATE TABLE 'activity_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID;
+
+-- table activity_search_agents ON activity_search_agents
+CREATE TABLE activity_search_agents (
+  agent_id TEXT PRIMARY KEY,
+  slot INTEGER NOT NULL UNIQUE
+);
 
 -- table activity_search_docs ON activity_search_docs
 CREATE TABLE activity_search_docs (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import sqlite3
 import threading
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -298,3 +298,54 @@ def test_quoted_terms_always_form_a_valid_match(terms: list[str], any_term: bool
     )
     assert isinstance(rows.fetchall(), list)
     assert quote_fts('say "hi"') == '"say ""hi"""'
+
+
+def test_a_match_set_over_the_candidate_bound_is_ordered_by_recency(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "data.db", search_candidates=3)
+    labels = ["routine deploy", "Deploy api", "routine", "deploy notes", "deploy deploy", "x"]
+    for i, label in enumerate(labels):
+        store.insert_activity(
+            Activity(
+                id=f"a{i}",
+                agent_id="a1",
+                type="task",
+                label=label if i != 2 else "routine",
+                started_at=T0 + timedelta(minutes=i),
+                summary="deploy" if i == 2 else "",
+            )
+        )
+    store.insert_activity(
+        Activity(id="other", agent_id="a2", type="task", label="deploy", started_at=T0)
+    )
+    # 5 of a1's activities match "deploy" (> 3 candidates): label/keyword hits newest first,
+    # then the summary-only hit; never the other agent's.
+    hits = store.search_activities("a1", "deploy", limit=10)
+    assert [h.activity.id for h in hits] == ["a4", "a3", "a1", "a0", "a2"]
+    assert all(h.score == 0.0 for h in hits)
+    # Under the bound the ranking is bm25: the label-dense hit first.
+    small = SqliteStore(tmp_path / "data.db", search_candidates=100)
+    ranked = small.search_activities("a1", "deploy", limit=10)
+    assert {h.activity.id for h in ranked} == {"a0", "a1", "a2", "a3", "a4"}
+    assert ranked[-1].activity.id == "a2"
+    assert all(h.score > 0 for h in ranked)
+    small.close()
+    store.close()
+
+
+def test_agent_spans_keep_each_agents_documents_apart(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "data.db")
+    for agent in ("b", "a", "b", "c", "a"):
+        n = len(store.query_activities(agent))
+        store.insert_activity(
+            Activity(
+                id=f"{agent}{n}",
+                agent_id=agent,
+                type="t",
+                label="shared words",
+                started_at=T0 + timedelta(minutes=n),
+            )
+        )
+    for agent, expected in (("a", {"a0", "a1"}), ("b", {"b0", "b1"}), ("c", {"c0"})):
+        assert {h.activity.id for h in store.search_activities(agent, "shared")} == expected
+    assert store.search_activities("nobody", "shared") == []
+    store.close()

@@ -22,7 +22,7 @@ from .base import (
 )
 from .migrations import Migrations
 from .sqlite_conn import EPOCH, from_iso, fts_match, json_obj, json_text, to_iso
-from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS
+from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS, SLOT_SHIFT
 from .sqlite_side import SqliteSideTables
 
 # Search ranks at most this many of the newest matching activities (see search_activities).
@@ -32,6 +32,37 @@ _ACTIVITY_COLUMNS = (
     "id, agent_id, type, label, started_at, task_id, mailbox_item_id, ended_at, "
     "total_tokens, total_tools, success, summary, keywords"
 )
+
+
+def _agent_span(conn: sqlite3.Connection, agent_id: str) -> tuple[int, int] | None:
+    """The rowid range of an agent's search documents, None if it has none yet."""
+    row = conn.execute(
+        "SELECT slot FROM activity_search_agents WHERE agent_id = ?", (agent_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    low = int(row[0]) << SLOT_SHIFT
+    return low, low + (1 << SLOT_SHIFT) - 1
+
+
+def _new_doc(conn: sqlite3.Connection, activity_id: str, agent_id: str) -> int:
+    """Register a search document for an activity: the next rowid in its agent's span."""
+    conn.execute(
+        "INSERT OR IGNORE INTO activity_search_agents (agent_id, slot) "
+        "SELECT ?, COALESCE(MAX(slot), 0) + 1 FROM activity_search_agents",
+        (agent_id,),
+    )
+    span = _agent_span(conn, agent_id)
+    assert span is not None
+    last = conn.execute(
+        "SELECT MAX(rowid) FROM activity_search_docs WHERE rowid BETWEEN ? AND ?", span
+    ).fetchone()[0]
+    rowid = span[0] + 1 if last is None else int(last) + 1
+    conn.execute(
+        "INSERT INTO activity_search_docs (rowid, activity_id, agent_id) VALUES (?, ?, ?)",
+        (rowid, activity_id, agent_id),
+    )
+    return rowid
 
 
 def _activity(row: sqlite3.Row) -> Activity:
@@ -92,14 +123,11 @@ class SqliteStore(SqliteSideTables):
                     to_iso(activity.started_at),
                 ),
             )
-            cursor = conn.execute(
-                "INSERT INTO activity_search_docs (activity_id, agent_id) VALUES (?, ?)",
-                (activity.id, activity.agent_id),
-            )
+            rowid = _new_doc(conn, activity.id, activity.agent_id)
             conn.execute(
                 "INSERT INTO activity_fts (rowid, label, summary, keywords, logs) "
                 "VALUES (?, ?, ?, ?, '')",
-                (cursor.lastrowid, activity.label, activity.summary, ",".join(activity.keywords)),
+                (rowid, activity.label, activity.summary, ",".join(activity.keywords)),
             )
 
     def end_activity(self, agent_id: str, activity_id: str, end: ActivityEnd) -> bool:
@@ -150,10 +178,7 @@ class SqliteStore(SqliteSideTables):
             agent = conn.execute(
                 "SELECT agent_id FROM agent_activities WHERE id = ?", (activity_id,)
             ).fetchone()[0]
-            rowid = conn.execute(
-                "INSERT INTO activity_search_docs (activity_id, agent_id) VALUES (?, ?)",
-                (activity_id, agent),
-            ).lastrowid
+            rowid = _new_doc(conn, activity_id, str(agent))
         else:
             rowid = doc[0]
             conn.execute("DELETE FROM activity_fts WHERE rowid = ?", (rowid,))
@@ -250,50 +275,82 @@ class SqliteStore(SqliteSideTables):
     def search_activities(self, agent_id: str, query: str, *, limit: int = 10) -> list[ActivityHit]:
         """All terms first (AND); if that finds fewer than ``limit``, any term (OR) fills up.
 
-        Ranking is bm25 (label 4, keywords 3, summary 2, logs 1), newer first on ties, within
-        the newest :attr:`search_candidates` matches of the agent: exact for rare and medium
-        terms, and for a term in most activities it ranks the recent ones instead of scoring
-        every posting in the database.
+        Every term is a quoted literal. Ranking is bm25 (label 4, keywords 3, summary 2, logs 1,
+        newer first on ties) over all of the agent's matches when there are at most
+        :attr:`search_candidates` of them. A match set larger than that (a term in a large share
+        of the agent's history) says little about relevance and would cost a scan of millions of
+        postings to score, so it is ordered by recency instead: the newest activities matching
+        in label or keywords, then the newest matching anywhere (``score`` 0.0).
         """
         terms = search_terms(query)
         if not terms or limit <= 0:
             return []
-        hits = self._ranked(agent_id, fts_match(terms), limit)
-        if len(hits) < limit and len(terms) > 1:
-            seen = {h[0] for h in hits}
-            extra = [
-                h
-                for h in self._ranked(agent_id, fts_match(terms, any_term=True), limit)
-                if h[0] not in seen
-            ]
-            hits += extra[: limit - len(hits)]
-        if not hits:
-            return []
-        by_id = self._activities_by_ids(agent_id, [h[0] for h in hits])
-        return [ActivityHit(by_id[i], s) for i, s in hits if i in by_id]
-
-    def _ranked(self, agent_id: str, match: str, limit: int) -> list[tuple[str, float]]:
-        weights = ", ".join(str(w) for w in ACTIVITY_FTS_WEIGHTS)
         with self.read() as conn:
+            span = _agent_span(conn, agent_id)
+            if span is None:
+                return []
+            hits = self._ranked(conn, span, fts_match(terms), limit)
+            if len(hits) < limit and len(terms) > 1:
+                seen = {rowid for rowid, _ in hits}
+                extra = self._ranked(conn, span, fts_match(terms, any_term=True), limit)
+                hits += [h for h in extra if h[0] not in seen][: limit - len(hits)]
+            if not hits:
+                return []
+            ids = dict(
+                conn.execute(
+                    "SELECT rowid, activity_id FROM activity_search_docs "
+                    f"WHERE rowid IN ({','.join('?' * len(hits))})",
+                    [rowid for rowid, _ in hits],
+                ).fetchall()
+            )
+        by_id = self._activities_by_ids(agent_id, list(ids.values()))
+        return [
+            ActivityHit(by_id[ids[rowid]], score)
+            for rowid, score in hits
+            if rowid in ids and ids[rowid] in by_id
+        ]
+
+    def _ranked(
+        self, conn: sqlite3.Connection, span: tuple[int, int], match: str, limit: int
+    ) -> list[tuple[int, float]]:
+        """(rowid, score) best first, within one agent's rowid span."""
+        where = "activity_fts MATCH ? AND activity_fts.rowid BETWEEN ? AND ?"
+        params = (match, *span)
+        newest = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT rowid FROM activity_fts WHERE {where} ORDER BY rowid DESC LIMIT ?",
+                (*params, self.search_candidates + 1),
+            )
+        ]
+        if len(newest) <= self.search_candidates:
+            weights = ", ".join(str(w) for w in ACTIVITY_FTS_WEIGHTS)
             rows = conn.execute(
-                f"SELECT d.activity_id, bm25(activity_fts, {weights}) AS score, "
-                "activity_fts.rowid AS rid FROM activity_fts "
-                "CROSS JOIN activity_search_docs d ON d.rowid = activity_fts.rowid "
-                "WHERE activity_fts MATCH ? AND d.agent_id = ? "
-                "ORDER BY activity_fts.rowid DESC LIMIT ?",
-                (match, agent_id, self.search_candidates),
+                f"SELECT rowid, bm25(activity_fts, {weights}) FROM activity_fts WHERE {where} "
+                "ORDER BY 2, rowid DESC LIMIT ?",
+                (*params, limit),
             ).fetchall()
-        ranked = sorted(rows, key=lambda r: (r["score"], -r["rid"]))[:limit]
-        return [(r["activity_id"], -float(r["score"])) for r in ranked]
+            return [(int(r[0]), -float(r[1])) for r in rows]
+        strong = [
+            int(r[0])
+            for r in conn.execute(
+                f"SELECT rowid FROM activity_fts WHERE {where} ORDER BY rowid DESC LIMIT ?",
+                ("{label keywords} : (" + match + ")", *span, limit),
+            )
+        ]
+        ordered = strong + [r for r in newest if r not in set(strong)]
+        return [(rowid, 0.0) for rowid in ordered[:limit]]
 
     def _activities_by_ids(self, agent_id: str, ids: Sequence[str]) -> dict[str, Activity]:
         if not ids:
             return {}
         with self.read() as conn:
             rows = conn.execute(
-                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities WHERE agent_id = ? "
-                f"AND id IN ({','.join('?' * len(ids))})",
-                (agent_id, *ids),
+                # Primary-key lookups; "+agent_id" keeps the planner off the agent index,
+                # which would walk every activity of the agent.
+                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities "
+                f"WHERE id IN ({','.join('?' * len(ids))}) AND +agent_id = ?",
+                (*ids, agent_id),
             ).fetchall()
         return {r["id"]: _activity(r) for r in rows}
 
@@ -315,9 +372,10 @@ class SqliteStore(SqliteSideTables):
         result: dict[str, Activity] = {}
         with self.read() as conn:
             rows = conn.execute(
-                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities WHERE agent_id = ? "
-                f"AND mailbox_item_id IN ({','.join('?' * len(ids))}) ORDER BY started_at",
-                (agent_id, *ids),
+                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities "
+                f"WHERE mailbox_item_id IN ({','.join('?' * len(ids))}) AND +agent_id = ? "
+                "ORDER BY started_at",
+                (*ids, agent_id),
             ).fetchall()
         for row in rows:
             result[row["mailbox_item_id"]] = _activity(row)

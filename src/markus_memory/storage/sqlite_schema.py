@@ -18,6 +18,8 @@ FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 ACTIVITY_FTS_WEIGHTS = (4.0, 2.0, 3.0, 1.0)
 # How much log text one activity contributes to its search document.
 MAX_INDEXED_LOG_CHARS = 20_000
+# Search-document rowids are (agent slot << SLOT_SHIFT) | n; see m004.
+SLOT_SHIFT = 32
 
 migrations: Migrations[sqlite3.Connection] = Migrations(MIGRATION_SET)
 
@@ -146,8 +148,16 @@ def m003_markus_indexes(conn: sqlite3.Connection) -> None:
 
 @migrations()
 def m004_activity_search(conn: sqlite3.Connection) -> None:
-    # activity_search_docs gives each activity a stable integer rowid (agent_activities has a
-    # TEXT key, whose implicit rowid VACUUM may renumber) shared with its FTS document.
+    # Each agent owns a slot; its search documents get rowids slot << 32 | n, n growing with
+    # time. An agent filter is then a rowid range, which FTS5 applies inside its posting lists
+    # (no join), and "newest first" is rowid DESC. The integer rowid is also stable, unlike
+    # the implicit rowid of agent_activities (TEXT key), which VACUUM may renumber.
+    conn.execute(
+        """CREATE TABLE activity_search_agents (
+  agent_id TEXT PRIMARY KEY,
+  slot INTEGER NOT NULL UNIQUE
+)"""
+    )
     conn.execute(
         """CREATE TABLE activity_search_docs (
   rowid INTEGER PRIMARY KEY,
@@ -159,10 +169,17 @@ def m004_activity_search(conn: sqlite3.Connection) -> None:
         "CREATE VIRTUAL TABLE activity_fts USING fts5("
         f"label, summary, keywords, logs, tokenize='{FTS_TOKENIZER}')"
     )
-    # Backfill from a Markus database, oldest first so rowid order follows started_at.
+    # Backfill from a Markus database, oldest first within each agent.
     conn.execute(
-        "INSERT INTO activity_search_docs (activity_id, agent_id) "
-        "SELECT id, agent_id FROM agent_activities ORDER BY started_at, id"
+        "INSERT INTO activity_search_agents (agent_id, slot) "
+        "SELECT agent_id, ROW_NUMBER() OVER (ORDER BY agent_id) "
+        "FROM (SELECT DISTINCT agent_id FROM agent_activities)"
+    )
+    conn.execute(
+        "INSERT INTO activity_search_docs (rowid, activity_id, agent_id) "
+        f"SELECT (s.slot << {SLOT_SHIFT}) + ROW_NUMBER() OVER "
+        " (PARTITION BY a.agent_id ORDER BY a.started_at, a.id), a.id, a.agent_id "
+        "FROM agent_activities a JOIN activity_search_agents s ON s.agent_id = a.agent_id"
     )
     conn.execute(
         "INSERT INTO activity_fts (rowid, label, summary, keywords, logs) "
