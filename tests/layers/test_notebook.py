@@ -483,3 +483,11 @@ hand_lines = st.lists(
 def test_any_hand_written_file_is_stable_after_one_rewrite(text: str) -> None:
     doc = parse_notebook(text, datetime(2026, 5, 5, 1, 2, 3, 456789, timezone.utc))
     assert parse_notebook(render_notebook(doc), T0) == doc
+
+
+def test_agent_slot_limit_follows_limits(paths: AgentPaths, lock: AgentLock, clock: FakeClock):
+    nb = Notebook(paths, lock, Limits(notebook_max_agent_entries=1), clock)
+    nb.upsert("a", "x")
+    clock.advance(seconds=1)
+    assert nb.upsert("b", "y").evicted == "a"
+    assert [e.key for e in nb.entries()] == ["b"]

@@ -254,7 +254,7 @@ class Notebook:
             evicted = None
             becomes_agent = kind == "agent" and (index is None or entries[index].managed != "agent")
             agents = [e for e in entries if e.managed == "agent" and e.key != key]
-            if becomes_agent and len(agents) >= self._limits.notebook_max_agent_entries:
+            if becomes_agent and agents and len(agents) >= self._limits.notebook_max_agent_entries:
                 victim = min(agents, key=lambda e: e.updated_at)  # min keeps the first tie
                 evicted = victim.key
                 entries = [e for e in entries if e.key != victim.key]
