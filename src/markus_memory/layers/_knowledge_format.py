@@ -38,7 +38,6 @@ import random
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import lru_cache
 
 from .._markdown import escape_body, meta_line, render_meta, split_h2, unescape_body
 from ..config import epoch_ms, from_epoch_ms, iso_ms, parse_iso
@@ -135,25 +134,41 @@ def curated_text(doc: KnowledgeDoc) -> str:
     return "\n".join(blocks)
 
 
-@lru_cache(maxsize=4096)
 def _render_entry(obs: Observation) -> str:
-    """One observation as written, ending with its blank line (cached: entries are immutable)."""
+    """One observation as written, ending with its blank line."""
     meta = obs.type + (", tags: " + ", ".join(obs.tags) if obs.tags else "")
     head = f"### {obs.id}\n{render_meta('type', meta)}\n{render_meta('at', iso_ms(obs.timestamp))}"
     return f"{head}\n{escape_body(obs.content)}\n\n"
 
 
-def render_observations(observations: list[Observation]) -> str:
-    block = "\n".join(["## " + OBSERVATIONS, *HEADER_COMMENTS, "", ""])
-    return (block + "".join(_render_entry(obs) for obs in observations))[:-1]
+Memo = dict[int, tuple[Observation, str]]
+"""Rendered entries by ``id()`` of their immutable Observation, kept by a caller across renders."""
 
 
-def render_knowledge(doc: KnowledgeDoc) -> str:
-    """The text of knowledge.md for ``doc``; :func:`parse_knowledge` gives ``doc`` back."""
+def render_observations(observations: list[Observation], memo: Memo | None = None) -> str:
+    old = memo if memo is not None else {}
+    new: Memo = {}
+    parts = ["\n".join(["## " + OBSERVATIONS, *HEADER_COMMENTS, "", ""])]
+    for obs in observations:
+        hit = old.get(id(obs))
+        text = hit[1] if hit is not None and hit[0] is obs else _render_entry(obs)
+        new[id(obs)] = (obs, text)
+        parts.append(text)
+    if memo is not None:
+        memo.clear()
+        memo.update(new)
+    return "".join(parts)[:-1]
+
+
+def render_knowledge(doc: KnowledgeDoc, memo: Memo | None = None) -> str:
+    """The text of knowledge.md for ``doc``; :func:`parse_knowledge` gives ``doc`` back.
+
+    ``memo`` (optional, owned by the caller) makes re-rendering unchanged observations free.
+    """
     curated = curated_text(doc)
     if not doc.observations:
         return curated
-    return curated + ("\n" if curated else "") + render_observations(doc.observations)
+    return curated + ("\n" if curated else "") + render_observations(doc.observations, memo)
 
 
 def parse_knowledge(text: str, fallback: datetime = EPOCH) -> KnowledgeDoc:

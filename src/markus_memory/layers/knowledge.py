@@ -29,6 +29,7 @@ from ._knowledge_format import (
     OBSERVATIONS,
     CuratedSection,
     KnowledgeDoc,
+    Memo,
     Observation,
     clean_tag,
     curated_text,
@@ -139,6 +140,7 @@ class KnowledgeFile:
         self._limits = limits
         self._clock = clock
         self._cache: tuple[object, str, KnowledgeDoc] | None = None
+        self._memo: Memo = {}
 
     # ---- reading -------------------------------------------------------------------------
 
@@ -201,7 +203,7 @@ class KnowledgeFile:
                 doc = self._load(verify_text=True)
                 result = change(doc)
                 doc.observations = doc.observations[-self._limits.max_observations :]
-                text = render_knowledge(doc)
+                text = render_knowledge(doc, self._memo)
                 # An editor that does not take the lock may have saved meanwhile: start again.
                 if signature(self.path) == seen:
                     break
