@@ -294,6 +294,13 @@ def test_ten_megabyte_section_is_refused_and_writes_nothing(kf: KnowledgeFile, r
     assert (root / "knowledge.md").read_bytes() == before
 
 
+def test_remove_with_a_single_string_is_refused(kf: KnowledgeFile) -> None:
+    kf.save_observation("x", id="x")
+    with pytest.raises(InvalidInputError):
+        kf.remove_observations("x")
+    assert [o.id for o in kf.observations()] == ["x"]
+
+
 @pytest.mark.parametrize("limit", [-1, "3", 1.5])
 def test_bad_limit_is_refused(kf: KnowledgeFile, limit: object) -> None:
     with pytest.raises(InvalidInputError):

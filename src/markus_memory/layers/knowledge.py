@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TypeVar
 
 from .._fs import AgentLock, atomic_write_text, read_text, signature, validate_key
@@ -31,12 +31,15 @@ from ._knowledge_format import (
     KnowledgeDoc,
     Memo,
     Observation,
+    check_content,
+    check_id,
+    check_tags,
     clean_tag,
     curated_text,
     new_observation_id,
     parse_knowledge,
     render_knowledge,
-    tag_problem,
+    to_millis,
 )
 
 __all__ = [
@@ -49,9 +52,6 @@ __all__ = [
     "render_knowledge",
 ]
 
-MAX_OBSERVATION_CHARS = 50_000
-"""Longest observation content accepted (a bigger one belongs in a file, not in the buffer)."""
-MAX_ID_CHARS = 128
 WRITE_MODES = ("replace", "patch", "append")
 _T = TypeVar("_T")
 
@@ -67,53 +67,6 @@ class WriteResult:
     section_limit: int = 0
     curated_chars: int = 0
     curated_limit: int = 0
-
-
-def _millis(moment: datetime) -> datetime:
-    """``moment`` in UTC, cut to whole milliseconds (what the file keeps)."""
-    utc = moment.astimezone(timezone.utc)
-    return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
-
-
-def _check_content(content: object) -> str:
-    if not isinstance(content, str):
-        raise InvalidInputError(
-            f"observation content must be a string, got {type(content).__name__}; "
-            "save one observation per call"
-        )
-    text = content.strip()
-    if not text:
-        raise InvalidInputError("observation content must be a non-empty string")
-    if len(text) > MAX_OBSERVATION_CHARS:
-        raise InvalidInputError(
-            f"observation content has {len(text)} chars, over {MAX_OBSERVATION_CHARS}; "
-            "save a summary instead"
-        )
-    return text
-
-
-def _check_tags(tags: object) -> tuple[str, ...]:
-    if isinstance(tags, str) or not isinstance(tags, Iterable):
-        raise InvalidInputError("tags must be a list of strings")
-    checked = []
-    for tag in tags:
-        if not isinstance(tag, str):
-            raise InvalidInputError(f"a tag must be a string, got {type(tag).__name__}")
-        stripped = tag.strip()
-        problem = tag_problem(stripped) if stripped else None
-        if problem:
-            raise InvalidInputError(f"tag {stripped[:40]!r} {problem}")
-        if stripped:
-            checked.append(stripped)
-    return tuple(checked)
-
-
-def _check_id(obs_id: object) -> str:
-    if not isinstance(obs_id, str) or not obs_id or len(obs_id) > MAX_ID_CHARS:
-        raise InvalidInputError(f"observation id must be a string of 1-{MAX_ID_CHARS} chars")
-    if len(obs_id.split()) != 1 or obs_id.split()[0] != obs_id:
-        raise InvalidInputError(f"observation id {obs_id[:40]!r} must not contain white space")
-    return obs_id
 
 
 def _check_limit(limit: object) -> int:
@@ -214,13 +167,13 @@ class KnowledgeFile:
     def _new_observation(
         self, content: object, type: object, tags: object, obs_id: object, moment: object
     ) -> Observation:
-        text = _check_content(content)
+        text = check_content(content)
         kind = type if isinstance(type, str) and type in OBSERVATION_TYPES else "note"
         if moment is not None and not isinstance(moment, datetime):
             raise InvalidInputError("timestamp must be a datetime")
-        when = _millis(moment if moment is not None else self._clock())
-        checked_id = new_observation_id(when) if obs_id is None else _check_id(obs_id)
-        return Observation(checked_id, kind, text, when, _check_tags(tags))
+        when = to_millis(moment if moment is not None else self._clock())
+        checked_id = new_observation_id(when) if obs_id is None else check_id(obs_id)
+        return Observation(checked_id, kind, text, when, check_tags(tags))
 
     def save_observation(
         self,
@@ -253,7 +206,7 @@ class KnowledgeFile:
             tags = tuple(t for t in (clean_tag(str(tag)) for tag in obs.tags) if t)
             kind = obs.type if obs.type in OBSERVATION_TYPES else "note"
             incoming.append(
-                Observation(_check_id(obs.id), kind, content, _millis(obs.timestamp), tags)
+                Observation(check_id(obs.id), kind, content, to_millis(obs.timestamp), tags)
             )
 
         def change(doc: KnowledgeDoc) -> int:
@@ -270,6 +223,8 @@ class KnowledgeFile:
 
     def remove_observations(self, ids: Iterable[str]) -> int:
         """Remove every observation whose id is in ``ids``; writes only if something matched."""
+        if isinstance(ids, str):
+            raise InvalidInputError("ids must be a list of observation ids, not one string")
         wanted = set(ids)
         return self._remove(lambda o: o.id in wanted)
 
@@ -381,7 +336,8 @@ class KnowledgeFile:
         Bodies are sanitised (``## `` → ``### ``) and the observation cap applied. An invalid
         observation or section name, a changed section over its cap, or a curated part grown
         past its cap raises :class:`InvalidInputError` and writes nothing; so does an exception
-        inside the block.
+        inside the block. Keep the block short (no model calls inside): the lock is held
+        throughout, and an editor that ignores the lock and saves meanwhile is overwritten.
         """
         with self._lock:
             original = self._load(verify_text=True)
@@ -396,7 +352,7 @@ class KnowledgeFile:
             CuratedSection(_check_section_name(s.name), sanitize_h2(s.body).strip("\n").rstrip())
             for s in doc.sections
         ]
-        checked = KnowledgeDoc(doc.preamble.rstrip(), sections)
+        checked = KnowledgeDoc(sanitize_h2(doc.preamble).rstrip(), sections)
         checked.observations = [
             self._new_observation(o.content, o.type, o.tags, o.id, o.timestamp)
             for o in doc.observations

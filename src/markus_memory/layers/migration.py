@@ -43,6 +43,7 @@ STATE_WORDS = re.compile(
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _LEGACY_TITLE = re.compile(r"#\s*memory(?:\.md)?\s*", re.IGNORECASE)
 FROM_LEGACY = " (from MEMORY.md)"
+MAX_ID_CHARS = 128
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,7 @@ def parse_memories_json(raw: str, fallback: datetime) -> tuple[LegacyObservation
         tags = metadata.get("tags") if isinstance(metadata, dict) else None
         found.append(
             LegacyObservation(
-                id="_".join(obs_id.split()),
+                id="_".join(obs_id.split())[:MAX_ID_CHARS],
                 type=kind if kind in OBSERVATION_TYPES else "note",
                 content=content if isinstance(content, str) else "",
                 timestamp=(parse_iso(stamp) if isinstance(stamp, str) else None) or fallback,
