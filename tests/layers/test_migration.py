@@ -107,6 +107,7 @@ def test_14_5_item36_observations_go_last_whatever_their_position() -> None:
 def test_merge_state_keeps_existing_and_is_idempotent() -> None:
     existing = "# State\n\n## deploy\n<!-- updatedAt: 2026-06-30 -->\nblue/green\n"
     chunks = (
+        StateChunk("notes", "### sub\n\\ backslash", date(2026, 6, 29)),
         StateChunk("deploy", "canary", date(2026, 6, 29)),
         StateChunk("Current progress", "step 2", date(2026, 6, 29)),
     )
@@ -114,6 +115,7 @@ def test_merge_state_keeps_existing_and_is_idempotent() -> None:
     assert merged is not None and merged.startswith(existing.rstrip())
     assert "## deploy (from MEMORY.md)\n<!-- updatedAt: 2026-06-29 -->\ncanary" in merged
     assert "## Current progress\n<!-- updatedAt: 2026-06-29 -->\nstep 2" in merged
+    assert "## notes\n<!-- updatedAt: 2026-06-29 -->\n\\### sub\n\\\\ backslash" in merged
     assert merge_state(merged, chunks) is None
 
 
@@ -154,6 +156,9 @@ def test_migrates_memory_md_to_knowledge_and_state(isolated_home: Path) -> None:
         assert mem.knowledge.section("Norms") == "Review every PR."
         assert mem.knowledge.section("Stack") is not None
         assert [o.content for o in mem.knowledge.observations()] == ["Migrated observation."]
+        (entry,) = mem.state.entries()
+        assert entry.key == "Current progress" and entry.updated == date(2026, 6, 28)
+        assert entry.content == "- 2026-06-28 Silent day 3 of the migration"
     state = (root / "state.md").read_text()
     assert state.startswith("# State\n")
     assert "## Current progress\n<!-- updatedAt: 2026-06-28 -->" in state
