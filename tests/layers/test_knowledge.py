@@ -200,6 +200,17 @@ def test_replace_and_patch_and_the_append_alias(kf: KnowledgeFile) -> None:
     assert kf.section("missing") is None
 
 
+def test_curated_text_excluding_sections(kf: KnowledgeFile) -> None:
+    kf.save_observation("not curated")
+    kf.update_section("procedures", "p")
+    kf.update_section("lessons", "l")
+    kf.update_section("architecture", "a")
+    text = kf.curated_text(exclude=["lessons", "architecture"])
+    assert text == "# Knowledge\n\n## procedures\np"
+    assert kf.curated_text(exclude="procedures").endswith("## architecture\na")
+    assert "not curated" not in kf.curated_text()
+
+
 def test_A_section_no_h2_bleed(kf: KnowledgeFile) -> None:
     kf.update_section("lessons", "## Key Lessons\nbody\n## _observations\nnot a block")
     text = kf.text()

@@ -225,6 +225,16 @@ def test_14_5_item36_memories_json_merges_with_migrated_observations(isolated_ho
     assert not (root / "memories.json").exists()
 
 
+def test_memories_json_with_lone_surrogates_is_imported_cleaned(isolated_home: Path) -> None:
+    root = agent_dir(isolated_home)
+    raw = '[{"id": "s\\ud800", "content": "bad \\udfff text", "metadata": {"tags": ["t\\ud800"]}}]'
+    (root / "memories.json").write_text(raw)
+    with open_agent("alice") as mem:
+        (obs,) = mem.knowledge.observations()
+    assert obs.id == "s?" and obs.content == "bad ? text" and obs.tags == ("t?",)
+    assert not (root / "memories.json").exists()
+
+
 def test_14_5_item36_malformed_memories_json_deletes_nothing(isolated_home: Path) -> None:
     root = agent_dir(isolated_home)
     (root / "knowledge.md").write_text("# Knowledge\n")

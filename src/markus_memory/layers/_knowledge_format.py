@@ -131,6 +131,15 @@ def to_millis(moment: datetime) -> datetime:
     return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
 
 
+def check_text(what: str, text: str) -> str:
+    """``text`` if it can be written as UTF-8 (no lone surrogates), else InvalidInputError."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"{what} is not valid Unicode ({exc.reason})") from None
+    return text
+
+
 def check_content(content: object) -> str:
     """Observation content, stripped; :class:`InvalidInputError` unless a non-empty string."""
     if not isinstance(content, str):
@@ -138,7 +147,7 @@ def check_content(content: object) -> str:
             f"observation content must be a string, got {type(content).__name__}; "
             "save one observation per call"
         )
-    text = content.strip()
+    text = check_text("observation content", content).strip()
     if not text:
         raise InvalidInputError("observation content must be a non-empty string")
     if len(text) > MAX_OBSERVATION_CHARS:
@@ -157,7 +166,7 @@ def check_tags(tags: object) -> tuple[str, ...]:
     for tag in tags:
         if not isinstance(tag, str):
             raise InvalidInputError(f"a tag must be a string, got {type(tag).__name__}")
-        stripped = tag.strip()
+        stripped = check_text("a tag", tag).strip()
         problem = tag_problem(stripped) if stripped else None
         if problem:
             raise InvalidInputError(f"tag {stripped[:40]!r} {problem}")
@@ -172,7 +181,7 @@ def check_id(obs_id: object) -> str:
         raise InvalidInputError(f"observation id must be a string of 1-{MAX_ID_CHARS} chars")
     if len(obs_id.split()) != 1 or obs_id.split()[0] != obs_id:
         raise InvalidInputError(f"observation id {obs_id[:40]!r} must not contain white space")
-    return obs_id
+    return check_text("observation id", obs_id)
 
 
 def clean_tag(tag: str) -> str:

@@ -34,6 +34,7 @@ from ._knowledge_format import (
     check_content,
     check_id,
     check_tags,
+    check_text,
     clean_tag,
     curated_text,
     new_observation_id,
@@ -52,6 +53,7 @@ __all__ = [
     "render_knowledge",
 ]
 
+NEW_FILE_PREAMBLE = "# Knowledge"
 WRITE_MODES = ("replace", "patch", "append")
 _T = TypeVar("_T")
 
@@ -76,7 +78,7 @@ def _check_limit(limit: object) -> int:
 
 
 def _check_section_name(name: object) -> str:
-    checked = validate_key("section name", name)
+    checked = check_text("section name", validate_key("section name", name))
     if checked == OBSERVATIONS:
         raise InvalidInputError("'_observations' is the observation buffer, not a section name")
     return checked
@@ -106,7 +108,7 @@ class KnowledgeFile:
         text = read_text(self.path)
         if text is None:
             self._cache = None
-            return KnowledgeDoc()
+            return KnowledgeDoc(NEW_FILE_PREAMBLE)
         if cached is not None and cached[1] == text:
             doc = cached[2]
         else:
@@ -142,9 +144,14 @@ class KnowledgeFile:
         index = doc.section_index(name)
         return None if index is None else doc.sections[index].body.strip()
 
-    def curated_text(self) -> str:
-        """The curated part (preamble and sections, no observation block), right-stripped."""
-        return curated_text(self.read()).rstrip()
+    def curated_text(self, exclude: Iterable[str] = ()) -> str:
+        """The curated part (preamble and sections, no observation block), right-stripped;
+        sections named in ``exclude`` are left out (the original's ``…Excluding(names)``).
+        """
+        doc = self.read()
+        skip = {exclude} if isinstance(exclude, str) else set(exclude)
+        doc.sections = [s for s in doc.sections if s.name not in skip]
+        return curated_text(doc).rstrip()
 
     # ---- writing -------------------------------------------------------------------------
 
@@ -196,14 +203,15 @@ class KnowledgeFile:
 
     def add_observations(self, observations: Iterable[Observation]) -> int:
         """Bulk import (legacy migration): skip empty content and ids already present, clean
-        tags instead of refusing them, keep the buffer chronological. Returns how many were added.
+        tags and invalid Unicode instead of refusing them, keep the buffer chronological.
+        Returns how many were added.
         """
         incoming = []
         for obs in observations:
-            content = obs.content.strip() if isinstance(obs.content, str) else ""
+            content = _valid_unicode(obs.content).strip() if isinstance(obs.content, str) else ""
             if not content:
                 continue
-            tags = tuple(t for t in (clean_tag(str(tag)) for tag in obs.tags) if t)
+            tags = tuple(t for t in (clean_tag(_valid_unicode(str(tag))) for tag in obs.tags) if t)
             kind = obs.type if obs.type in OBSERVATION_TYPES else "note"
             incoming.append(
                 Observation(check_id(obs.id), kind, content, to_millis(obs.timestamp), tags)
@@ -267,6 +275,7 @@ class KnowledgeFile:
             raise InvalidInputError(
                 f"section content must be a string, got {type(content).__name__}"
             )
+        check_text("section content", content)
         if mode not in WRITE_MODES:
             raise InvalidInputError(f"mode must be one of {', '.join(WRITE_MODES)}; got {mode!r}")
 
@@ -367,6 +376,11 @@ class KnowledgeFile:
         if not result.ok:
             raise InvalidInputError(result.reason)
         return checked
+
+
+def _valid_unicode(text: str) -> str:
+    """``text`` with lone surrogates replaced, so that it can be written as UTF-8."""
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _assign(target: KnowledgeDoc, source: KnowledgeDoc) -> None:

@@ -183,7 +183,7 @@ def parse_memories_json(raw: str, fallback: datetime) -> tuple[LegacyObservation
         tags = metadata.get("tags") if isinstance(metadata, dict) else None
         found.append(
             LegacyObservation(
-                id="_".join(obs_id.split())[:MAX_ID_CHARS],
+                id="_".join(obs_id.encode("utf-8", "replace").decode().split())[:MAX_ID_CHARS],
                 type=kind if kind in OBSERVATION_TYPES else "note",
                 content=content if isinstance(content, str) else "",
                 timestamp=(parse_iso(stamp) if isinstance(stamp, str) else None) or fallback,
