@@ -26,13 +26,10 @@ from markus_memory.config import AgentPaths, Limits, utc_now
 from markus_memory.layers.knowledge import KnowledgeFile, Observation
 
 
-def median_ms(action: Callable[[int], object], rounds: int) -> float:
-    samples = []
-    for i in range(rounds):
-        start = time.perf_counter()
-        action(i)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples) * 1000
+def timed(action: Callable[..., object], *args: object) -> float:
+    start = time.perf_counter()
+    action(*args)
+    return time.perf_counter() - start
 
 
 def full_store(root: Path) -> KnowledgeFile:
@@ -51,19 +48,22 @@ def full_store(root: Path) -> KnowledgeFile:
 
 
 def run(directory: Path, rounds: int) -> None:
+    """Interleave the four measurements round by round, so load on a shared machine hits all."""
+    samples: dict[str, list[float]] = {"save": [], "update": [], "naive": [], "atomic": []}
     with tempfile.TemporaryDirectory(dir=directory) as tmp:
         root = Path(tmp)
         kf = full_store(root)
         curated = len(kf.curated_text())
-        save = median_ms(lambda i: kf.save_observation(f"bench save {i} " + "x" * 80), rounds)
-        update = median_ms(
-            lambda i: kf.update_section("target", ("u" if i % 2 else "v") * 300), rounds
-        )
-        assert len(kf.observations()) == 500 and len(kf.curated_text()) == curated
-        text = kf.text()
         naive_path, atomic_path = root / "naive.md", root / "atomic.md"
-        naive = median_ms(lambda i: naive_path.write_text(text, encoding="utf-8"), rounds)
-        atomic = median_ms(lambda i: atomic_write_text(atomic_path, text), rounds)
+        for i in range(rounds):
+            samples["save"].append(timed(kf.save_observation, f"save {i} " + "x" * 80))
+            body = ("u" if i % 2 else "v") * 300
+            samples["update"].append(timed(kf.update_section, "target", body))
+            text = kf.text()
+            samples["naive"].append(timed(naive_path.write_text, text, "utf-8"))
+            samples["atomic"].append(timed(atomic_write_text, atomic_path, text))
+        assert len(kf.observations()) == 500 and len(kf.curated_text()) == curated
+    save, update, naive, atomic = (statistics.median(v) * 1000 for v in samples.values())
     print(f"{directory}: 500 observations, curated part {curated} chars, file {len(text)} chars")
     print(f"  observation save           median {save:8.3f} ms")
     print(f"  curated section update     median {update:8.3f} ms")
