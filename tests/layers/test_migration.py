@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from markus_memory import MigrationError, open_agent
+from markus_memory import AgentMemory, MigrationError, Settings, open_agent
 from markus_memory.layers.migration import (
     StateChunk,
     is_state_heading,
@@ -163,6 +163,17 @@ def test_migrates_memory_md_to_knowledge_and_state(isolated_home: Path) -> None:
     assert state.startswith("# State\n")
     assert "## Current progress\n<!-- updatedAt: 2026-06-28 -->" in state
     assert "Norms" in (root / "knowledge.md").read_text()
+
+
+def test_golden_memory_md_migrates_to_the_expected_files(isolated_home: Path) -> None:
+    golden = Path(__file__).parent.parent / "golden" / "migration"
+    root = agent_dir(isolated_home)
+    (root / "MEMORY.md").write_bytes((golden / "MEMORY.md").read_bytes())
+    settings = Settings(home=isolated_home, clock=lambda: datetime(2026, 7, 1, tzinfo=UTC))
+    AgentMemory("alice", settings).close()
+    assert (root / "knowledge.md").read_bytes() == (golden / "knowledge.md").read_bytes()
+    assert (root / "state.md").read_bytes() == (golden / "state.md").read_bytes()
+    assert (root / "MEMORY.md").read_bytes() == (golden / "MEMORY.md").read_bytes()
 
 
 def test_A_legacy_memory_not_written(isolated_home: Path) -> None:

@@ -42,7 +42,7 @@ STATE_WORDS = re.compile(
     re.IGNORECASE,
 )
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-_LEGACY_TITLE = re.compile(r"#\s*memory(?:\.md)?\s*", re.IGNORECASE)
+_LEGACY_TITLE = re.compile(r"\s*#\s*memory(?:\.md)?[ \t]*(?:\r?\n|\Z)", re.IGNORECASE)
 FROM_LEGACY = " (from MEMORY.md)"
 MAX_ID_CHARS = 128
 
@@ -124,9 +124,13 @@ def split_legacy_memory(text: str, today: date) -> LegacySplit:
             state.append(StateChunk(section.name, body, _latest_day(section.render()) or today))
         else:
             curated.append(_ended(section))
-    if not preamble.strip() or _LEGACY_TITLE.fullmatch(preamble.strip()):
-        preamble = "# Knowledge\n\n"
-    elif not preamble.endswith("\n"):
+    title = _LEGACY_TITLE.match(preamble)
+    if title:  # "# MEMORY" becomes the knowledge.md title; the rest of the preamble stays
+        preamble = preamble[title.end() :]
+    preamble = (
+        "# Knowledge\n\n" + preamble.lstrip("\n") if title or not preamble.strip() else preamble
+    )
+    if preamble.strip() and not preamble.endswith("\n"):
         preamble += "\n"
     return LegacySplit(join_h2(preamble, curated + observations), tuple(state))
 
