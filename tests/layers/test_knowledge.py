@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -242,3 +243,20 @@ def test_transaction_refuses_growth_past_the_curated_cap(root: Path) -> None:
         doc.sections.append(CuratedSection("big", "q" * 200))
     after = (root / "knowledge.md").read_bytes() if (root / "knowledge.md").exists() else None
     assert after == before
+
+
+def test_threads_sharing_one_handle_lose_nothing(kf: KnowledgeFile, root: Path) -> None:
+    def work(worker: int) -> None:
+        for i in range(25):
+            kf.save_observation(f"thread {worker} save {i}")
+            if i % 5 == 0:
+                kf.update_section(f"t{worker}", f"round {i}")
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    reread = fresh(root)
+    assert len({o.id for o in reread.observations()}) == 100
+    assert [reread.section(f"t{n}") for n in range(4)] == ["round 20"] * 4
