@@ -25,7 +25,7 @@ from markus_memory.storage.sqlite import SqliteStore
 from markus_memory.storage.sqlite_schema import SLOT_SHIFT
 
 CACHE_DIR = Path(__file__).with_name(".cache")
-BUILD_VERSION = 2
+BUILD_VERSION = 3
 CHUNK = 50_000
 T0_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
@@ -104,7 +104,7 @@ def build(path: Path, n: int, agents: int) -> None:
     conn.execute("PRAGMA synchronous = OFF")
     # Same rowid layout as SqliteStore: agent slot << SLOT_SHIFT | n (see sqlite_schema m004).
     conn.executemany(
-        "INSERT INTO activity_search_agents (agent_id, slot) VALUES (?, ?)",
+        "INSERT INTO agent_slots (agent_id, slot) VALUES (?, ?)",
         [(f"agent-{k}", k + 1) for k in range(agents)],
     )
     counters = [0] * agents
