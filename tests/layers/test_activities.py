@@ -216,3 +216,20 @@ def test_any_text_as_a_query_never_raises(log: ActivityLog, query: str) -> None:
         log._seeded = True  # type: ignore[attr-defined]
     hits = log.search(query)
     assert isinstance(hits, list)
+
+
+def test_prune_removes_old_activities_of_this_agent_only(store: SqliteStore) -> None:
+    clock = StepClock()
+    mine = ActivityLog(store, "agent-1", clock)
+    theirs = ActivityLog(store, "agent-2", clock)
+    old = mine.start("task", "old work")
+    their_old = theirs.start("task", "their old work")
+    cutoff = clock.now + timedelta(milliseconds=500)
+    new = mine.start("task", "new work")
+    assert mine.prune(cutoff) == 1
+    assert [a.id for a in mine.list()] == [new]
+    with pytest.raises(NotFoundError):
+        mine.get(old)
+    assert theirs.get(their_old).activity.label == "their old work"
+    with pytest.raises(InvalidInputError):
+        mine.prune("not a date")

@@ -338,6 +338,28 @@ class SqliteStore(SqliteSideTables):
             ).fetchall()
         return {r["id"]: _activity(r) for r in rows}
 
+    def prune_activities(self, agent_id: str, *, before: datetime) -> int:
+        cutoff = to_iso(before)
+        with self.write() as conn:
+            doomed = "SELECT id FROM agent_activities WHERE agent_id = ? AND started_at < ?"
+            conn.execute(
+                "DELETE FROM activity_fts WHERE rowid IN (SELECT rowid FROM "
+                f"activity_search_docs WHERE activity_id IN ({doomed}))",
+                (agent_id, cutoff),
+            )
+            conn.execute(
+                f"DELETE FROM activity_search_docs WHERE activity_id IN ({doomed})",
+                (agent_id, cutoff),
+            )
+            conn.execute(
+                f"DELETE FROM agent_activity_logs WHERE activity_id IN ({doomed})",
+                (agent_id, cutoff),
+            )
+            return conn.execute(
+                "DELETE FROM agent_activities WHERE agent_id = ? AND started_at < ?",
+                (agent_id, cutoff),
+            ).rowcount
+
     def activity_for_mailbox_item(self, agent_id: str, mailbox_item_id: str) -> Activity | None:
         with self.read() as conn:
             row = conn.execute(
