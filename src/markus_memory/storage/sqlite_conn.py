@@ -192,6 +192,8 @@ class SqliteDatabase:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise StorageError(f"{self.path}: {exc}") from exc
+        except UnicodeEncodeError as exc:
+            raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -199,6 +201,8 @@ class SqliteDatabase:
             yield self.connection()
         except sqlite3.Error as exc:
             raise StorageError(f"{self.path}: {exc}") from exc
+        except UnicodeEncodeError as exc:
+            raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
 
     def migrate(self, migrations: Migrations[sqlite3.Connection]) -> list[str]:
         """Apply a migration set (the search index adds its own); returns the names applied."""
