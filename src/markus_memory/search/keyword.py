@@ -33,7 +33,7 @@ OBSERVATIONS_SECTION = "_observations"
 # Python's \w is exactly \p{L} | \p{N} | "_" (checked over every code point), so this is the
 # original's [^\p{L}\p{N}_+\-]+ separator.
 _SEPARATORS = re.compile(r"[^\w+\-]+")
-_CJK_RUN = re.compile(
+CJK_RUN = re.compile(
     "["
     "\u1100-\u11ff"  # Hangul Jamo
     "\u3040-\u30ff"  # Hiragana, Katakana
@@ -110,7 +110,7 @@ def tokenize(query: str) -> list[str]:
         piece = raw.strip()
         if not piece:
             continue
-        runs = _CJK_RUN.findall(piece)
+        runs = CJK_RUN.findall(piece)
         if _js_length(piece) >= 2:
             add(piece)
         elif runs:

@@ -1,0 +1,316 @@
+"""``memory_search``: keyword, BM25 and vector candidates over knowledge.md, fused by RRF.
+
+:class:`MemorySearcher` takes the agent's observations and curated sections as data (AgentMemory
+reads them from the knowledge layer) together with an opaque ``version`` of that data (the file
+signature). Per version it prepares the corpus once and keeps the derived indexes in sync.
+
+Every query runs the original keyword scoring (substring OR-match, phrase bonus, curated boost).
+With a :class:`SearchIndex` the BM25 ranking is fused with it; with an :class:`Embedder` the
+cosine ranking joins the fusion. An index or embedder failure degrades to what still works and
+says so in :attr:`SearchResult.fallback`; it never raises to the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..errors import InvalidInputError, MarkusMemoryError
+from .index import IndexDoc, SearchIndex
+from .keyword import (
+    CURATED_TYPE,
+    DEFAULT_CURATED_BOOST,
+    DEFAULT_PREVIEW_CHARS,
+    SOURCE_CURATED,
+    SOURCE_OBSERVATION,
+    ObservationLike,
+    SectionLike,
+    _score_lowered,
+    curated_ids,
+    observation_haystack,
+    preview,
+    section_haystack,
+    tokenize,
+)
+from .vectors import Embedder, VectorSet, embed_matrix, model_key, sync_vectors
+
+log = logging.getLogger(__name__)
+
+RRF_K = 60
+DEFAULT_MIN_SIMILARITY = 0.3
+# Methods and the original ``searchMethod`` strings they map to (REFERENCE §5.2).
+METHOD_RECENT = "recent"
+METHOD_KEYWORD = "keyword"
+METHOD_BM25 = "bm25"
+METHOD_HYBRID = "hybrid"
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One result of :meth:`MemorySearcher.search` (``source`` is ``"curated"`` for sections)."""
+
+    id: str
+    type: str
+    content: str
+    timestamp: datetime | None
+    tags: tuple[str, ...]
+    source: str
+    score: float
+    section: str | None = None
+    similarity: float | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Hits best first, and how they were found."""
+
+    hits: list[SearchHit]
+    method: str
+    query: str
+    fallback: str | None = None
+
+    @property
+    def search_method(self) -> str | None:
+        """The original tool's ``searchMethod`` (None for the empty-query listing)."""
+        if self.method == METHOD_RECENT:
+            return None
+        if self.method == METHOD_HYBRID:
+            lexical = any(hit.similarity is None for hit in self.hits)
+            return "semantic+keyword" if lexical else "semantic"
+        return "keyword"
+
+
+@dataclass(frozen=True)
+class _Entry:
+    hit: SearchHit
+    hay: str
+
+
+class Corpus:
+    """One version of an agent's searchable documents, prepared for scoring and indexing."""
+
+    def __init__(
+        self,
+        observations: Sequence[ObservationLike],
+        sections: Sequence[SectionLike],
+        *,
+        preview_chars: int = DEFAULT_PREVIEW_CHARS,
+    ) -> None:
+        self.observations = list(observations)
+        self.entries: dict[str, _Entry] = {}
+        self.docs: list[IndexDoc] = []
+        for obs in self.observations:
+            text = observation_haystack(obs)
+            hit = SearchHit(
+                obs.id,
+                obs.type,
+                obs.content,
+                obs.timestamp,
+                tuple(obs.tags),
+                SOURCE_OBSERVATION,
+                0.0,
+            )
+            if obs.id not in self.entries:
+                self.entries[obs.id] = _Entry(hit, text.lower())
+                self.docs.append(IndexDoc(obs.id, SOURCE_OBSERVATION, text))
+        for hit_id, section in curated_ids(sections):
+            text = section_haystack(section)
+            hit = SearchHit(
+                hit_id,
+                CURATED_TYPE,
+                preview(text, preview_chars),
+                None,
+                (),
+                SOURCE_CURATED,
+                0.0,
+                section=section.name.strip(),
+            )
+            if hit_id not in self.entries:
+                self.entries[hit_id] = _Entry(hit, text.lower())
+                self.docs.append(IndexDoc(hit_id, SOURCE_CURATED, text))
+
+    def keyword(self, query: str, tokens: Sequence[str], boost: float) -> list[tuple[str, float]]:
+        """The original keyword ranking: ``(id, score)``, score desc, ties by id."""
+        full = query.strip().lower()
+        scored: list[tuple[str, float]] = []
+        for doc_id, entry in self.entries.items():
+            score = _score_lowered(entry.hay, tokens, full)
+            if score > 0:
+                extra = boost if entry.hit.source == SOURCE_CURATED else 0.0
+                scored.append((doc_id, score + extra))
+        scored.sort(key=lambda item: (-item[1], item[0]))
+        return scored
+
+
+def fuse_rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion: Σ 1/(k + rank); ties keep the order of first appearance."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, doc_id in enumerate(ranking, start=1):
+            scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
+    order = {doc_id: i for i, doc_id in enumerate(scores)}
+    return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
+
+
+def recent(
+    observations: Sequence[ObservationLike], limit: int, type: str | None = None
+) -> list[SearchHit]:
+    """The last ``limit`` observations (of ``type``), oldest first, as in ``get_entries``."""
+    chosen = [o for o in observations if type is None or o.type == type]
+    return [
+        SearchHit(o.id, o.type, o.content, o.timestamp, tuple(o.tags), SOURCE_OBSERVATION, 0.0)
+        for o in chosen[-limit:]
+    ]
+
+
+class MemorySearcher:
+    """``memory_search`` for one agent over a BM25 index and optional embedder."""
+
+    def __init__(
+        self,
+        agent_id: str,
+        index: SearchIndex | None = None,
+        embedder: Embedder | None = None,
+        *,
+        curated_boost: float = DEFAULT_CURATED_BOOST,
+        preview_chars: int = DEFAULT_PREVIEW_CHARS,
+        min_similarity: float = DEFAULT_MIN_SIMILARITY,
+        rrf_k: int = RRF_K,
+    ) -> None:
+        self.agent_id = agent_id
+        self.index = index
+        self.embedder = embedder
+        self.curated_boost = curated_boost
+        self.preview_chars = preview_chars
+        self.min_similarity = min_similarity
+        self.rrf_k = rrf_k
+        self._corpus: tuple[str, Corpus] | None = None
+        self._vectors: tuple[str, str, VectorSet] | None = None
+
+    def corpus(
+        self,
+        observations: Sequence[ObservationLike],
+        sections: Sequence[SectionLike],
+        version: str | None,
+    ) -> Corpus:
+        """The prepared corpus, reused while ``version`` is unchanged."""
+        if version is not None and self._corpus is not None and self._corpus[0] == version:
+            return self._corpus[1]
+        corpus = Corpus(observations, sections, preview_chars=self.preview_chars)
+        self._corpus = None if version is None else (version, corpus)
+        return corpus
+
+    def sync(self, corpus: Corpus, version: str | None) -> None:
+        """Bring the BM25 index (and vectors, with an embedder) up to ``corpus``."""
+        if self.index is None:
+            return
+        self.index.sync(self.agent_id, corpus.docs, version)
+        if self.embedder is not None:
+            self._vector_set(corpus, version)
+
+    def rebuild(self, corpus: Corpus, version: str | None) -> None:
+        """Re-derive every index of this agent from ``corpus``."""
+        if self.index is None:
+            return
+        self._vectors = None
+        self.index.rebuild(self.agent_id, corpus.docs, version)
+        if self.embedder is not None:
+            self._vector_set(corpus, version)
+
+    def search(
+        self,
+        query: str | None,
+        observations: Sequence[ObservationLike],
+        sections: Sequence[SectionLike] = (),
+        *,
+        version: str | None = None,
+        limit: int = 10,
+        type: str | None = None,
+    ) -> SearchResult:
+        """Hits for ``query`` (an empty query lists the most recent observations)."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidInputError(f"limit must be a positive integer, got {limit!r}")
+        text = query or ""
+        if not text.strip():
+            return SearchResult(recent(observations, limit, type), METHOD_RECENT, text)
+        corpus = self.corpus(observations, sections, version)
+        tokens = tokenize(text)
+        if not tokens:
+            return SearchResult([], METHOD_KEYWORD, text)
+
+        def allowed(doc_id: str) -> bool:
+            return type is None or corpus.entries[doc_id].hit.type == type
+
+        keyword = [
+            (i, s) for i, s in corpus.keyword(text, tokens, self.curated_boost) if allowed(i)
+        ]
+        rankings: list[list[str]] = [[doc_id for doc_id, _ in keyword]]
+        method, fallback = METHOD_KEYWORD, None
+        depth = max(3 * limit, 30)
+        similarity: dict[str, float] = {}
+        if self.index is not None:
+            try:
+                self.index.sync(self.agent_id, corpus.docs, version)
+                bm25 = self.index.bm25(self.agent_id, tokens, depth * 2)
+                rankings.append([i for i, _ in bm25 if i in corpus.entries and allowed(i)][:depth])
+                method = METHOD_BM25
+            except (sqlite3.Error, MarkusMemoryError) as exc:
+                log.warning("BM25 index unavailable, keyword search only: %s", exc)
+                fallback = f"bm25 unavailable: {exc}"
+        if self.embedder is not None and self.index is not None and method == METHOD_BM25:
+            try:
+                similarity = self._semantic(corpus, version, text, depth, allowed)
+            except Exception as exc:  # an embedder adapter may fail in any way; degrade
+                log.warning("vector search unavailable, lexical search only: %s", exc)
+                fallback = f"vectors unavailable: {exc}"
+            if similarity:
+                rankings.append(list(similarity))
+                method = METHOD_HYBRID
+        if len(rankings) == 1:
+            fused = keyword
+        else:
+            fused = fuse_rrf(rankings, self.rrf_k)
+        hits = []
+        for doc_id, score in fused[:limit]:
+            base = corpus.entries[doc_id].hit
+            hits.append(
+                SearchHit(
+                    base.id,
+                    base.type,
+                    base.content,
+                    base.timestamp,
+                    base.tags,
+                    base.source,
+                    score,
+                    base.section,
+                    similarity.get(doc_id),
+                )
+            )
+        return SearchResult(hits, method, text, fallback)
+
+    def _vector_set(self, corpus: Corpus, version: str | None) -> VectorSet:
+        assert self.index is not None and self.embedder is not None
+        key = model_key(self.embedder)
+        cached = self._vectors
+        if version is not None and cached is not None and cached[:2] == (version, key):
+            return cached[2]
+        vectors = sync_vectors(self.index, self.agent_id, self.embedder, corpus.docs)
+        self._vectors = None if version is None else (version, key, vectors)
+        return vectors
+
+    def _semantic(
+        self,
+        corpus: Corpus,
+        version: str | None,
+        text: str,
+        depth: int,
+        allowed: Callable[[str], bool],
+    ) -> dict[str, float]:
+        assert self.embedder is not None
+        vectors = self._vector_set(corpus, version)
+        query = embed_matrix(self.embedder, [text])[0]
+        top = vectors.top(query, depth * 2, self.min_similarity)
+        return {doc_id: sim for doc_id, sim in top if doc_id in corpus.entries and allowed(doc_id)}
