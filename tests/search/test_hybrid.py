@@ -195,3 +195,33 @@ def _shared_index() -> SearchIndex:
         ensure_schema(conn)
         _INDEX.append(SearchIndex(conn))
     return _INDEX[0]
+
+
+def test_long_curated_section_found_by_a_late_chunk(index: SearchIndex) -> None:
+    filler = "\n".join(f"- routine entry {i} about services and deploys" for i in range(60))
+    k = FakeKnowledge(sections=[Sec("architecture", filler + "\n- events flow through Kafka")])
+    for i in range(30):
+        k.add(f"service {i} deploy note")
+    result = run(MemorySearcher("a", index), k, "kafka events")
+    assert ids(result)[0] == "curated_architecture"
+    assert result.hits[0].content.startswith("## architecture\n- routine entry 0")
+    assert {d.split("#")[0] for d in index.doc_ids("a")} >= {"curated_architecture"}
+
+
+def test_keyword_hits_back_up_bm25_for_substrings(index: SearchIndex) -> None:
+    k = FakeKnowledge()
+    k.add("PostgreSQL 15 runs the warehouse")
+    k.add("the postgres role is read-only")
+    result = run(MemorySearcher("a", index), k, "postgres")
+    # BM25 only knows the token "postgres"; the substring hit still comes, after it
+    assert ids(result) == ["obs_000001", "obs_000000"]
+
+
+def test_chunks_cut_at_line_ends() -> None:
+    from markus_memory.search.hybrid import chunks
+
+    body = "\n".join(["x" * 150] * 7)
+    pieces = chunks(body, 400)
+    assert "\n".join(pieces) == body
+    assert all(len(p) <= 400 for p in pieces)
+    assert chunks("") == [""]

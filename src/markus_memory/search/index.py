@@ -26,8 +26,10 @@ from .keyword import CJK_RUN
 DEFAULT_TOKENIZER = "porter unicode61 remove_diacritics 2"
 SCHEMA_VERSION = 1
 
-# Function words that carry no topic. Chosen on the labelled set in benchmarks/search_quality.py:
-# dropping them from the BM25 query raises MRR and stops "the"/"how" from matching every document.
+# Function words that carry no topic, dropped from BM25 queries. Measured on the labelled store
+# of benchmarks/search_quality.py (48 queries, 500 observations, curated part at its cap), MRR@10:
+# porter+stop 0.958, porter 0.917, unicode61+stop 0.847, unicode61 0.822, original keyword 0.787.
+# Stemming and stop words each help; "how"/"the" no longer pull every document into the OR.
 STOP_WORDS = frozenset(
     """a about above after again all also am an and any are as at be because been before being
     below between both but by can could did do does doing done down during each few for from
