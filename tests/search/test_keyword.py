@@ -256,3 +256,30 @@ def test_search_never_raises_and_is_ranked(
     hits = keyword_search(query, observations, [Sec(n, b) for n, b in sections])
     assert [(-h.score, h.id) for h in hits] == sorted((-h.score, h.id) for h in hits)
     assert all(h.score > 0 for h in hits)
+
+
+def _check_prepared(query: str, haystacks: list[str]) -> None:
+    from markus_memory.search.keyword import Haystacks
+
+    tokens = tokenize(query)
+    expected = {
+        i: score
+        for i, hay in enumerate(haystacks)
+        if (score := score_haystack(hay, tokens, query)) > 0
+    }
+    assert Haystacks(haystacks).scores(tokens, query) == expected
+
+
+SMALL = st.text(alphabet="abAB -_中文数据\x00", max_size=12)
+
+
+@given(SMALL, st.lists(SMALL, max_size=6))
+def test_prepared_haystacks_on_overlapping_alphabet(query: str, haystacks: list[str]) -> None:
+    _check_prepared(query, haystacks)
+
+
+@given(st.text(), st.lists(st.text(), max_size=6))
+def test_prepared_haystacks_score_exactly_like_score_haystack(
+    query: str, haystacks: list[str]
+) -> None:
+    _check_prepared(query, haystacks)

@@ -26,9 +26,9 @@ from .keyword import (
     DEFAULT_PREVIEW_CHARS,
     SOURCE_CURATED,
     SOURCE_OBSERVATION,
+    Haystacks,
     ObservationLike,
     SectionLike,
-    _score_lowered,
     curated_ids,
     observation_haystack,
     preview,
@@ -111,6 +111,8 @@ class Corpus:
         self.entries: dict[str, _Entry] = {}
         self.docs: list[IndexDoc] = []
         self.owner: dict[str, str] = {}
+        self._haystacks: Haystacks | None = None
+        self._entry_list: list[_Entry] | None = None
         for obs in self.observations:
             text = observation_haystack(obs)
             hit = SearchHit(
@@ -146,6 +148,12 @@ class Corpus:
                     self.docs.append(IndexDoc(chunk_id, SOURCE_CURATED, header + chunk))
                     self.owner[chunk_id] = hit_id
 
+    @property
+    def _order(self) -> list[_Entry]:
+        if self._entry_list is None:
+            self._entry_list = list(self.entries.values())
+        return self._entry_list
+
     def owners(self, ranked: Sequence[str]) -> list[str]:
         """Index document ids (curated chunks) mapped to hit ids, first occurrence kept."""
         seen: set[str] = set()
@@ -159,13 +167,13 @@ class Corpus:
 
     def keyword(self, query: str, tokens: Sequence[str], boost: float) -> list[tuple[str, float]]:
         """The original keyword ranking: ``(id, score)``, score desc, ties by id."""
-        full = query.strip().lower()
+        if self._haystacks is None:
+            self._haystacks = Haystacks([entry.hay for entry in self.entries.values()])
         scored: list[tuple[str, float]] = []
-        for doc_id, entry in self.entries.items():
-            score = _score_lowered(entry.hay, tokens, full)
-            if score > 0:
-                extra = boost if entry.hit.source == SOURCE_CURATED else 0.0
-                scored.append((doc_id, score + extra))
+        for which, score in self._haystacks.scores(tokens, query).items():
+            entry = self._order[which]
+            extra = boost if entry.hit.source == SOURCE_CURATED else 0.0
+            scored.append((entry.hit.id, score + extra))
         scored.sort(key=lambda item: (-item[1], item[0]))
         return scored
 

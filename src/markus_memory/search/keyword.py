@@ -16,9 +16,11 @@ Decisions where the original was silent or buggy:
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import compress
 from typing import Protocol
 
 CURATED_PREFIX = "curated_"
@@ -137,6 +139,35 @@ def _score_lowered(hay: str, tokens: Sequence[str], full: str) -> int:
     if len(full) >= 2 and full in hay:
         score += len(tokens)
     return score
+
+
+class Haystacks:
+    """Lower-cased haystacks prepared once and scored together, equal to :func:`score_haystack`.
+
+    Lower-casing once per corpus version and counting token hits with one comprehension per
+    token (instead of a function call per document) scores a full store in about half the time.
+    """
+
+    def __init__(self, haystacks: Sequence[str]) -> None:
+        self.lowered = [hay.lower() for hay in haystacks]
+        self._positions = range(len(self.lowered))
+
+    def scores(self, tokens: Sequence[str], full_query_lower: str) -> dict[int, int]:
+        """``{haystack index: score}`` for every haystack with a score above zero.
+
+        ``tokens`` must come from tokenizing the query (so that a phrase hit implies token hits).
+        """
+        counts: Counter[int] = Counter()
+        lowered = self.lowered
+        for token in tokens:
+            counts.update(compress(self._positions, [token in hay for hay in lowered]))
+        full = full_query_lower.strip().lower()
+        if len(full) >= 2 and tokens:
+            bonus = len(tokens)
+            for which in counts:
+                if full in lowered[which]:
+                    counts[which] += bonus
+        return dict(counts)
 
 
 def observation_haystack(observation: ObservationLike) -> str:

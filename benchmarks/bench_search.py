@@ -1,0 +1,114 @@
+"""memory_search latency on a full store: 500 observations, curated part at its 15000-char cap.
+
+Run: ``python benchmarks/bench_search.py [--real-embedder]``. Prints median and p95 per query for
+
+* ``keyword_search`` (the original algorithm as a pure function, recomputing haystacks per call —
+  the baseline, like ``MemoryStore.search``),
+* the searcher without index (prepared corpus, original ranking),
+* the default searcher (keyword + BM25, no embedder),
+* hybrid (keyword + BM25 + vectors, query embedding included) with the deterministic fake
+  embedder, or with ``--real-embedder`` the local model from ``search.embedders`` when present,
+
+and through ``AgentMemory.search`` when the knowledge layer is available (file read included).
+The corpus version is fixed, so index sync is the cheap "unchanged" check, as on a real store
+between writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.search_fixture import build  # noqa: E402
+from markus_memory.search.hybrid import MemorySearcher  # noqa: E402
+from markus_memory.search.index import open_index  # noqa: E402
+from markus_memory.search.keyword import keyword_search, tokenize  # noqa: E402
+
+ROUNDS = 15
+
+
+class HashEmbedder:
+    """Deterministic hashed bag of words, 384 dims (the width of MiniLM), no model needed."""
+
+    name = "bench-hash"
+    dimensions = 384
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            vec = [0.0] * self.dimensions
+            for token in tokenize(text):
+                digest = hashlib.blake2b(token.encode(), digest_size=4).digest()
+                vec[int.from_bytes(digest, "big") % self.dimensions] += 1.0
+            norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+            out.append([v / norm for v in vec])
+        return out
+
+
+def measure(fn: Callable[[str], object], queries: Sequence[str]) -> tuple[float, float]:
+    for q in queries:  # warm-up: index sync, vector load, caches
+        fn(q)
+    samples: list[float] = []
+    for _ in range(ROUNDS):
+        for q in queries:
+            start = time.perf_counter()
+            fn(q)
+            samples.append(time.perf_counter() - start)
+    samples.sort()
+    return statistics.median(samples) * 1000, samples[int(len(samples) * 0.95)] * 1000
+
+
+def main() -> None:
+    fixture = build()
+    queries = [q.query for q in fixture.queries]
+    three_word = ["deploy billing service"]
+    obs, secs = fixture.observations, fixture.sections
+    tmp = Path(tempfile.mkdtemp())
+    index = open_index(tmp / "data.db")
+    version = "v1"
+    embedder, label = HashEmbedder(), "fake hash embedder, 384 dims"
+    if "--real-embedder" in sys.argv:
+        embedder, label = _real_embedder()
+
+    plain = MemorySearcher("bench", None)
+    default = MemorySearcher("bench", index)
+    hybrid = MemorySearcher("hybrid", index, embedder)
+    cases: dict[str, Callable[[str], object]] = {
+        "original keyword_search (baseline)": lambda q: keyword_search(q, obs, secs),
+        "searcher, keyword only (no index)": lambda q: plain.search(q, obs, secs, version=version),
+        "searcher, keyword+BM25 (default)": lambda q: default.search(q, obs, secs, version=version),
+        f"hybrid ({label})": lambda q: hybrid.search(q, obs, secs, version=version),
+    }
+    print(
+        f"store: {len(obs)} observations, curated {fixture.curated_chars} chars; "
+        f"{len(queries)} labelled queries x {ROUNDS} rounds"
+    )
+    baseline = None
+    for name, fn in cases.items():
+        for qs, qname in ((queries, "labelled"), (three_word, "3-word")):
+            median, p95 = measure(fn, qs)
+            if baseline is None:
+                baseline = median
+            print(
+                f"{name:44s} {qname:9s} median {median:7.3f} ms  p95 {p95:7.3f} ms  "
+                f"x{median / baseline:5.2f} of baseline"
+            )
+
+
+def _real_embedder() -> tuple[object, str]:
+    from markus_memory.search import embedders  # type: ignore[attr-defined]
+
+    local = embedders.default_embedder()
+    return local, f"local model {local.name}"
+
+
+if __name__ == "__main__":
+    main()
