@@ -28,9 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.search_fixture import build  # noqa: E402
-from markus_memory.search.hybrid import MemorySearcher  # noqa: E402
 from markus_memory.search.index import open_index  # noqa: E402
 from markus_memory.search.keyword import keyword_search, tokenize  # noqa: E402
+from markus_memory.search.memory_search import MemorySearcher  # noqa: E402
 
 ROUNDS = 15
 
@@ -38,16 +38,16 @@ ROUNDS = 15
 class HashEmbedder:
     """Deterministic hashed bag of words, 384 dims (the width of MiniLM), no model needed."""
 
-    name = "bench-hash"
-    dimensions = 384
+    model = "bench-hash"
+    dimension = 384
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         out = []
         for text in texts:
-            vec = [0.0] * self.dimensions
+            vec = [0.0] * self.dimension
             for token in tokenize(text):
                 digest = hashlib.blake2b(token.encode(), digest_size=4).digest()
-                vec[int.from_bytes(digest, "big") % self.dimensions] += 1.0
+                vec[int.from_bytes(digest, "big") % self.dimension] += 1.0
             norm = math.sqrt(sum(v * v for v in vec)) or 1.0
             out.append([v / norm for v in vec])
         return out
@@ -107,7 +107,7 @@ def _real_embedder() -> tuple[object, str]:
     from markus_memory.search import embedders  # type: ignore[attr-defined]
 
     local = embedders.default_embedder()
-    return local, f"local model {local.name}"
+    return local, f"local model {local.model}"
 
 
 if __name__ == "__main__":

@@ -15,9 +15,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.search_fixture import Fixture, build  # noqa: E402
-from markus_memory.search.hybrid import Corpus, MemorySearcher, fuse_rrf  # noqa: E402
 from markus_memory.search.index import STOP_WORDS, SearchIndex, create_schema  # noqa: E402
 from markus_memory.search.keyword import tokenize  # noqa: E402
+from markus_memory.search.memory_search import Corpus, MemorySearcher, fuse_rrf  # noqa: E402
 
 Ranker = Callable[[str], list[str]]
 

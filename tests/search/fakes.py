@@ -63,8 +63,8 @@ class FakeEmbedder:
     """Hashed bag of search tokens: texts sharing words get cosine > 0; fully deterministic."""
 
     def __init__(self, name: str = "fake", dimensions: int = 256, *, fail: bool = False) -> None:
-        self.name = name
-        self.dimensions = dimensions
+        self.model = name
+        self.dimension = dimensions
         self.fail = fail
         self.calls = 0
         self.texts_embedded = 0
@@ -76,10 +76,10 @@ class FakeEmbedder:
         self.texts_embedded += len(texts)
         out = []
         for text in texts:
-            vec = [0.0] * self.dimensions
+            vec = [0.0] * self.dimension
             for token in tokenize(text):
                 h = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=4).digest(), "big")
-                vec[h % self.dimensions] += 1.0
+                vec[h % self.dimension] += 1.0
             norm = math.sqrt(sum(v * v for v in vec)) or 1.0
             out.append([v / norm for v in vec])
         return out

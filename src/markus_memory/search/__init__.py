@@ -1,1 +1,1 @@
-"""Retrieval over the semantic memory: keyword scoring, the BM25 index and hybrid fusion."""
+"""Search: keyword, bm25 and vector ranking over memory and transcripts."""

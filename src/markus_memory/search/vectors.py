@@ -2,7 +2,7 @@
 
 Vectors are stored per ``(document, model key)`` next to the BM25 index and tied to the
 document's content digest, so an edited document is re-embedded and a deleted one disappears
-with it. The model key is ``<embedder name>:<dimensions>``: changing the model or its dimensions
+with it. The model key is ``<embedder model>:<dimension>``: changing the model or its dimensions
 re-embeds everything instead of ever comparing vectors of two different spaces.
 """
 
@@ -21,13 +21,13 @@ EMBED_BATCH = 64
 
 
 class Embedder(Protocol):
-    """Turns texts into fixed-length vectors (the ``recall`` embedders satisfy this)."""
+    """Texts to fixed-size vectors; ``model`` names the vector space (as in search.embedders)."""
 
     @property
-    def name(self) -> str: ...
+    def model(self) -> str: ...
 
     @property
-    def dimensions(self) -> int: ...
+    def dimension(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]: ...
 
@@ -41,30 +41,32 @@ def _numpy() -> Any:
 
 
 def model_key(embedder: Embedder) -> str:
-    return f"{embedder.name}:{int(embedder.dimensions)}"
+    return f"{embedder.model}:{int(embedder.dimension)}"
 
 
 def embed_matrix(embedder: Embedder, texts: Sequence[str]) -> numpy.ndarray:
     """Unit-length float32 rows for ``texts``; a wrong count or width raises :class:`LLMError`."""
     np = _numpy()
-    dims = int(embedder.dimensions)
+    dims = int(embedder.dimension)
     rows: list[Any] = []
     for start in range(0, len(texts), EMBED_BATCH):
         batch = list(texts[start : start + EMBED_BATCH])
         vectors = embedder.embed(batch)
         if len(vectors) != len(batch):
             raise LLMError(
-                f"embedder {embedder.name!r} returned {len(vectors)} vectors for {len(batch)} texts"
+                f"embedder {embedder.model!r} returned {len(vectors)} vectors"
+                f" for {len(batch)} texts"
             )
         for vector in vectors:
             if len(vector) != dims:
                 raise LLMError(
-                    f"embedder {embedder.name!r} returned {len(vector)} dimensions, declared {dims}"
+                    f"embedder {embedder.model!r} returned {len(vector)} dimensions,"
+                    f" declared {dims}"
                 )
             rows.append(vector)
     matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), dims)
     if not np.all(np.isfinite(matrix)):
-        raise LLMError(f"embedder {embedder.name!r} returned a non-finite vector")
+        raise LLMError(f"embedder {embedder.model!r} returned a non-finite vector")
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     result: numpy.ndarray = matrix / norms
@@ -108,7 +110,7 @@ def sync_vectors(
             ((doc.id, doc.digest, matrix[i].tobytes()) for i, doc in enumerate(missing)),
         )
     rows = index.vectors(agent_id, key)
-    dims = int(embedder.dimensions)
+    dims = int(embedder.dimension)
     wanted = {doc.id for doc in docs}
     ids = [doc_id for doc_id, blob in rows if doc_id in wanted and len(blob) == 4 * dims]
     blobs = [blob for doc_id, blob in rows if doc_id in wanted and len(blob) == 4 * dims]

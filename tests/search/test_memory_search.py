@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from markus_memory.errors import InvalidInputError
-from markus_memory.search.hybrid import MemorySearcher, SearchResult, fuse_rrf
 from markus_memory.search.index import SearchIndex, open_index
+from markus_memory.search.memory_search import MemorySearcher, SearchResult, fuse_rrf
 
 from .fakes import FakeEmbedder, FakeKnowledge, Sec, WrongWidthEmbedder
 
@@ -218,7 +218,7 @@ def test_keyword_hits_back_up_bm25_for_substrings(index: SearchIndex) -> None:
 
 
 def test_chunks_cut_at_line_ends() -> None:
-    from markus_memory.search.hybrid import chunks
+    from markus_memory.search.memory_search import chunks
 
     body = "\n".join(["x" * 150] * 7)
     pieces = chunks(body, 400)
