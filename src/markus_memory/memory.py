@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from pathlib import Path
 from types import TracebackType
 
 from ._fs import AgentLock, atomic_write_text, signature, validate_id
 from .config import AgentPaths, Settings
 from .errors import MarkusMemoryError, MigrationError
+from .layers.activities import ActivityLog
 from .layers.daily_log import DailyLog
 from .layers.knowledge import KnowledgeFile, Observation
 from .layers.migration import plan_migration
@@ -20,6 +22,8 @@ from .layers.state import StateFile
 from .search.index import SearchIndex, open_index
 from .search.memory_search import MemorySearcher, SearchResult
 from .search.vectors import Embedder
+from .storage.base import EpisodicStore
+from .storage.sqlite import SqliteStore
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +49,27 @@ class AgentMemory:
         self.embedder = embedder
         self._searcher: MemorySearcher | None = None
         self._closed = False
+        self._store: EpisodicStore | None = None
+        self._activities: ActivityLog | None = None
+        self._store_guard = threading.Lock()
         self._migrate_legacy()
+
+    @property
+    def store(self) -> EpisodicStore:
+        """The episodic backend (``<home>/data.db``), opened on first use so opening is cheap."""
+        with self._store_guard:
+            if self._store is None:
+                self._store = SqliteStore(self.settings.database_path)
+            return self._store
+
+    @property
+    def activities(self) -> ActivityLog:
+        """Episodes of this agent: start / log / end / list / search / get."""
+        if self._activities is None:
+            self._activities = ActivityLog(
+                self.store, self.agent_id, self.settings.clock, self.settings.limits
+            )
+        return self._activities
 
     @property
     def directory(self) -> Path:
@@ -128,6 +152,11 @@ class AgentMemory:
         if self._searcher is not None and self._searcher.index is not None:
             self._searcher.index.conn.close()
         self._searcher = None
+        with self._store_guard:
+            store, self._store = self._store, None
+            self._activities = None
+        if store is not None:
+            store.close()
         self._closed = True
 
     def __enter__(self) -> AgentMemory:

@@ -154,7 +154,11 @@ def test_schema_is_versioned_and_reopening_is_idempotent(tmp_path: Path) -> None
     open_index(path).sync("a", docs(("o1", "kept")), "v1")
     again = open_index(path)
     assert ids(again, "kept") == ["o1"]
-    assert again.conn.execute("SELECT version FROM search_schema").fetchall() == [(1,)]
+    rows = again.conn.execute(
+        "SELECT name FROM _markus_migrations WHERE migration_set = 'search-index'"
+    ).fetchall()
+    assert rows == [("m001_knowledge_index",)]
+    assert ensure_schema(again.conn) == []
 
 
 def test_needs_autocommit_connection() -> None:

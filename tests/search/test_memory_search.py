@@ -225,3 +225,17 @@ def test_chunks_cut_at_line_ends() -> None:
     assert "\n".join(pieces) == body
     assert all(len(p) <= 400 for p in pieces)
     assert chunks("") == [""]
+
+
+ANY_CHAR = st.text(st.characters(blacklist_categories=()), max_size=30)
+
+
+@given(contents=st.lists(ANY_CHAR, min_size=1, max_size=4), query=ANY_CHAR)
+@settings(max_examples=100, deadline=None)
+def test_any_content_and_query_never_raise(contents: list[str], query: str) -> None:
+    k = FakeKnowledge(sections=[Sec("s", contents[0])])
+    for content in contents:
+        k.add(content)
+    searcher = MemorySearcher("prop", _shared_index(), FakeEmbedder(), min_similarity=0.0)
+    result = searcher.search(query, k.observations, k.sections, version=k.version)
+    assert result.fallback is None

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import StorageError
+from ..storage.migrations import Migrations, SqliteMigrationTarget
 from .keyword import CJK_RUN
 
 DEFAULT_TOKENIZER = "porter unicode61 remove_diacritics 2"
-SCHEMA_VERSION = 1
 
 # Function words that carry no topic, dropped from BM25 queries. Measured on the labelled store
 # of benchmarks/search_quality.py (48 queries, 500 observations, curated part at its cap), MRR@10:
@@ -69,7 +69,11 @@ class SyncReport:
 
 
 def fts_text(text: str) -> str:
-    """``text`` as FTS5 should see it: each CJK run replaced by its overlapping bigrams."""
+    """``text`` as FTS5 should see it: each CJK run replaced by its overlapping bigrams.
+
+    Lone surrogates (possible in a Python ``str``, never in a UTF-8 file) become U+FFFD.
+    """
+    text = text.encode("utf-8", "replace").decode("utf-8")
     if not CJK_RUN.search(text):
         return text
     return CJK_RUN.sub(lambda m: " " + " ".join(_grams(m.group(0))) + " ", text)
@@ -168,9 +172,10 @@ class SearchIndex:
 
     def version(self, agent_id: str) -> str | None:
         """The corpus version last synced for ``agent_id``."""
-        row = self.conn.execute(
-            "SELECT version FROM search_state WHERE agent_id = ?", (agent_id,)
-        ).fetchone()
+        with self._lock:
+            row = self.conn.execute(
+                "SELECT version FROM search_state WHERE agent_id = ?", (agent_id,)
+            ).fetchone()
         return None if row is None else str(row[0])
 
     def sync(
@@ -257,7 +262,10 @@ class SearchIndex:
     # -- reading ---------------------------------------------------------------------------
 
     def doc_ids(self, agent_id: str) -> set[str]:
-        rows = self.conn.execute("SELECT doc_id FROM search_docs WHERE agent_id = ?", (agent_id,))
+        with self._lock:
+            rows = self.conn.execute(
+                "SELECT doc_id FROM search_docs WHERE agent_id = ?", (agent_id,)
+            ).fetchall()
         return {str(r[0]) for r in rows}
 
     def bm25(
@@ -267,22 +275,24 @@ class SearchIndex:
         terms = fts_terms(tokens, stop_words=self.stop_words)
         if not terms or limit <= 0:
             return []
-        rows = self.conn.execute(
-            "SELECT d.doc_id, bm25(search_fts) AS rank FROM search_fts"
-            " JOIN search_docs d ON d.rowid = search_fts.rowid"
-            " WHERE search_fts MATCH ? AND d.agent_id = ?"
-            " ORDER BY rank LIMIT ?",
-            (" OR ".join(terms), agent_id, limit),
-        ).fetchall()
+        with self._lock:
+            rows = self.conn.execute(
+                "SELECT d.doc_id, bm25(search_fts) AS rank FROM search_fts"
+                " JOIN search_docs d ON d.rowid = search_fts.rowid"
+                " WHERE search_fts MATCH ? AND d.agent_id = ?"
+                " ORDER BY rank LIMIT ?",
+                (" OR ".join(terms), agent_id, limit),
+            ).fetchall()
         return [(str(r[0]), -float(r[1])) for r in rows]
 
     # -- vectors ---------------------------------------------------------------------------
 
     def vector_digests(self, agent_id: str, model: str) -> dict[str, str]:
-        rows = self.conn.execute(
-            "SELECT doc_id, digest FROM search_vectors WHERE agent_id = ? AND model = ?",
-            (agent_id, model),
-        )
+        with self._lock:
+            rows = self.conn.execute(
+                "SELECT doc_id, digest FROM search_vectors WHERE agent_id = ? AND model = ?",
+                (agent_id, model),
+            ).fetchall()
         return {str(r[0]): str(r[1]) for r in rows}
 
     def put_vectors(
@@ -302,12 +312,14 @@ class SearchIndex:
 
     def vectors(self, agent_id: str, model: str) -> list[tuple[str, bytes]]:
         """Every stored ``(doc_id, float32 bytes)`` of ``model`` whose document still exists."""
-        rows = self.conn.execute(
-            "SELECT v.doc_id, v.vector FROM search_vectors v"
-            " JOIN search_docs d ON d.agent_id = v.agent_id AND d.doc_id = v.doc_id"
-            " AND d.digest = v.digest WHERE v.agent_id = ? AND v.model = ? ORDER BY v.doc_id",
-            (agent_id, model),
-        )
+        with self._lock:
+            rows = self.conn.execute(
+                "SELECT v.doc_id, v.vector FROM search_vectors v"
+                " JOIN search_docs d ON d.agent_id = v.agent_id AND d.doc_id = v.doc_id"
+                " AND d.digest = v.digest WHERE v.agent_id = ? AND v.model = ?"
+                " ORDER BY v.doc_id",
+                (agent_id, model),
+            ).fetchall()
         return [(str(r[0]), bytes(r[1])) for r in rows]
 
 
@@ -333,15 +345,17 @@ class _Transaction:
             self.conn.execute("ROLLBACK")
 
 
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    """Create or upgrade the index tables, recording the version in ``search_schema``."""
-    with _Transaction(conn):
-        conn.execute("CREATE TABLE IF NOT EXISTS search_schema (version INTEGER NOT NULL)")
-        row = conn.execute("SELECT max(version) FROM search_schema").fetchone()
-        current = int(row[0]) if row and row[0] is not None else 0
-        if current < 1:
-            create_schema(conn)
-            conn.execute("INSERT INTO search_schema (version) VALUES (?)", (SCHEMA_VERSION,))
+migrations: Migrations[sqlite3.Connection] = Migrations("search-index")
+
+
+@migrations()
+def m001_knowledge_index(conn: sqlite3.Connection) -> None:
+    create_schema(conn)
+
+
+def ensure_schema(conn: sqlite3.Connection) -> list[str]:
+    """Apply the ``search-index`` migration set to ``conn``; returns the names applied."""
+    return migrations.apply(SqliteMigrationTarget(conn))
 
 
 def open_index(path: Path | str) -> SearchIndex:
