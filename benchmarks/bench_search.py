@@ -24,10 +24,14 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.search_fixture import build  # noqa: E402
+from benchmarks.search_fixture import Fixture, build  # noqa: E402
+from markus_memory.config import Settings  # noqa: E402
+from markus_memory.layers.knowledge import CuratedSection, Observation  # noqa: E402
+from markus_memory.memory import AgentMemory  # noqa: E402
 from markus_memory.search.index import open_index  # noqa: E402
 from markus_memory.search.keyword import keyword_search, tokenize  # noqa: E402
 from markus_memory.search.memory_search import MemorySearcher  # noqa: E402
@@ -87,6 +91,9 @@ def main() -> None:
         "searcher, keyword+BM25 (default)": lambda q: default.search(q, obs, secs, version=version),
         f"hybrid ({label})": lambda q: hybrid.search(q, obs, secs, version=version),
     }
+    agent, agent_hybrid = _agent_store(tmp, fixture, embedder)
+    cases["AgentMemory.search, keyword+BM25"] = lambda q: agent.search(q)
+    cases[f"AgentMemory.search, hybrid ({label})"] = lambda q: agent_hybrid.search(q)
     print(
         f"store: {len(obs)} observations, curated {fixture.curated_chars} chars; "
         f"{len(queries)} labelled queries x {ROUNDS} rounds"
@@ -101,6 +108,19 @@ def main() -> None:
                 f"{name:44s} {qname:9s} median {median:7.3f} ms  p95 {p95:7.3f} ms  "
                 f"x{median / baseline:5.2f} of baseline"
             )
+
+
+def _agent_store(tmp: Path, fixture: Fixture, embedder: object) -> tuple[Any, Any]:
+    """Two handles on one real agent dir whose knowledge.md holds the whole fixture."""
+    settings = Settings(home=tmp / "home")
+    agent = AgentMemory("bench", settings)
+    with agent.knowledge.transaction() as doc:
+        doc.sections = [CuratedSection(s.name, s.body) for s in fixture.sections]
+        doc.observations = [
+            Observation(o.id, o.type, o.content, o.timestamp, o.tags) for o in fixture.observations
+        ]
+    assert len(agent.knowledge.observations()) == len(fixture.observations)
+    return agent, AgentMemory("bench", settings, embedder=embedder)  # type: ignore[arg-type]
 
 
 def _real_embedder() -> tuple[object, str]:
