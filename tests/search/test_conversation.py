@@ -33,8 +33,12 @@ def turns() -> list[Turn]:
     return out
 
 
+# Every re-ranking stage off: each test below switches on the stage it is about.
+PLAIN = {"speaker_boost": 0.0, "neighbour_weight": 0.0, "session_weight": 0.0}
+
+
 def index(**options: object) -> ConversationIndex:
-    built = ConversationIndex(options=RankingOptions(**options))  # type: ignore[arg-type]
+    built = ConversationIndex(options=RankingOptions(**{**PLAIN, **options}))  # type: ignore[arg-type]
     built.add(turns())
     return built
 
@@ -82,7 +86,7 @@ def test_speaker_name_in_query_boosts_that_speakers_turns() -> None:
 
 def test_neighbour_weight_lifts_the_reply_to_a_hit() -> None:
     without = index()
-    with_neighbours = index(neighbour_weight=0.5)
+    with_neighbours = index(neighbour_weight=0.5, neighbour_window=1)
     assert 3 not in ns(without.search("support group"))
     assert 3 in ns(with_neighbours.search("support group"))
     assert ns(with_neighbours.search("support group", limit=1)) == [2]
@@ -108,7 +112,7 @@ def test_hostile_query_syntax_is_literal() -> None:
 def test_vectors_fuse_with_bm25_and_find_paraphrase_free_matches() -> None:
     pytest.importorskip("numpy")
     fake = FakeEmbedder()
-    idx = ConversationIndex(embedder=fake, options=RankingOptions(vector_weight=1.0))
+    idx = ConversationIndex(embedder=fake, options=RankingOptions(**PLAIN, vector_weight=1.0))
     idx.add(turns())
     assert ns(idx.search("adoption agencies", limit=1)) == [7]
     dense_only = idx.search("agencies adoption researching", session_id="s2", limit=2)
@@ -118,7 +122,7 @@ def test_vectors_fuse_with_bm25_and_find_paraphrase_free_matches() -> None:
 def test_model_change_reembeds_and_never_mixes_dimensions() -> None:
     pytest.importorskip("numpy")
     small, large = FakeEmbedder(dimension=16), FakeEmbedder(dimension=48)
-    idx = ConversationIndex(embedder=small, options=RankingOptions(vector_weight=1.0))
+    idx = ConversationIndex(embedder=small, options=RankingOptions(**PLAIN, vector_weight=1.0))
     idx.add(turns())
     idx.set_embedder(large)
     assert large.calls == 1
@@ -141,3 +145,34 @@ def test_embedder_returning_wrong_dimension_is_refused() -> None:
 
     with pytest.raises(ValueError, match="dimensions"):
         ConversationIndex(embedder=Liar()).add(turns())
+
+
+def test_session_weight_prefers_turns_from_the_best_matching_session() -> None:
+    query = "kids proud"
+    plain = ns(index().search(query))
+    assert plain[0] == 3 and plain.index(5) < plain.index(1)
+    weighted = ns(index(session_weight=1.0).search(query))
+    assert weighted[0] == 3 and weighted.index(1) < weighted.index(5)
+
+
+def test_wider_neighbour_window_decays_with_distance() -> None:
+    hits = index(neighbour_weight=0.5, neighbour_window=2).search("support group")
+    scores = {hit.turn.metadata["n"]: hit.score for hit in hits}
+    assert scores[2] > scores[3] > 0 and scores[1] > scores[0] > 0
+    assert scores[3] == 0.5 * scores[2] and scores[0] == 0.25 * scores[2]
+
+
+def test_default_options_run_every_stage() -> None:
+    idx = ConversationIndex()
+    idx.add(turns())
+    assert ns(idx.search("What did Melanie say about camping?", limit=1)) == [4]
+    assert ConversationIndex().search("anything") == []
+
+
+def test_rrf_fusion_mode() -> None:
+    pytest.importorskip("numpy")
+    idx = ConversationIndex(
+        embedder=FakeEmbedder(), options=RankingOptions(**PLAIN, fusion="rrf", vector_weight=1.0)
+    )
+    idx.add(turns())
+    assert ns(idx.search("adoption agencies", limit=1)) == [7]

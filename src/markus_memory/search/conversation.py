@@ -38,17 +38,31 @@ class RankedTurn:
 
 @dataclass(frozen=True)
 class RankingOptions:
-    """The knobs of the ranking; the defaults are the ones the LoCoMo dev numbers support."""
+    """The knobs of the ranking. Defaults are what the LoCoMo dev split supports (see
+    ``benchmarks/locomo.py``); a knob at 0 switches its stage off.
+
+    * ``candidates``: bm25 (and vector) candidates taken before re-ranking.
+    * ``speaker_boost``: a query word that names a speaker is taken out of the bm25 query
+      (``strip_speaker_names``) and multiplies that speaker's turns by ``1 + boost`` instead.
+    * ``neighbour_weight`` / ``neighbour_window``: a hit lends ``weight ** distance`` of its
+      score to the turns up to ``window`` away in its session (question and reply around it).
+    * ``session_weight``: every candidate gains this share of its session's best score.
+    * ``vector_weight``: weight of the min-max scaled cosine scores against the max-scaled
+      lexical scores (``fusion="score"``) or of the vector list in reciprocal rank fusion
+      (``fusion="rrf"``); used only with an embedder.
+    """
 
     candidates: int = 200
-    speaker_weight: float = 0.0
     strip_speaker_names: bool = True
-    speaker_boost: float = 0.0
-    neighbour_weight: float = 0.0
-    vector_weight: float = 0.0
-    rrf_k: int = 60
-    fusion: str = "score"
+    speaker_boost: float = 1.0
+    neighbour_weight: float = 0.5
+    neighbour_window: int = 2
+    session_weight: float = 0.3
+    vector_weight: float = 0.3
+    dense_speaker_boost: float = 1.0
     smooth_dense: bool = False
+    fusion: str = "score"
+    rrf_k: int = 60
 
 
 class ConversationIndex:
@@ -69,7 +83,7 @@ class ConversationIndex:
             CREATE TABLE turns (id INTEGER PRIMARY KEY, session TEXT NOT NULL, idx INTEGER NOT NULL,
                 role TEXT NOT NULL, speaker TEXT NOT NULL, ts INTEGER);
             CREATE UNIQUE INDEX turns_key ON turns(session, idx);
-            CREATE VIRTUAL TABLE turns_fts USING fts5(text, speaker,
+            CREATE VIRTUAL TABLE turns_fts USING fts5(text,
                 tokenize='porter unicode61 remove_diacritics 2');
             """
         )
@@ -115,10 +129,7 @@ class ConversationIndex:
             (turn.session_id, turn.index, turn.role, speaker.lower(), stamp),
         )
         rowid = int(cursor.lastrowid or 0)
-        self._db.execute(
-            "INSERT INTO turns_fts (rowid, text, speaker) VALUES (?, ?, ?)",
-            (rowid, turn.text, speaker),
-        )
+        self._db.execute("INSERT INTO turns_fts (rowid, text) VALUES (?, ?)", (rowid, turn.text))
         if existing is not None:
             del self._turns[existing]
         self._turns[rowid] = turn
@@ -181,9 +192,28 @@ class ConversationIndex:
             allowed = None if not where else self._allowed(where, params)
             lexical = self._smooth(self._bm25(query, where, params), allowed)
             dense = self._dense(query, allowed)
+            if self.options.dense_speaker_boost and dense:
+                named = {t for t in query_terms(query) if t in self._speakers}
+                factor = 1.0 + self.options.dense_speaker_boost
+                dense = {
+                    rowid: value * factor
+                    if (self._turns[rowid].speaker or "").lower() in named
+                    else value
+                    for rowid, value in dense.items()
+                }
             if self.options.smooth_dense:
                 dense = self._smooth(dense, allowed)
             scores = self._fuse(lexical, dense)
+            if self.options.session_weight and scores:
+                best: dict[str, float] = {}
+                for rowid, value in scores.items():
+                    sid = self._turns[rowid].session_id
+                    best[sid] = max(best.get(sid, 0.0), value)
+                gamma = self.options.session_weight
+                scores = {
+                    rowid: value + gamma * best[self._turns[rowid].session_id]
+                    for rowid, value in scores.items()
+                }
             order = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[:limit]
             return [RankedTurn(self._turns[rowid], scores[rowid]) for rowid in order]
 
@@ -201,12 +231,12 @@ class ConversationIndex:
             return {}
         match = " OR ".join(quote_fts(term) for term in terms)
         sql = (
-            "SELECT f.rowid, bm25(turns_fts, 1.0, ?) AS score, t.speaker FROM turns_fts f "
+            "SELECT f.rowid, bm25(turns_fts) AS score, t.speaker FROM turns_fts f "
             "JOIN turns t ON t.id = f.rowid WHERE turns_fts MATCH ?"
             + (f" AND {where}" if where else "")
             + " ORDER BY score LIMIT ?"
         )
-        rows = self._db.execute(sql, [options.speaker_weight, match, *params, options.candidates])
+        rows = self._db.execute(sql, [match, *params, options.candidates])
         scores: dict[int, float] = {}
         for rowid, score, speaker in rows:
             value = -float(score)
@@ -257,11 +287,12 @@ class ConversationIndex:
             turn = self._turns[rowid]
             # A hit lends part of its score to the turns around it: the question it answers
             # and the reply it got often hold the fact (LoCoMo dev: recall_any@10 +0.05).
-            for delta in (-1, 1):
+            window = self.options.neighbour_window
+            for delta in [d for d in range(-window, window + 1) if d]:
                 other = self._ids.get((turn.session_id, turn.index + delta))
                 if other is None or (allowed is not None and other not in allowed):
                     continue
-                out[other] = out.get(other, 0.0) + beta * value
+                out[other] = out.get(other, 0.0) + beta ** abs(delta) * value
         return out
 
     def close(self) -> None:

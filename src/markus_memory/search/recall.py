@@ -52,13 +52,8 @@ def speaker_of(metadata: Mapping[str, Any] | None, name: object = None) -> str |
 
 
 def default_options(embedder: Embedder | None) -> RankingOptions:
-    """The ranking measured best on LoCoMo dev (with vectors when an embedder is configured)."""
-    return RankingOptions(
-        speaker_boost=1.0,
-        neighbour_weight=0.3,
-        vector_weight=0.4 if embedder is not None else 0.0,
-        smooth_dense=True,
-    )
+    """The ranking measured best on LoCoMo dev (vectors join only with an embedder)."""
+    return RankingOptions() if embedder is not None else RankingOptions(vector_weight=0.0)
 
 
 class TranscriptRecall:
