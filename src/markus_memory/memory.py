@@ -2,30 +2,180 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator, Mapping
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
-from ._fs import AgentLock, validate_id
-from .config import AgentPaths, Settings
+from ._fs import AgentLock, atomic_write_text, validate_id
+from .config import AgentPaths, Settings, parse_iso
+from .errors import MarkusMemoryError, MigrationError
+from .layers.activities import ActivityLog
+from .layers.daily_log import DailyLog
+from .layers.knowledge import KnowledgeFile, Observation
+from .layers.migration import plan_migration
+from .layers.notebook import Notebook
+from .layers.procedural import RoleLoader
+from .layers.sessions import AppendedMessage, SessionStore, message_text
+from .layers.state import StateFile
+from .search.conversation import Turn
+from .search.embedders import Embedder
+from .search.recall import ConversationHit, TranscriptRecall, speaker_of
+from .storage.base import EpisodicStore
+from .storage.sqlite import SqliteStore
 
 
 class AgentMemory:
     """All memory layers of one agent. Open with :func:`open_agent`; close when done."""
 
-    def __init__(self, agent_id: str, settings: Settings) -> None:
+    def __init__(
+        self, agent_id: str, settings: Settings, *, embedder: Embedder | None = None
+    ) -> None:
         self.agent_id = validate_id("agent id", agent_id)
         self.settings = settings
         self.paths = AgentPaths(settings.agent_dir(self.agent_id))
         self.paths.root.mkdir(parents=True, exist_ok=True)
         self.lock = AgentLock(self.paths.lock, settings.lock_timeout_seconds)
+        layer_args = (self.paths, self.lock, settings.limits, settings.clock)
+        self.notebook = Notebook(*layer_args)
+        self.state = StateFile(*layer_args)
+        self.daily_log = DailyLog(*layer_args, agent_id=self.agent_id)
+        self.roles = RoleLoader(*layer_args)
+        self.knowledge = KnowledgeFile(*layer_args)
+        self._transcripts = TranscriptRecall(self._stored_turns, embedder=embedder)
+        self.sessions = SessionStore(*layer_args, agent_id=self.agent_id, on_append=self._on_append)
         self._closed = False
+        self._store: EpisodicStore | None = None
+        self._activities: ActivityLog | None = None
+        self._store_guard = threading.Lock()
+        self._migrate_legacy()
+
+    @property
+    def store(self) -> EpisodicStore:
+        """The episodic backend (``<home>/data.db``), opened on first use so opening is cheap."""
+        with self._store_guard:
+            if self._store is None:
+                self._store = SqliteStore(self.settings.database_path)
+            return self._store
+
+    @property
+    def activities(self) -> ActivityLog:
+        """Episodes of this agent: start / log / end / list / search / get."""
+        if self._activities is None:
+            self._activities = ActivityLog(
+                self.store, self.agent_id, self.settings.clock, self.settings.limits
+            )
+        return self._activities
 
     @property
     def directory(self) -> Path:
         return self.paths.root
 
+    def _migrate_legacy(self) -> None:
+        """Migrate MEMORY.md / memories.json once (REFERENCE §3); spans knowledge and state.
+
+        Order: state.md (merged), knowledge.md (only if absent), memories.json observations
+        (merged), and only then delete memories.json. A failure raises :class:`MigrationError`
+        and deletes nothing; the next open retries, and no step adds anything twice.
+        """
+        paths = self.paths
+        if paths.knowledge.exists() and not paths.legacy_memories_json.exists():
+            return
+        with self.lock:
+            plan = plan_migration(paths, self.settings.clock())
+            try:
+                if plan.state_text is not None:
+                    atomic_write_text(paths.state, plan.state_text)
+                if plan.knowledge_text is not None:
+                    self.knowledge.create(plan.knowledge_text)
+                else:
+                    self.knowledge.create()
+                if plan.observations is not None:
+                    self.knowledge.add_observations(
+                        Observation(o.id, o.type, o.content, o.timestamp, o.tags)
+                        for o in plan.observations
+                    )
+                    paths.legacy_memories_json.unlink(missing_ok=True)
+            except (OSError, MarkusMemoryError) as exc:
+                raise MigrationError(
+                    f"legacy migration failed, nothing was deleted: {exc}"
+                ) from exc
+
+    def recall_conversation(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        role: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 10,
+        neighbours: int = 1,
+    ) -> list[ConversationHit]:
+        """Search this agent's past session transcripts, best hit first.
+
+        ``role`` matches a message role (``user``, ``assistant`` …) or the speaker name in
+        ``metadata["speaker"]``; ``since``/``until`` bound the message time (inclusive); each hit
+        carries up to ``neighbours`` turns of its session on each side. Ranked by bm25 with
+        speaker, neighbour and session re-ranking, fused with vectors when the agent was opened
+        with an embedder. Raises InvalidInputError for bad arguments.
+        """
+        if session_id is not None:
+            validate_id("session id", session_id)
+        return self._transcripts.recall(
+            query,
+            session_id=session_id,
+            role=role,
+            since=since,
+            until=until,
+            limit=limit,
+            neighbours=neighbours,
+        )
+
+    def _on_append(self, record: AppendedMessage) -> None:
+        """Keep the transcript index in step with every durable append."""
+        if record.text.strip():
+            self._transcripts.add(
+                _turn(
+                    record.session_id,
+                    record.index,
+                    record.role,
+                    record.text,
+                    record.timestamp,
+                    record.metadata,
+                )
+            )
+
+    def _stored_turns(self) -> Iterator[Turn]:
+        """Every stored transcript message (read once, at the first recall).
+
+        Session files keep no per-message time: a message without ``metadata["timestamp"]``
+        takes its session's start time.
+        """
+        for info in self.sessions.list():
+            session = self.sessions.get(info.id)
+            if session is None:
+                continue
+            for index, message in enumerate(session.messages):
+                text = message_text(message)
+                if not text.strip():
+                    continue
+                raw = message.get("metadata")
+                metadata = raw if isinstance(raw, Mapping) else None
+                stamp = _metadata_time(metadata) or session.started_at
+                yield _turn(session.id, index, str(message.get("role")), text, stamp, metadata)
+
     def close(self) -> None:
         """Flush and release everything this handle holds. Safe to call twice."""
+        self.sessions.close()
+        self._transcripts.close()
+        with self._store_guard:
+            store, self._store = self._store, None
+            self._activities = None
+        if store is not None:
+            store.close()
         self._closed = True
 
     def __enter__(self) -> AgentMemory:
@@ -43,12 +193,34 @@ class AgentMemory:
         return f"AgentMemory({self.agent_id!r}, home={str(self.settings.home)!r})"
 
 
+def _turn(
+    session_id: str,
+    index: int,
+    role: str,
+    text: str,
+    timestamp: datetime | None,
+    metadata: Mapping[str, Any] | None,
+) -> Turn:
+    return Turn(session_id, index, role, text, timestamp, speaker_of(metadata), metadata or {})
+
+
+def _metadata_time(metadata: Mapping[str, Any] | None) -> datetime | None:
+    value = (metadata or {}).get("timestamp")
+    return parse_iso(value) if isinstance(value, str) else None
+
+
 def open_agent(
-    agent_id: str, home: Path | str | None = None, *, settings: Settings | None = None
+    agent_id: str,
+    home: Path | str | None = None,
+    *,
+    settings: Settings | None = None,
+    embedder: Embedder | None = None,
 ) -> AgentMemory:
     """Open (creating if needed) the memory of ``agent_id`` under ``home``.
 
     ``home`` defaults to ``$MARKUS_HOME`` or ``~/.markus``; ``settings`` overrides everything.
+    ``embedder`` (e.g. ``MiniLMEmbedder()`` from the ``[semantic]`` extra) adds vectors to
+    :meth:`AgentMemory.recall_conversation`; without one it ranks by bm25 alone.
     """
     resolved = settings if settings is not None else Settings.from_env(home=home)
-    return AgentMemory(agent_id, resolved)
+    return AgentMemory(agent_id, resolved, embedder=embedder)

@@ -82,7 +82,26 @@ def test_bad_arguments_raise_before_searching(kwargs: dict) -> None:
         TranscriptRecall(never).recall(**kwargs)
 
 
-def test_speaker_of_prefers_name_then_metadata() -> None:
-    assert speaker_of({"speaker": " Mel "}, None) == "Mel"
-    assert speaker_of({"speaker": "Mel"}, "Caro") == "Caro"
-    assert speaker_of(None, "") is None and speaker_of({"speaker": 3}) is None
+def test_speaker_of_reads_metadata() -> None:
+    assert speaker_of({"speaker": " Mel "}) == "Mel"
+    assert speaker_of(None) is None and speaker_of({"speaker": 3}) is None
+    assert speaker_of({"speaker": "  "}) is None
+
+
+def test_pending_turns_are_embedded_once_at_load() -> None:
+    pytest.importorskip("numpy")
+    from markus_memory.search.embedders import FakeEmbedder
+
+    history = turns()
+    embedded: list[str] = []
+
+    class Counting(FakeEmbedder):
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            embedded.extend(texts)
+            return super().embed(texts)
+
+    engine = TranscriptRecall(lambda: iter(history), embedder=Counting())
+    for turn in history[-3:]:
+        engine.add(turn)
+    engine.recall("adoption", limit=1)
+    assert len(embedded) == len(history) + 1, "every turn once, plus the query"

@@ -43,10 +43,8 @@ class ConversationHit:
     after: tuple[ContextTurn, ...]
 
 
-def speaker_of(metadata: Mapping[str, Any] | None, name: object = None) -> str | None:
-    """The speaker name of a message: its ``name`` field, else ``metadata["speaker"]``."""
-    if isinstance(name, str) and name.strip():
-        return name.strip()
+def speaker_of(metadata: Mapping[str, Any] | None) -> str | None:
+    """The speaker name of a message: ``metadata["speaker"]`` (None when absent or blank)."""
     value = (metadata or {}).get("speaker")
     return value.strip() if isinstance(value, str) and value.strip() else None
 
@@ -102,7 +100,12 @@ class TranscriptRecall:
         with self._lock:
             if self._loaded:
                 return
-            self._index.add(self._backfill())
+            # A turn appended since this handle opened is both on disk and pending: index it
+            # once, from the pending copy (it carries the exact append time).
+            pending = {(turn.session_id, turn.index) for turn in self._pending}
+            self._index.add(
+                turn for turn in self._backfill() if (turn.session_id, turn.index) not in pending
+            )
             self._index.add(self._pending)
             self._pending = []
             self._loaded = True
