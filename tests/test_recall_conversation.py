@@ -109,3 +109,14 @@ def test_bad_arguments(tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
             mem.recall_conversation("x", session_id="../etc")
         with pytest.raises(InvalidInputError):
             mem.recall_conversation("x", limit=0)
+
+
+def test_vectors_are_stored_with_the_model_and_reused_after_reopening(tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("numpy")
+    with open_agent("alice", settings=settings(tmp_path, clock), embedder=FakeEmbedder()) as mem:
+        fill(mem, clock)
+        mem.recall_conversation("lake", limit=1)
+    again = FakeEmbedder()
+    with open_agent("alice", settings=settings(tmp_path, clock), embedder=again) as mem:
+        assert mem.recall_conversation("lake camping", limit=1)[0].session_id == "chat_2"
+        assert again.calls == 1, "only the query was embedded"

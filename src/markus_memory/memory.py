@@ -23,6 +23,7 @@ from .layers.state import StateFile
 from .search.conversation import Turn
 from .search.embedders import Embedder
 from .search.recall import ConversationHit, TranscriptRecall, speaker_of
+from .search.transcript_vectors import TranscriptVectorStore
 from .storage.base import EpisodicStore
 from .storage.sqlite import SqliteStore
 
@@ -44,7 +45,14 @@ class AgentMemory:
         self.daily_log = DailyLog(*layer_args, agent_id=self.agent_id)
         self.roles = RoleLoader(*layer_args)
         self.knowledge = KnowledgeFile(*layer_args)
-        self._transcripts = TranscriptRecall(self._stored_turns, embedder=embedder)
+        self.embedder = embedder
+        self._transcripts = TranscriptRecall(
+            self._stored_turns,
+            embedder=embedder,
+            vector_store=None
+            if embedder is None
+            else TranscriptVectorStore(settings.database_path, self.agent_id),
+        )
         self.sessions = SessionStore(*layer_args, agent_id=self.agent_id, on_append=self._on_append)
         self._closed = False
         self._store: EpisodicStore | None = None

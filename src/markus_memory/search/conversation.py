@@ -13,6 +13,7 @@ from ..config import epoch_ms
 from .analysis import query_terms, quote_fts, words
 from .embedders import Embedder
 from .hybrid import min_max, rrf, weighted_sum
+from .transcript_vectors import TranscriptVectorStore, model_key, text_digest
 
 
 @dataclass(frozen=True)
@@ -74,9 +75,14 @@ class ConversationIndex:
     """
 
     def __init__(
-        self, *, embedder: Embedder | None = None, options: RankingOptions | None = None
+        self,
+        *,
+        embedder: Embedder | None = None,
+        options: RankingOptions | None = None,
+        vector_store: TranscriptVectorStore | None = None,
     ) -> None:
         self.options = options or RankingOptions()
+        self._vector_store = vector_store
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
         self._db.executescript(
             """
@@ -156,19 +162,43 @@ class ConversationIndex:
     def _embed_ids(self, ids: Sequence[int]) -> None:
         import numpy as np
 
-        assert self._embedder is not None
-        vectors = self._embedder.embed([self._turns[rowid].text for rowid in ids])
-        if len(vectors) != len(ids):
-            raise ValueError(f"embedder {self._embedder.model} returned {len(vectors)} vectors")
-        for rowid, vector in zip(ids, vectors, strict=True):
+        embedder = self._embedder
+        assert embedder is not None
+        key, dimension = model_key(embedder.model, embedder.dimension), embedder.dimension
+        digests = {rowid: text_digest(self._turns[rowid].text) for rowid in ids}
+        cached: dict[tuple[str, int], bytes] = {}
+        if self._vector_store is not None:
+            wanted = [(t.session_id, t.index, digests[r]) for r, t in self._items(ids)]
+            cached = self._vector_store.load(key, dimension, wanted)
+        missing = []
+        for rowid, turn in self._items(ids):
+            blob = cached.get((turn.session_id, turn.index))
+            if blob is None:
+                missing.append(rowid)
+            else:
+                self._vectors[rowid] = np.frombuffer(blob, dtype=np.float32).copy()
+        self._matrix = None
+        if not missing:
+            return
+        vectors = embedder.embed([self._turns[rowid].text for rowid in missing])
+        if len(vectors) != len(missing):
+            raise ValueError(f"embedder {embedder.model} returned {len(vectors)} vectors")
+        fresh = []
+        for rowid, vector in zip(missing, vectors, strict=True):
             array = np.asarray(vector, dtype=np.float32)
-            if array.shape != (self._embedder.dimension,):
+            if array.shape != (dimension,):
                 raise ValueError(
-                    f"embedder {self._embedder.model} returned {array.shape[0]} dimensions, "
-                    f"expected {self._embedder.dimension}"
+                    f"embedder {embedder.model} returned {array.shape[0]} dimensions, "
+                    f"expected {dimension}"
                 )
             self._vectors[rowid] = array
-        self._matrix = None
+            turn = self._turns[rowid]
+            fresh.append((turn.session_id, turn.index, digests[rowid], array.tobytes()))
+        if self._vector_store is not None:
+            self._vector_store.save(key, dimension, fresh)
+
+    def _items(self, ids: Sequence[int]) -> list[tuple[int, Turn]]:
+        return [(rowid, self._turns[rowid]) for rowid in ids]
 
     def get(self, session_id: str, index: int) -> Turn | None:
         rowid = self._ids.get((session_id, index))

@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import InvalidInputError
 from .conversation import ConversationIndex, RankingOptions, Turn
 from .embedders import Embedder
+from .transcript_vectors import TranscriptVectorStore
 
 MAX_LIMIT = 50
 MAX_NEIGHBOURS = 5
@@ -67,10 +68,14 @@ class TranscriptRecall:
         *,
         embedder: Embedder | None = None,
         options: RankingOptions | None = None,
+        vector_store: TranscriptVectorStore | None = None,
     ) -> None:
         self._backfill = backfill
+        self._vector_store = vector_store
         self._index = ConversationIndex(
-            embedder=embedder, options=options or default_options(embedder)
+            embedder=embedder,
+            options=options or default_options(embedder),
+            vector_store=vector_store,
         )
         self._pending: list[Turn] = []
         self._loaded = False
@@ -93,7 +98,9 @@ class TranscriptRecall:
         with self._lock:
             embedder, options = self._index.embedder, self._index.options
             self._index.close()
-            self._index = ConversationIndex(embedder=embedder, options=options)
+            self._index = ConversationIndex(
+                embedder=embedder, options=options, vector_store=self._vector_store
+            )
             self._loaded = False
 
     def ensure_loaded(self) -> None:
@@ -154,6 +161,8 @@ class TranscriptRecall:
 
     def close(self) -> None:
         self._index.close()
+        if self._vector_store is not None:
+            self._vector_store.close()
 
 
 def _check(
