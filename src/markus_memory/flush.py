@@ -211,7 +211,8 @@ def memory_flush(
 
 
 def _session_messages(memory: AgentMemory, session_id: str) -> list[Mapping[str, Any]]:
-    return list(memory.sessions.messages(session_id))
+    session = memory.sessions.get(session_id)
+    return list(session.messages) if session is not None else []
 
 
 def _record(memory: AgentMemory, conversation: Sequence[Message]) -> str:

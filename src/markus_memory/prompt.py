@@ -233,7 +233,7 @@ def refresh_relevant_context(memory: AgentMemory, query: str, *, shown: str = ""
     current = memory.notebook.get(RELEVANT_CONTEXT_KEY)
     if not lines:
         if current is not None:
-            memory.notebook.clear(key=RELEVANT_CONTEXT_KEY)
+            memory.notebook.clear(key=RELEVANT_CONTEXT_KEY, allow_system=True)
         return None
     text = "\n".join(lines)
     if current is None or current.text != text or current.managed != "system":

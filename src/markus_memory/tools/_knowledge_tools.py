@@ -58,7 +58,7 @@ def hit_dict(hit: Any) -> Result:
         "timestamp": iso_ms(timestamp) if timestamp is not None else "",
         "similarity": getattr(hit, "similarity", None),
         "tags": list(tags) if tags else None,
-        "source": getattr(hit, "source", None),
+        "source": "curated" if getattr(hit, "source", None) == "curated" else None,
     }
 
 
@@ -85,7 +85,8 @@ def memory_search(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
         return {"entries": listed, "count": len(listed), "store": STORE}
     found = memory.search(query, limit=limit, type=kind)
     hits = [hit_dict(h) for h in found.hits][:limit]
-    return {"results": hits, "count": len(hits), "searchMethod": found.method, "store": STORE}
+    method = found.search_method or "keyword"
+    return {"results": hits, "count": len(hits), "searchMethod": method, "store": STORE}
 
 
 def _mode(raw: Any, allowed: tuple[str, ...], tool: str, hint: str) -> str:

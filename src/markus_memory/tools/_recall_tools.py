@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..config import iso_ms, parse_iso
+from ..errors import NotFoundError
 from ._recall_normalize import normalize_recall_args, recall_limit
 from ._registry import ToolDefinition
 from ._results import Result, ToolCallError
@@ -17,7 +18,6 @@ if TYPE_CHECKING:
 
 ACTIVITIES = "activities"
 SESSIONS = "sessions"
-TRUNCATED_SUFFIX = "...[truncated]"
 ROLES = ("user", "assistant", "tool", "system")
 CONVERSATION_MAX_LIMIT = 50
 MAX_NEIGHBOURS = 5
@@ -41,7 +41,7 @@ def _activity_dict(activity: Any, *, search: bool) -> Result:
     }
     if search:
         keywords = activity.keywords
-        shown["keywords"] = keywords or None
+        shown["keywords"] = ", ".join(keywords) if keywords else None
     return shown
 
 
@@ -61,33 +61,34 @@ def _recall_search(memory: AgentMemory, query: str | None, limit: int) -> Result
     found = memory.activities.search(query, limit=limit)
     if not found:
         return {"status": "ok", "activities": [], "message": f'No activities matching "{query}".'}
-    return {"status": "ok", "activities": [_activity_dict(a, search=True) for a in found]}
+    shown = [_activity_dict(hit.activity, search=True) for hit in found]
+    return {"status": "ok", "activities": shown}
 
 
-def _recall_get(memory: AgentMemory, activity_id: str | None, cap: int) -> Result:
+def _recall_get(memory: AgentMemory, activity_id: str | None) -> Result:
     if not activity_id:
         raise ToolCallError(
             "get needs activity_id: take an id from a list or search result, e.g. "
             'recall_activity {"activity_id":"act_123"}'
         )
-    logs = memory.activities.get(activity_id)
-    if logs is None:
-        raise ToolCallError(f'No activity "{activity_id}" of yours exists.')
-    if not logs:
+    try:
+        detail = memory.activities.get(activity_id)  # another agent's id is "not found" too
+    except NotFoundError:
+        raise ToolCallError(
+            f'No activity "{activity_id}" of yours exists. Find ids with recall_activity {{}} '
+            '(recent) or {"query":"..."}.'
+        ) from None
+    if not detail.logs:
         return {"status": "ok", "logs": [], "message": "No logs found for this activity."}
-    shown = []
-    for log in logs:
-        content = log.content
-        if len(content) > cap:
-            content = content[:cap] + TRUNCATED_SUFFIX
-        shown.append(
-            {
-                "seq": log.seq,
-                "type": log.type,
-                "content": content,
-                "createdAt": _iso(log.created_at),
-            }
-        )
+    shown = [
+        {
+            "seq": log.seq,
+            "type": log.type,
+            "content": log.content,
+            "createdAt": _iso(log.created_at),
+        }
+        for log in detail.logs
+    ]
     return {"status": "ok", "logs": shown}
 
 
@@ -96,7 +97,7 @@ def recall_activity(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
     req = normalize_recall_args(args)
     limit = recall_limit(req.limit, limits.recall_default_limit, limits.recall_max_limit)
     if req.operation == "get":
-        return _recall_get(memory, req.activity_id, limits.recall_content_truncate)
+        return _recall_get(memory, req.activity_id)
     if req.operation == "search":
         return _recall_search(memory, req.query, limit)
     return _recall_list(memory, req.type, req.task_id, limit)

@@ -114,11 +114,15 @@ def id_list(value: Any, key: str, hint: str) -> list[str]:
 
 
 def tag_list(value: Any) -> tuple[str, ...]:
-    """Tags: an array (each stringified) or a comma-separated string; blanks dropped."""
+    """Tags: an array (each stringified) or a comma-separated string; blanks dropped.
+
+    Commas inside an array item split it too (a tag cannot hold a comma in knowledge.md).
+    """
     if isinstance(value, str):
-        items: list[str] = value.split(",")
+        items: list[str] = [value]
     elif isinstance(value, (list, tuple)):
         items = [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in value]
     else:
         return ()
-    return tuple(t.strip() for t in items if t.strip())
+    parts = (part.strip() for item in items for part in item.split(","))
+    return tuple(dict.fromkeys(p for p in parts if p))
