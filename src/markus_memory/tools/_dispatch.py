@@ -59,12 +59,12 @@ def run(registry: Registry, memory: AgentMemory, name: object, arguments: object
         extra = dict(exc.extra)
         if tool.error_key == "error":
             extra.setdefault("reason", exc.message)
-        return to_json(error_result(exc.message, tool.store, key=tool.error_key, **extra))
+        return to_json(error_result(exc.message, tool.store, message_key=tool.error_key, **extra))
     except MarkusMemoryError as exc:
-        return to_json(error_result(str(exc), tool.store, key=tool.error_key))
+        return to_json(error_result(str(exc), tool.store, message_key=tool.error_key))
     except Exception as exc:  # the model must never see a traceback; the host sees the log
         log.exception("memory tool %s failed", tool.name)
         message = f"{tool.name} failed: {type(exc).__name__}: {exc}"
-        return to_json(error_result(message, tool.store, key=tool.error_key))
+        return to_json(error_result(message, tool.store, message_key=tool.error_key))
     result.setdefault("store", tool.store)
     return to_json(result)

@@ -36,9 +36,11 @@ def to_json(result: Mapping[str, Any]) -> str:
     return json.dumps(drop_none(result), ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def error_result(message: str, store: str | None, *, key: str = "error", **extra: Any) -> Result:
-    """``{"status":"error","ok":false,"error":…,"store":…}``; ``key`` is ``message`` for recall."""
-    result: Result = {"status": "error", "ok": False, key: message}
+def error_result(
+    message: str, store: str | None, *, message_key: str = "error", **extra: Any
+) -> Result:
+    """``{"status":"error","ok":false,"error":…,"store":…}`` (``message`` key for recall)."""
+    result: Result = {"status": "error", "ok": False, message_key: message}
     result.update(extra)
     result["store"] = store
     return result
