@@ -5,8 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from types import TracebackType
 
-from ._fs import AgentLock, validate_id
+from ._fs import AgentLock, atomic_write_text, validate_id
 from .config import AgentPaths, Settings
+from .errors import MarkusMemoryError, MigrationError
+from .layers.daily_log import DailyLog
+from .layers.knowledge import KnowledgeFile, Observation
+from .layers.migration import plan_migration
+from .layers.notebook import Notebook
+from .layers.procedural import RoleLoader
+from .layers.sessions import SessionStore
+from .layers.state import StateFile
 
 
 class AgentMemory:
@@ -18,14 +26,53 @@ class AgentMemory:
         self.paths = AgentPaths(settings.agent_dir(self.agent_id))
         self.paths.root.mkdir(parents=True, exist_ok=True)
         self.lock = AgentLock(self.paths.lock, settings.lock_timeout_seconds)
+        layer_args = (self.paths, self.lock, settings.limits, settings.clock)
+        self.notebook = Notebook(*layer_args)
+        self.state = StateFile(*layer_args)
+        self.daily_log = DailyLog(*layer_args, agent_id=self.agent_id)
+        self.roles = RoleLoader(*layer_args)
+        self.knowledge = KnowledgeFile(*layer_args)
+        self.sessions = SessionStore(*layer_args, agent_id=self.agent_id)
         self._closed = False
+        self._migrate_legacy()
 
     @property
     def directory(self) -> Path:
         return self.paths.root
 
+    def _migrate_legacy(self) -> None:
+        """Migrate MEMORY.md / memories.json once (REFERENCE §3); spans knowledge and state.
+
+        Order: state.md (merged), knowledge.md (only if absent), memories.json observations
+        (merged), and only then delete memories.json. A failure raises :class:`MigrationError`
+        and deletes nothing; the next open retries, and no step adds anything twice.
+        """
+        paths = self.paths
+        if paths.knowledge.exists() and not paths.legacy_memories_json.exists():
+            return
+        with self.lock:
+            plan = plan_migration(paths, self.settings.clock())
+            try:
+                if plan.state_text is not None:
+                    atomic_write_text(paths.state, plan.state_text)
+                if plan.knowledge_text is not None:
+                    self.knowledge.create(plan.knowledge_text)
+                else:
+                    self.knowledge.create()
+                if plan.observations is not None:
+                    self.knowledge.add_observations(
+                        Observation(o.id, o.type, o.content, o.timestamp, o.tags)
+                        for o in plan.observations
+                    )
+                    paths.legacy_memories_json.unlink(missing_ok=True)
+            except (OSError, MarkusMemoryError) as exc:
+                raise MigrationError(
+                    f"legacy migration failed, nothing was deleted: {exc}"
+                ) from exc
+
     def close(self) -> None:
         """Flush and release everything this handle holds. Safe to call twice."""
+        self.sessions.close()
         self._closed = True
 
     def __enter__(self) -> AgentMemory:
