@@ -8,6 +8,7 @@ refreshes the system-managed ``relevant-context`` notebook entry (automatic reca
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from dataclasses import dataclass
@@ -15,10 +16,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 from .config import Limits
+from .errors import MarkusMemoryError
 from .tokens import TokenEstimator, default_estimator, largest_prefix_within
 
 if TYPE_CHECKING:
     from .memory import AgentMemory
+
+log = logging.getLogger(__name__)
 
 Profile = Literal["default", "execute", "govern", "converse", "reflex"]
 PROFILES: tuple[str, ...] = ("default", "execute", "govern", "converse", "reflex")
@@ -263,7 +267,10 @@ def render_memory_context(
     stable = knowledge if profile != "reflex" else render_state_lines(memory)
     relevant = None
     if auto_recall and query is not None:
-        relevant = refresh_relevant_context(memory, query, shown=stable)
+        try:
+            relevant = refresh_relevant_context(memory, query, shown=stable)
+        except MarkusMemoryError:  # a failing index must not cost the agent its turn
+            log.warning("automatic recall failed; relevant-context left as it was", exc_info=True)
     volatile = render_notebook(memory, now)
     text = "\n\n".join(block for block in (stable, volatile) if block)
     return MemoryContext(

@@ -33,6 +33,15 @@ def test_non_object_arguments(memory: AgentMemory, args: object) -> None:
     assert result["status"] == "error" and "object" in result["error"]
 
 
+@pytest.mark.parametrize("name", ["memory_save", "update_notebook", "state_update"])
+def test_lone_surrogates_are_refused_before_any_write(memory: AgentMemory, name: str) -> None:
+    before = files_digest(memory.directory)
+    text = dispatch(memory, name, '{"key": "k", "content": "bad \\ud800 text"}')
+    assert json.loads(text)["status"] == "error" and "Unicode" in text
+    text.encode("utf-8")
+    assert files_digest(memory.directory) == before
+
+
 def test_json_text_arguments_work_like_dicts(memory: AgentMemory) -> None:
     result = call(memory, "memory_save", json.dumps({"content": "über 東京"}))
     assert result["status"] == "saved"
@@ -66,7 +75,7 @@ def _arguments_for(name: str) -> st.SearchStrategy[object]:
         as_dict.map(json.dumps),
         _json,
         st.text(max_size=40),
-        st.sampled_from([float("nan"), math.inf, b"\xff{", "{", "[]"]),
+        st.sampled_from([float("nan"), math.inf, b"\xff{", "{", "[]", '{"content":"\\ud800"}']),
     )
 
 

@@ -43,7 +43,27 @@ def _arguments(tool: ToolDefinition, arguments: object) -> Mapping[str, Any]:
             f"{tool.name} expects a JSON object of named arguments, got {type_name(arguments)}. "
             f"Call it like {call}"
         )
+    if not _encodable(arguments):
+        raise ToolCallError(
+            "the arguments contain invalid Unicode (a lone surrogate such as \\ud800); "
+            f"send plain UTF-8 text. Call it like {call}"
+        )
     return arguments
+
+
+def _encodable(value: object) -> bool:
+    """True when every string inside ``value`` can be written as UTF-8."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, Mapping):
+        return all(_encodable(k) and _encodable(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(_encodable(v) for v in value)
+    return True
 
 
 def run(registry: Registry, memory: AgentMemory, name: object, arguments: object) -> str:
