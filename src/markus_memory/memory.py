@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from types import TracebackType
 
 from ._fs import AgentLock, atomic_write_text, validate_id
 from .config import AgentPaths, Settings
 from .errors import MarkusMemoryError, MigrationError
+from .layers.activities import ActivityLog
 from .layers.daily_log import DailyLog
 from .layers.knowledge import KnowledgeFile, Observation
 from .layers.migration import plan_migration
@@ -15,6 +17,8 @@ from .layers.notebook import Notebook
 from .layers.procedural import RoleLoader
 from .layers.sessions import SessionStore
 from .layers.state import StateFile
+from .storage.base import EpisodicStore
+from .storage.sqlite import SqliteStore
 
 
 class AgentMemory:
@@ -34,7 +38,27 @@ class AgentMemory:
         self.knowledge = KnowledgeFile(*layer_args)
         self.sessions = SessionStore(*layer_args, agent_id=self.agent_id)
         self._closed = False
+        self._store: EpisodicStore | None = None
+        self._activities: ActivityLog | None = None
+        self._store_guard = threading.Lock()
         self._migrate_legacy()
+
+    @property
+    def store(self) -> EpisodicStore:
+        """The episodic backend (``<home>/data.db``), opened on first use so opening is cheap."""
+        with self._store_guard:
+            if self._store is None:
+                self._store = SqliteStore(self.settings.database_path)
+            return self._store
+
+    @property
+    def activities(self) -> ActivityLog:
+        """Episodes of this agent: start / log / end / list / search / get."""
+        if self._activities is None:
+            self._activities = ActivityLog(
+                self.store, self.agent_id, self.settings.clock, self.settings.limits
+            )
+        return self._activities
 
     @property
     def directory(self) -> Path:
@@ -73,6 +97,11 @@ class AgentMemory:
     def close(self) -> None:
         """Flush and release everything this handle holds. Safe to call twice."""
         self.sessions.close()
+        with self._store_guard:
+            store, self._store = self._store, None
+            self._activities = None
+        if store is not None:
+            store.close()
         self._closed = True
 
     def __enter__(self) -> AgentMemory:
