@@ -11,14 +11,13 @@ from ..errors import NotFoundError
 from ._recall_normalize import normalize_recall_args, recall_limit
 from ._registry import ToolDefinition
 from ._results import Result, ToolCallError
-from ._validation import example, limit_arg, optional_string
+from ._validation import example, limit_arg, optional_string, required_text
 
 if TYPE_CHECKING:
     from ..memory import AgentMemory
 
 ACTIVITIES = "activities"
 SESSIONS = "sessions"
-ROLES = ("user", "assistant", "tool", "system")
 CONVERSATION_MAX_LIMIT = 50
 MAX_NEIGHBOURS = 5
 
@@ -115,41 +114,42 @@ def _moment(args: Mapping[str, Any], key: str, hint: str) -> datetime | None:
 
 def recall_conversation(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
     hint = "Example: " + example("recall_conversation", {"query": "database migration plan"})
-    query = optional_string(args, "query", hint) or ""
+    query = required_text(args, "query", hint)
     session_id = optional_string(args, "session_id", hint)
     role = optional_string(args, "role", hint)
-    if role is not None and role not in ROLES:
-        raise ToolCallError(f'"role" must be one of {", ".join(ROLES)}. {hint}')
     since, until = _moment(args, "since", hint), _moment(args, "until", hint)
     if since is not None and until is not None and since > until:
         raise ToolCallError(f'"since" must not be later than "until". {hint}')
     limit = limit_arg(args, 10, CONVERSATION_MAX_LIMIT, hint)
-    neighbours = limit_arg(args, 0, MAX_NEIGHBOURS, hint, key="neighbours", minimum=0)
-    if not query.strip() and session_id is None:
-        raise ToolCallError("Give a query, a session_id, or both. " + hint)
+    neighbours = limit_arg(args, 1, MAX_NEIGHBOURS, hint, key="neighbours", minimum=0)
     hits = memory.recall_conversation(
-        query,
-        session_id=session_id or None,
-        role=role,
+        query.strip(),
+        session_id=session_id.strip() if session_id and session_id.strip() else None,
+        role=role.strip() if role and role.strip() else None,
         since=since,
         until=until,
         limit=limit,
         neighbours=neighbours,
     )
-    shown = [_message_dict(h) for h in hits]
+    shown = [_hit_dict(h) for h in hits]
     return {"status": "ok", "results": shown, "count": len(shown)}
 
 
-def _message_dict(hit: Any) -> Result:
-    context = getattr(hit, "context", None)
+def _turn_dict(turn: Any) -> Result:
     return {
-        "sessionId": hit.session_id,
-        "role": hit.role,
-        "content": hit.content,
-        "timestamp": _iso(getattr(hit, "timestamp", None)),
-        "score": getattr(hit, "score", None),
-        "context": [_message_dict(c) for c in context] if context else None,
+        "index": turn.index,
+        "role": turn.role,
+        "speaker": turn.speaker,
+        "timestamp": _iso(turn.timestamp),
+        "content": turn.text,
     }
+
+
+def _hit_dict(hit: Any) -> Result:
+    shown = {"sessionId": hit.session_id, **_turn_dict(hit), "score": hit.score}
+    shown["before"] = [_turn_dict(t) for t in hit.before] or None
+    shown["after"] = [_turn_dict(t) for t in hit.after] or None
+    return shown
 
 
 TOOLS = (
@@ -185,14 +185,18 @@ TOOLS = (
         description=(
             "Search your past conversations (all sessions' transcripts) for what was said. "
             "Filter by session_id, role (user/assistant/tool/system) and time (since/until, "
-            "ISO dates); neighbours adds that many surrounding messages to each hit."
+            "ISO dates); neighbours (default 1) adds that many messages before and after each hit."
         ),
         parameters={
             "type": "object",
+            "required": ["query"],
             "properties": {
-                "query": {"type": "string", "description": "What to look for."},
+                "query": {"type": "string", "description": "What to look for (required)."},
                 "session_id": {"type": "string", "description": "Only this session."},
-                "role": {"type": "string", "enum": list(ROLES)},
+                "role": {
+                    "type": "string",
+                    "description": "user, assistant, tool, system, or a speaker's name.",
+                },
                 "since": {"type": "string", "description": "ISO date/time, inclusive."},
                 "until": {"type": "string", "description": "ISO date/time, inclusive."},
                 "limit": {
@@ -205,7 +209,7 @@ TOOLS = (
                     "type": "number",
                     "minimum": 0,
                     "maximum": MAX_NEIGHBOURS,
-                    "description": f"Context messages around each hit, 0-{MAX_NEIGHBOURS}.",
+                    "description": f"Context messages around each hit, 0-{MAX_NEIGHBOURS} (1).",
                 },
             },
         },
