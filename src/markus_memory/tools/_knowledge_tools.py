@@ -89,12 +89,12 @@ def memory_search(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
     return {"results": hits, "count": len(hits), "searchMethod": method, "store": STORE}
 
 
-def _mode(raw: Any, allowed: tuple[str, ...], tool: str, hint: str) -> str:
+def _mode(raw: Any, allowed: tuple[str, ...], hint: str) -> str:
     if raw is None:
         return "replace"
     if not isinstance(raw, str) or raw.strip().lower() not in allowed:
         shown = ", ".join(allowed)
-        raise ToolCallError(f'"mode" must be one of {shown} (got {raw!r}). {hint}', mode=None)
+        raise ToolCallError(f'"mode" must be one of {shown} (got {raw!r}). {hint}')
     mode = raw.strip().lower()
     return "patch" if mode == "append" else mode
 
@@ -128,7 +128,7 @@ def _write_section(memory: AgentMemory, section: str, content: str, mode: str) -
 
 def memory_update(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
     hint = "Example: " + example("memory_update", UPDATE_EXAMPLE)
-    mode = _mode(args.get("mode"), UPDATE_MODES, "memory_update", hint)
+    mode = _mode(args.get("mode"), UPDATE_MODES, hint)
     if mode == "delete":
         return _delete(memory, args, "Example: " + example("memory_update", DELETE_EXAMPLE))
     section = required_text(args, "section", hint).strip()
@@ -139,9 +139,7 @@ def memory_update(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
 
 
 def memory_update_longterm(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
-    hint = "Example: " + example(
-        "memory_update_longterm", {k: UPDATE_EXAMPLE[k] for k in UPDATE_EXAMPLE}
-    )
+    hint = "Example: " + example("memory_update_longterm", UPDATE_EXAMPLE)
     raw_mode = args.get("mode")
     if isinstance(raw_mode, str) and raw_mode.strip().lower() == "delete":
         raise ToolCallError(
@@ -149,7 +147,7 @@ def memory_update_longterm(memory: AgentMemory, args: Mapping[str, Any]) -> Resu
             + example("memory_update", DELETE_EXAMPLE),
             mode="delete",
         )
-    mode = _mode(raw_mode, ("replace", "patch", "append"), "memory_update_longterm", hint)
+    mode = _mode(raw_mode, ("replace", "patch", "append"), hint)
     section = required_text(args, "section", hint).strip()
     content = required_text(args, "content", "The section is left as it is. " + hint)
     return _write_section(memory, section, content, mode)

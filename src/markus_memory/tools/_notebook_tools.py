@@ -58,11 +58,10 @@ def update_notebook(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
 def update_working_memory(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
     hint = "Example: " + example("update_working_memory", NOTEBOOK_EXAMPLE)
     key, content = args.get("key"), args.get("content")
-    ok_key = isinstance(key, str) and key.strip()
-    ok_content = isinstance(content, str) and content.strip()
-    if not ok_key or not ok_content:
+    if not isinstance(key, str) or not key.strip():
         raise ToolCallError("key and content required. " + hint)
-    assert isinstance(key, str) and isinstance(content, str)
+    if not isinstance(content, str) or not content.strip():
+        raise ToolCallError("key and content required. " + hint)
     return _upsert(memory, key, content, hint)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -77,7 +77,7 @@ class Registry:
     def names(self) -> tuple[str, ...]:
         return tuple(self._tools)
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[ToolDefinition]:
         return iter(self._tools.values())
 
     def __len__(self) -> int:
