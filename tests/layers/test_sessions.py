@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import shutil
@@ -406,3 +407,15 @@ def test_store_is_usable_after_close(store) -> None:
     assert [m["content"] for m in make_store(store.paths.root.parent).get(sid).messages] == [
         "after close"
     ]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs /proc")
+def test_a_dropped_store_releases_its_journal_descriptors(tmp_path: Path) -> None:
+    before = len(list(Path("/proc/self/fd").iterdir()))
+    store = make_store(tmp_path)
+    for _ in range(5):
+        store.append(store.create().id, user("x"))
+    assert len(list(Path("/proc/self/fd").iterdir())) == before + 5
+    del store
+    gc.collect()
+    assert len(list(Path("/proc/self/fd").iterdir())) == before

@@ -77,6 +77,8 @@ class SessionStore:
         self.checkpoint_min_bytes = checkpoint_min_bytes
         self._cache: OrderedDict[str, SessionFiles] = OrderedDict()
         self._atexit: Callable[[], None] | None = None
+        # A store dropped without close() still releases its journal descriptors.
+        weakref.finalize(self, _close_all, self._cache)
 
     @property
     def directory(self) -> Path:
@@ -349,6 +351,11 @@ class SessionStore:
             self.on_append(record)
         except Exception:
             log.exception("on_append callback failed for %s #%d", record.session_id, record.index)
+
+
+def _close_all(cache: OrderedDict[str, SessionFiles]) -> None:
+    for live in cache.values():
+        live.close_fd()
 
 
 def _when(stamp: str) -> datetime:
