@@ -101,3 +101,10 @@ def test_state_update_and_clear(memory: AgentMemory) -> None:
     assert call(memory, "state_clear", {"key": "freeze"})["cleared"] == 0
     bad = call(memory, "state_update", {"key": "k"})
     assert bad["status"] == "error" and bad["store"] == "state.md" and "content" in bad["error"]
+
+
+@pytest.mark.parametrize("key", ["relevant-context", "triage-decision", "reflection"])
+def test_system_keys_are_reserved_even_when_absent(memory: AgentMemory, key: str) -> None:
+    result = call(memory, "update_notebook", {"key": key, "content": "mine"})
+    assert result["status"] == "error" and "reserved" in result["error"]
+    assert not memory.paths.notebook.exists()
