@@ -58,15 +58,15 @@ def test_update_working_memory_alias(memory: AgentMemory) -> None:
 
 def test_system_entries_are_not_the_agents_to_change(memory: AgentMemory) -> None:
     """§14.2 item 17: agents could overwrite or delete system keys."""
-    memory.notebook.upsert("triage-decision", "Decision: item 1", managed="system")
+    memory.notebook.upsert("ops-banner", "Decision: item 1", managed="cpp")
     before = files_digest(memory.directory)
     for name, args in [
-        ("update_notebook", {"key": "triage-decision", "content": "mine"}),
-        ("clear_notebook", {"key": "triage-decision"}),
-        ("clear_working_memory", {"key": "triage-decision"}),
+        ("update_notebook", {"key": "ops-banner", "content": "mine"}),
+        ("clear_notebook", {"key": "ops-banner"}),
+        ("clear_working_memory", {"key": "ops-banner"}),
     ]:
         result = call(memory, name, args)
-        assert result["status"] == "error" and "managed by the system" in result["error"]
+        assert result["status"] == "error" and "managed by the system (cpp)" in result["error"]
     assert files_digest(memory.directory) == before
 
 
