@@ -56,7 +56,7 @@ def test_update_working_memory_alias(memory: AgentMemory) -> None:
     assert memory.notebook.get("k").managed == "agent"
 
 
-def test_system_entries_are_not_the_agents_to_change(memory: AgentMemory) -> None:
+def test_14_2_item17_system_entries_are_not_the_agents_to_change(memory: AgentMemory) -> None:
     """§14.2 item 17: agents could overwrite or delete system keys."""
     memory.notebook.upsert("ops-banner", "Decision: item 1", managed="cpp")
     before = files_digest(memory.directory)
@@ -70,7 +70,7 @@ def test_system_entries_are_not_the_agents_to_change(memory: AgentMemory) -> Non
     assert files_digest(memory.directory) == before
 
 
-def test_clear_notebook_never_wipes_system_entries(memory: AgentMemory) -> None:
+def test_14_2_item17_clear_notebook_never_wipes_system_entries(memory: AgentMemory) -> None:
     """§14.2 item 17: clear without key (or all) wiped system and cpp entries."""
     memory.notebook.upsert("relevant-context", "- fact", managed="system")
     call(memory, "update_notebook", {"key": "a", "content": "1"})
@@ -104,7 +104,9 @@ def test_state_update_and_clear(memory: AgentMemory) -> None:
 
 
 @pytest.mark.parametrize("key", ["relevant-context", "triage-decision", "reflection"])
-def test_system_keys_are_reserved_even_when_absent(memory: AgentMemory, key: str) -> None:
+def test_14_2_item17_system_keys_are_reserved_even_when_absent(
+    memory: AgentMemory, key: str
+) -> None:
     result = call(memory, "update_notebook", {"key": key, "content": "mine"})
     assert result["status"] == "error" and "reserved" in result["error"]
     assert not memory.paths.notebook.exists()
