@@ -231,3 +231,9 @@ def test_memory_list_and_delete(memory: AgentMemory) -> None:
     }
     assert call(memory, "memory_delete", {"tag": "temp"})["removed"] == 1
     assert [o.id for o in memory.knowledge.observations()] == [ids[0]]
+
+
+def test_awkward_tags_are_cleaned_not_refused(memory: AgentMemory) -> None:
+    result = call(memory, "memory_save", {"content": "c", "tags": ["a-->b", "x\ny", 3, "a-->b"]})
+    assert result["status"] == "saved"
+    assert memory.knowledge.observations()[0].tags == ("a->b", "x y", "3")
