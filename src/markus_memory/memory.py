@@ -11,7 +11,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ._fs import AgentLock, atomic_write_text, signature, validate_id
+from ._docs import DocumentStore
+from ._fs import AgentLock, validate_id
+from ._fs_docs import FileDocuments
 from .config import AgentPaths, Settings, parse_iso
 from .errors import MarkusMemoryError, MigrationError
 from .layers.activities import ActivityLog
@@ -46,11 +48,13 @@ class AgentMemory:
         self.paths.root.mkdir(parents=True, exist_ok=True)
         self.lock = AgentLock(self.paths.lock, settings.lock_timeout_seconds)
         layer_args = (self.paths, self.lock, settings.limits, settings.clock)
-        self.notebook = Notebook(*layer_args)
-        self.state = StateFile(*layer_args)
+        self.documents = open_documents(settings, self.agent_id, self.paths, self.lock)
+        docs = self.documents
+        self.notebook = Notebook(*layer_args, documents=docs)
+        self.state = StateFile(*layer_args, documents=docs)
         self.daily_log = DailyLog(*layer_args, agent_id=self.agent_id)
-        self.roles = RoleLoader(*layer_args)
-        self.knowledge = KnowledgeFile(*layer_args)
+        self.roles = RoleLoader(*layer_args, documents=docs)
+        self.knowledge = KnowledgeFile(*layer_args, documents=docs)
         self.embedder = embedder
         self._searcher: MemorySearcher | None = None
         self._transcripts = TranscriptRecall(
@@ -95,14 +99,14 @@ class AgentMemory:
         (merged), and only then delete memories.json. A failure raises :class:`MigrationError`
         and deletes nothing; the next open retries, and no step adds anything twice.
         """
-        paths = self.paths
-        if paths.knowledge.exists() and not paths.legacy_memories_json.exists():
+        paths, docs = self.paths, self.documents
+        if docs.exists(paths.knowledge.name) and not docs.exists(paths.legacy_memories_json.name):
             return
-        with self.lock:
-            plan = plan_migration(paths, self.settings.clock())
+        with docs.lock():
+            plan = plan_migration(paths, self.settings.clock(), documents=docs)
             try:
                 if plan.state_text is not None:
-                    atomic_write_text(paths.state, plan.state_text)
+                    docs.write(paths.state.name, plan.state_text)
                 if plan.knowledge_text is not None:
                     self.knowledge.create(plan.knowledge_text)
                 else:
@@ -112,7 +116,7 @@ class AgentMemory:
                         Observation(o.id, o.type, o.content, o.timestamp, o.tags)
                         for o in plan.observations
                     )
-                    paths.legacy_memories_json.unlink(missing_ok=True)
+                    docs.delete(paths.legacy_memories_json.name)
             except (OSError, MarkusMemoryError) as exc:
                 raise MigrationError(
                     f"legacy migration failed, nothing was deleted: {exc}"
@@ -122,11 +126,11 @@ class AgentMemory:
         """``memory_search``: observations and curated sections matching ``query``, best first.
 
         An empty query lists the ``limit`` most recent observations (of ``type``). Hand edits of
-        knowledge.md are picked up here: the derived indexes follow the file's signature.
+        knowledge.md are picked up here: the derived indexes follow the document's version.
         """
-        seen = signature(self.paths.knowledge)  # taken before the read: a race only re-syncs
-        doc = self.knowledge.read()
-        version = None if seen is None else f"{seen.inode}:{seen.size}:{seen.mtime_ns}"
+        seen = self.documents.version(KnowledgeFile.store_name)  # before the read: a race
+        doc = self.knowledge.read()  # only re-syncs
+        version = None if seen is None else seen.token
         return self._memory_searcher().search(
             query, doc.observations, doc.sections, version=version, limit=limit, type=type
         )
@@ -134,9 +138,9 @@ class AgentMemory:
     def rebuild_search_index(self) -> None:
         """Drop and re-derive this agent's search index (BM25 and vectors) from knowledge.md."""
         searcher = self._memory_searcher()
-        seen = signature(self.paths.knowledge)
+        seen = self.documents.version(KnowledgeFile.store_name)
         doc = self.knowledge.read()
-        version = None if seen is None else f"{seen.inode}:{seen.size}:{seen.mtime_ns}"
+        version = None if seen is None else seen.token
         searcher.rebuild(searcher.corpus(doc.observations, doc.sections, None), version)
 
     def _memory_searcher(self) -> MemorySearcher:
@@ -235,6 +239,7 @@ class AgentMemory:
             self._activities = None
         if store is not None:
             store.close()
+        self.documents.close()
         self._closed = True
 
     def __enter__(self) -> AgentMemory:
@@ -266,6 +271,21 @@ def _turn(
 def _metadata_time(metadata: Mapping[str, Any] | None) -> datetime | None:
     value = (metadata or {}).get("timestamp")
     return parse_iso(value) if isinstance(value, str) else None
+
+
+def open_documents(
+    settings: Settings, agent_id: str, paths: AgentPaths, lock: AgentLock
+) -> DocumentStore:
+    """The document store of one agent: PostgreSQL when ``settings.documents_on_postgres``
+    (``MARKUS_DATABASE_URL=postgresql://…``, unless ``MARKUS_DOCUMENTS=files``), else files.
+    """
+    if settings.documents_on_postgres and settings.database_url is not None:
+        from .storage.pg_documents import PostgresDocuments
+
+        return PostgresDocuments(
+            settings.database_url, agent_id, lock_timeout=settings.lock_timeout_seconds
+        )
+    return FileDocuments(paths.root, lock)
 
 
 def open_agent(
