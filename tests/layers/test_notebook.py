@@ -37,7 +37,9 @@ def nb(paths: AgentPaths, lock: AgentLock, limits: Limits, clock: FakeClock) -> 
 
 def fresh(nb: Notebook) -> Notebook:
     """A second handle on the same file, as another process or a restart would have."""
-    return Notebook(AgentPaths(nb.path.parent), nb._lock, nb._limits, nb._clock)
+    return Notebook(
+        AgentPaths(nb.path.parent), nb._lock, nb._limits, nb._clock, documents=nb.documents
+    )
 
 
 # golden files (REFERENCE §2.2, written by hand)
