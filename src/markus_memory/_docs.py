@@ -66,8 +66,11 @@ class DocumentStore(Protocol):
     def read(self, name: str) -> str | None:
         """The text the layers parse (a leading BOM dropped); None when absent."""
 
-    def write(self, name: str, text: str) -> None:
-        """Replace the document atomically (whole old text or whole new text, never a mix)."""
+    def write(self, name: str, text: str, *, modified_ns: int | None = None) -> None:
+        """Replace the document atomically (whole old text or whole new text, never a mix).
+
+        ``modified_ns`` (export/import) sets the modification time instead of now.
+        """
 
     def delete(self, name: str) -> bool:
         """Remove the document; False when there was none."""

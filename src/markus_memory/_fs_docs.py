@@ -28,8 +28,10 @@ class FileDocuments:
     def read(self, name: str) -> str | None:
         return read_text(self.root / name)
 
-    def write(self, name: str, text: str) -> None:
+    def write(self, name: str, text: str, *, modified_ns: int | None = None) -> None:
         atomic_write_text(self.root / name, text)
+        if modified_ns is not None:
+            os.utime(self.root / name, ns=(modified_ns, modified_ns))
 
     def delete(self, name: str) -> bool:
         try:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from .._docs import DocumentVersion, check_name
@@ -133,6 +133,13 @@ def _modified_ns(moment: datetime) -> int:
     return (moment - _EPOCH) // datetime.resolution * 1000
 
 
+def _moment(modified_ns: int | None) -> datetime | None:
+    """The timestamptz of ``modified_ns`` (PostgreSQL keeps microseconds)."""
+    if modified_ns is None:
+        return None
+    return _EPOCH + timedelta(microseconds=modified_ns // 1000)
+
+
 class _Held(threading.local):
     """This thread's locked transaction on one agent (shared by every handle on that agent)."""
 
@@ -230,7 +237,7 @@ class PostgresDocuments:
             ).fetchone()
         return None if row is None else str(row[0])
 
-    def write(self, name: str, text: str) -> None:
+    def write(self, name: str, text: str, *, modified_ns: int | None = None) -> None:
         if "\x00" in text:
             raise InvalidInputError(f"{name}: PostgreSQL text cannot hold NUL characters")
         psycopg, _ = _psycopg()
@@ -238,10 +245,11 @@ class PostgresDocuments:
             try:
                 conn.execute(
                     "INSERT INTO documents (agent_id, name, content, version, updated_at)"
-                    " VALUES (%s, %s, %s, nextval('document_versions'), clock_timestamp())"
+                    " VALUES (%s, %s, %s, nextval('document_versions'),"
+                    " COALESCE(%s, clock_timestamp()))"
                     " ON CONFLICT (agent_id, name) DO UPDATE SET content = EXCLUDED.content,"
                     " version = EXCLUDED.version, updated_at = EXCLUDED.updated_at",
-                    (self.agent_id, check_name(name), text),
+                    (self.agent_id, check_name(name), text, _moment(modified_ns)),
                 )
             except psycopg.DataError as exc:
                 raise StorageError(f"{name}: PostgreSQL refused the text: {exc}") from exc
