@@ -3,6 +3,7 @@ import markus_memory
 EXPECTED = {
     "AgentMemory",
     "BackendUnavailableError",
+    "BusyError",
     "CorruptFileError",
     "ExtraNotInstalledError",
     "InvalidIdError",
