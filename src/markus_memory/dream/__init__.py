@@ -1,0 +1,1 @@
+"""The dream cycle: consolidation of the observation buffer into curated knowledge."""
