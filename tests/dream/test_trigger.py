@@ -30,7 +30,8 @@ def test_heavy_mode_is_reachable_below_the_buffer_cap() -> None:
 
 
 def test_heavy_mode_runs_once_per_quarter_day_at_most_four_times() -> None:
-    assert not decide(480, [NOON - timedelta(minutes=30)], NOON, LIMITS).run
+    assert not decide(480, [NOON], NOON + timedelta(hours=5), LIMITS).run
+    assert decide(480, [NOON - timedelta(minutes=1)], NOON, LIMITS).run
     day = NOON.replace(hour=0)
     runs = [day + timedelta(hours=h) for h in (0, 6, 12, 18)]
     assert not decide(480, runs, day + timedelta(hours=23), LIMITS).run
