@@ -24,6 +24,7 @@ _THINK = re.compile(r"<think>.*?</think>[ \t]*\n?", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _WORD = re.compile(r"\w+")
+_CONTROL = re.compile(r"[,\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class CheckedPlan:
 
     plan: Plan
     rejections: tuple[Rejection, ...] = field(default_factory=tuple)
+    failure: str | None = None  # set when the reply as a whole was unusable
 
 
 def strip_think(text: str) -> str:
@@ -120,14 +122,15 @@ def parse_reply(reply: str, contents: Mapping[str, str], limits: Limits) -> Chec
     try:
         raw = extract_json(reply)
     except ValueError as exc:
-        return CheckedPlan(Plan(), (Rejection("reply", None, str(exc)),))
+        return CheckedPlan(Plan(), (Rejection("reply", None, str(exc)),), str(exc))
     return validate_plan(raw, contents, limits)
 
 
 def validate_plan(raw: Any, contents: Mapping[str, str], limits: Limits) -> CheckedPlan:
     """Validate a decoded reply against the batch; every rule failure becomes a Rejection."""
     if not isinstance(raw, Mapping):
-        return CheckedPlan(Plan(), (Rejection("reply", None, "the reply is not a JSON object"),))
+        reason = "the reply is not a JSON object"
+        return CheckedPlan(Plan(), (Rejection("reply", None, reason),), reason)
     checker = _Checker(contents, limits)
     for key in raw:
         if key not in ("remove", "merge", "promote"):
@@ -297,5 +300,5 @@ def _tags(value: Any) -> tuple[str, ...] | None:
         return ()
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
         return None
-    cleaned = (" ".join(t.replace(",", " ").split()) for t in value)
+    cleaned = (" ".join(_CONTROL.sub(" ", t).replace("-->", "->").split()) for t in value)
     return tuple(dict.fromkeys(t for t in cleaned if t))
