@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from types import TracebackType
 
-from ._fs import AgentLock, validate_id
+from ._fs import AgentLock, atomic_write_text, validate_id
 from .config import AgentPaths, Settings
+from .errors import MarkusMemoryError, MigrationError
+from .layers.activities import ActivityLog
+from .layers.daily_log import DailyLog
+from .layers.knowledge import KnowledgeFile, Observation
+from .layers.migration import plan_migration
+from .layers.notebook import Notebook
+from .layers.procedural import RoleLoader
+from .layers.sessions import SessionStore
+from .layers.state import StateFile
+from .storage.base import EpisodicStore
+from .storage.sqlite import SqliteStore
 
 
 class AgentMemory:
@@ -18,14 +30,78 @@ class AgentMemory:
         self.paths = AgentPaths(settings.agent_dir(self.agent_id))
         self.paths.root.mkdir(parents=True, exist_ok=True)
         self.lock = AgentLock(self.paths.lock, settings.lock_timeout_seconds)
+        layer_args = (self.paths, self.lock, settings.limits, settings.clock)
+        self.notebook = Notebook(*layer_args)
+        self.state = StateFile(*layer_args)
+        self.daily_log = DailyLog(*layer_args, agent_id=self.agent_id)
+        self.roles = RoleLoader(*layer_args)
+        self.knowledge = KnowledgeFile(*layer_args)
+        self.sessions = SessionStore(*layer_args, agent_id=self.agent_id)
         self._closed = False
+        self._store: EpisodicStore | None = None
+        self._activities: ActivityLog | None = None
+        self._store_guard = threading.Lock()
+        self._migrate_legacy()
+
+    @property
+    def store(self) -> EpisodicStore:
+        """The episodic backend (``<home>/data.db``), opened on first use so opening is cheap."""
+        with self._store_guard:
+            if self._store is None:
+                self._store = SqliteStore(self.settings.database_path)
+            return self._store
+
+    @property
+    def activities(self) -> ActivityLog:
+        """Episodes of this agent: start / log / end / list / search / get."""
+        if self._activities is None:
+            self._activities = ActivityLog(
+                self.store, self.agent_id, self.settings.clock, self.settings.limits
+            )
+        return self._activities
 
     @property
     def directory(self) -> Path:
         return self.paths.root
 
+    def _migrate_legacy(self) -> None:
+        """Migrate MEMORY.md / memories.json once (REFERENCE §3); spans knowledge and state.
+
+        Order: state.md (merged), knowledge.md (only if absent), memories.json observations
+        (merged), and only then delete memories.json. A failure raises :class:`MigrationError`
+        and deletes nothing; the next open retries, and no step adds anything twice.
+        """
+        paths = self.paths
+        if paths.knowledge.exists() and not paths.legacy_memories_json.exists():
+            return
+        with self.lock:
+            plan = plan_migration(paths, self.settings.clock())
+            try:
+                if plan.state_text is not None:
+                    atomic_write_text(paths.state, plan.state_text)
+                if plan.knowledge_text is not None:
+                    self.knowledge.create(plan.knowledge_text)
+                else:
+                    self.knowledge.create()
+                if plan.observations is not None:
+                    self.knowledge.add_observations(
+                        Observation(o.id, o.type, o.content, o.timestamp, o.tags)
+                        for o in plan.observations
+                    )
+                    paths.legacy_memories_json.unlink(missing_ok=True)
+            except (OSError, MarkusMemoryError) as exc:
+                raise MigrationError(
+                    f"legacy migration failed, nothing was deleted: {exc}"
+                ) from exc
+
     def close(self) -> None:
         """Flush and release everything this handle holds. Safe to call twice."""
+        self.sessions.close()
+        with self._store_guard:
+            store, self._store = self._store, None
+            self._activities = None
+        if store is not None:
+            store.close()
         self._closed = True
 
     def __enter__(self) -> AgentMemory:

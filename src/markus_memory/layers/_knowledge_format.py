@@ -1,0 +1,211 @@
+"""The knowledge.md format: the KnowledgeDoc model and its parser/renderer (exact inverses).
+
+Layout (REFERENCE §2.3), as written here::
+
+    # Knowledge                              <- preamble: anything before the first "## "
+
+    ## <curated section>
+    <body>
+
+    ## _observations
+    <!-- This section is the observation buffer. … -->
+    <!-- Dream cycle consolidates … -->
+
+    ### <observation id>
+    <!-- type: <type>[, tags: <t1>, <t2>] -->
+    <!-- at: <ISO> -->
+    <content, escaped with _markdown.escape_body>
+
+Differences from the original, each deliberate (REFERENCE §14.1):
+
+* the observation's timestamp is persisted in an extra ``<!-- at: ISO -->`` line (item 7); a file
+  without it still loads: ids like ``obs_<ms>_…`` give their time, others the caller's stable
+  ``fallback`` time (the file's mtime), never "now at every load";
+* observation content is escaped reversibly, so ``### x``, ``## x`` or ``<!-- type: … -->`` lines
+  inside it round-trip (item 5), and ``### <id>`` lines are recognised explicitly (item 6);
+* sections found after ``## _observations`` (a person's hand edit) are curated sections: they are
+  parsed into :attr:`KnowledgeDoc.sections` and rendered above the block (item 1); a file that
+  starts with ``## _observations`` has an empty curated part (item 13).
+
+Curated bodies are kept as written, except that trailing white space is not part of a body: the
+renderer owns the blank line between blocks. Bodies never hold ``## `` heading lines (writers
+pass them through :func:`_markdown.sanitize_h2`).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+
+from .._markdown import escape_body, meta_line, render_meta, split_h2, unescape_body
+from ..config import epoch_ms, from_epoch_ms, iso_ms, parse_iso
+
+OBSERVATIONS = "_observations"
+OBSERVATION_TYPES = ("conversation", "fact", "task_result", "note", "insight")
+HEADER_COMMENTS = (
+    "<!-- This section is the observation buffer. Searched on-demand, NOT always injected "
+    "into prompt. -->",
+    "<!-- Dream cycle consolidates recurring patterns into curated sections above. -->",
+)
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+_TYPE_VALUE = re.compile(r"(\w+)(?:, tags: (.*))?\Z", re.DOTALL)
+_ID_MS = re.compile(r"[A-Za-z]+_(\d{12,14})(?![0-9])")
+_ID_DAY = re.compile(r"daily_report_(\d{4}-\d{2}-\d{2})\Z")
+_BAD_TAG = re.compile(r",|-->|[\x00-\x1f\x7f]")
+_RAND36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One entry of the ``## _observations`` buffer."""
+
+    id: str
+    type: str
+    content: str
+    timestamp: datetime
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CuratedSection:
+    """One curated ``## name`` section; ``body`` is the text under the heading, right-stripped."""
+
+    name: str
+    body: str
+
+
+@dataclass
+class KnowledgeDoc:
+    """The whole of knowledge.md: preamble, curated sections in order, observations in order."""
+
+    preamble: str = ""
+    sections: list[CuratedSection] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
+
+    def copy(self) -> KnowledgeDoc:
+        return KnowledgeDoc(self.preamble, list(self.sections), list(self.observations))
+
+    def section_index(self, name: str) -> int | None:
+        """Index of the first section whose heading is exactly ``name`` (REFERENCE §14.1 item 2)."""
+        for index, section in enumerate(self.sections):
+            if section.name == name:
+                return index
+        return None
+
+
+def new_observation_id(moment: datetime) -> str:
+    """``obs_<ms>_<rand36(6)>``, the memory_save id format."""
+    return f"obs_{epoch_ms(moment)}_{''.join(random.choices(_RAND36, k=6))}"
+
+
+def time_from_id(obs_id: str) -> datetime | None:
+    """The time encoded in an id: ``obs_<ms>_…``, ``merged_<ms>_…``, ``daily_report_<day>``."""
+    match = _ID_MS.match(obs_id)
+    if match:
+        return from_epoch_ms(int(match.group(1)))
+    day = _ID_DAY.match(obs_id)
+    return parse_iso(day.group(1)) if day else None
+
+
+def tag_problem(tag: str) -> str | None:
+    """Why ``tag`` cannot be stored in a type line (None when it can)."""
+    if not tag or tag != tag.strip():
+        return "must be non-empty without surrounding white space"
+    if _BAD_TAG.search(tag):
+        return "must not contain a comma, '-->' or a control character (newline, tab …)"
+    return None
+
+
+def clean_tag(tag: str) -> str:
+    """A storable form of ``tag``: commas and control characters become spaces, ``-->`` ``->``."""
+    cleaned = re.sub(r"[,\x00-\x1f\x7f]", " ", tag).replace("-->", "->")
+    return " ".join(cleaned.split())
+
+
+def curated_text(doc: KnowledgeDoc) -> str:
+    """The curated part as rendered: preamble and sections, without the observation block."""
+    blocks = [doc.preamble + "\n"] if doc.preamble else []
+    for section in doc.sections:
+        body = section.body + "\n" if section.body else ""
+        blocks.append(f"## {section.name}\n{body}")
+    return "\n".join(blocks)
+
+
+@lru_cache(maxsize=4096)
+def _render_entry(obs: Observation) -> str:
+    """One observation as written, ending with its blank line (cached: entries are immutable)."""
+    meta = obs.type + (", tags: " + ", ".join(obs.tags) if obs.tags else "")
+    head = f"### {obs.id}\n{render_meta('type', meta)}\n{render_meta('at', iso_ms(obs.timestamp))}"
+    return f"{head}\n{escape_body(obs.content)}\n\n"
+
+
+def render_observations(observations: list[Observation]) -> str:
+    block = "\n".join(["## " + OBSERVATIONS, *HEADER_COMMENTS, "", ""])
+    return (block + "".join(_render_entry(obs) for obs in observations))[:-1]
+
+
+def render_knowledge(doc: KnowledgeDoc) -> str:
+    """The text of knowledge.md for ``doc``; :func:`parse_knowledge` gives ``doc`` back."""
+    curated = curated_text(doc)
+    if not doc.observations:
+        return curated
+    return curated + ("\n" if curated else "") + render_observations(doc.observations)
+
+
+def parse_knowledge(text: str, fallback: datetime = EPOCH) -> KnowledgeDoc:
+    """Parse any text as knowledge.md (never fails).
+
+    ``fallback`` is the time of observations whose file has no ``at`` line and whose id encodes
+    no time; pass something stable (the file's mtime), so repeated loads agree.
+    """
+    preamble, raw_sections = split_h2(text)
+    doc = KnowledgeDoc(preamble.rstrip())
+    for raw in raw_sections:
+        if raw.name == OBSERVATIONS:
+            doc.observations.extend(_parse_observations(raw.body, fallback))
+        else:
+            doc.sections.append(CuratedSection(raw.name, raw.body.rstrip()))
+    return doc
+
+
+def _parse_observations(block: str, fallback: datetime) -> list[Observation]:
+    found: list[Observation] = []
+    current: list[str] | None = None
+    for line in [*block.split("\n"), "### "]:
+        token = line[4:].split(maxsplit=1) if line.startswith("### ") else None
+        if token is None:
+            if current is not None:
+                current.append(line)
+            continue
+        if current is not None:
+            obs = _parse_entry(current, fallback)
+            if obs is not None:
+                found.append(obs)
+        current = [token[0]] if token else None
+    return found
+
+
+def _parse_entry(chunk: list[str], fallback: datetime) -> Observation | None:
+    obs_id, kind, moment = chunk[0], "note", None
+    tags: tuple[str, ...] = ()
+    content: list[str] = []
+    for line in chunk[1:]:
+        meta = meta_line(line)
+        match = _TYPE_VALUE.match(meta[1]) if meta and meta[0] == "type" else None
+        if match:
+            kind = match.group(1) if match.group(1) in OBSERVATION_TYPES else "note"
+            raw_tags = (match.group(2) or "").split(",")
+            tags = tuple(t.strip() for t in raw_tags if t.strip())
+        elif meta and meta[0] == "at":
+            moment = parse_iso(meta[1]) or moment
+        else:
+            content.append(line)
+    body = unescape_body("\n".join(content).strip())
+    if not body:
+        return None
+    when = moment or time_from_id(obs_id) or fallback
+    return Observation(obs_id, kind, body, when, tags)

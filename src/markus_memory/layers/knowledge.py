@@ -1,0 +1,424 @@
+"""knowledge.md: curated sections and the ``## _observations`` buffer of one agent (semantic layer).
+
+Every write takes the agent lock, re-reads the file, changes the parsed :class:`KnowledgeDoc`,
+renders it and replaces the file atomically, so a person's edit to any part of the file survives
+the next save (REFERENCE §14.1 item 14). Reads use a parse cache that is valid only while the
+file's :func:`_fs.signature` is unchanged.
+
+Caps (REFERENCE §14.1 item 4): they apply to the curated part only. A curated write that would
+leave a section body over ``Limits.section_max_chars`` or the curated part over
+``Limits.curated_max_chars`` is *refused* (``WriteResult.ok == False`` with a reason written for
+the model); nothing is truncated and the observation block is never touched by a curated write.
+The observation buffer keeps the newest ``Limits.max_observations`` entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TypeVar
+
+from .._fs import AgentLock, atomic_write_text, read_text, signature, validate_key
+from .._markdown import sanitize_h2
+from ..config import AgentPaths, Clock, Limits, from_epoch_ms
+from ..errors import InvalidInputError
+from ._knowledge_format import (
+    OBSERVATION_TYPES,
+    OBSERVATIONS,
+    CuratedSection,
+    KnowledgeDoc,
+    Observation,
+    clean_tag,
+    curated_text,
+    new_observation_id,
+    parse_knowledge,
+    render_knowledge,
+    tag_problem,
+)
+
+__all__ = [
+    "CuratedSection",
+    "KnowledgeDoc",
+    "KnowledgeFile",
+    "Observation",
+    "WriteResult",
+    "parse_knowledge",
+    "render_knowledge",
+]
+
+MAX_OBSERVATION_CHARS = 50_000
+"""Longest observation content accepted (a bigger one belongs in a file, not in the buffer)."""
+MAX_ID_CHARS = 128
+WRITE_MODES = ("replace", "patch", "append")
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """Outcome of a curated write. On refusal the sizes are those the write *would* have made."""
+
+    ok: bool
+    reason: str | None = None
+    section: str | None = None
+    section_chars: int = 0
+    section_limit: int = 0
+    curated_chars: int = 0
+    curated_limit: int = 0
+
+
+def _millis(moment: datetime) -> datetime:
+    """``moment`` in UTC, cut to whole milliseconds (what the file keeps)."""
+    utc = moment.astimezone(timezone.utc)
+    return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
+
+
+def _check_content(content: object) -> str:
+    if not isinstance(content, str):
+        raise InvalidInputError(
+            f"observation content must be a string, got {type(content).__name__}; "
+            "save one observation per call"
+        )
+    text = content.strip()
+    if not text:
+        raise InvalidInputError("observation content must be a non-empty string")
+    if len(text) > MAX_OBSERVATION_CHARS:
+        raise InvalidInputError(
+            f"observation content has {len(text)} chars, over {MAX_OBSERVATION_CHARS}; "
+            "save a summary instead"
+        )
+    return text
+
+
+def _check_tags(tags: object) -> tuple[str, ...]:
+    if isinstance(tags, str) or not isinstance(tags, Iterable):
+        raise InvalidInputError("tags must be a list of strings")
+    checked = []
+    for tag in tags:
+        if not isinstance(tag, str):
+            raise InvalidInputError(f"a tag must be a string, got {type(tag).__name__}")
+        stripped = tag.strip()
+        problem = tag_problem(stripped) if stripped else None
+        if problem:
+            raise InvalidInputError(f"tag {stripped[:40]!r} {problem}")
+        if stripped:
+            checked.append(stripped)
+    return tuple(checked)
+
+
+def _check_id(obs_id: object) -> str:
+    if not isinstance(obs_id, str) or not obs_id or len(obs_id) > MAX_ID_CHARS:
+        raise InvalidInputError(f"observation id must be a string of 1-{MAX_ID_CHARS} chars")
+    if len(obs_id.split()) != 1 or obs_id.split()[0] != obs_id:
+        raise InvalidInputError(f"observation id {obs_id[:40]!r} must not contain white space")
+    return obs_id
+
+
+def _check_limit(limit: object) -> int:
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+        raise InvalidInputError(f"limit must be a non-negative integer, got {limit!r}")
+    return limit
+
+
+def _check_section_name(name: object) -> str:
+    checked = validate_key("section name", name)
+    if checked == OBSERVATIONS:
+        raise InvalidInputError("'_observations' is the observation buffer, not a section name")
+    return checked
+
+
+class KnowledgeFile:
+    """The knowledge.md of one agent."""
+
+    store_name = "knowledge.md"
+
+    def __init__(self, paths: AgentPaths, lock: AgentLock, limits: Limits, clock: Clock) -> None:
+        self.path = paths.knowledge
+        self._lock = lock
+        self._limits = limits
+        self._clock = clock
+        self._cache: tuple[object, str, KnowledgeDoc] | None = None
+
+    # ---- reading -------------------------------------------------------------------------
+
+    def _load(self, *, verify_text: bool) -> KnowledgeDoc:
+        """The parsed file (empty doc when absent). Callers get a copy they may change."""
+        sig = signature(self.path)
+        cached = self._cache
+        if cached is not None and cached[0] == sig and sig is not None and not verify_text:
+            return cached[2].copy()
+        text = read_text(self.path)
+        if text is None:
+            self._cache = None
+            return KnowledgeDoc()
+        if cached is not None and cached[1] == text:
+            doc = cached[2]
+        else:
+            fallback = from_epoch_ms(sig.mtime_ns // 1_000_000) if sig else self._clock()
+            doc = parse_knowledge(text, fallback)
+        self._cache = (sig, text, doc)
+        return doc.copy()
+
+    def read(self) -> KnowledgeDoc:
+        return self._load(verify_text=False)
+
+    def text(self) -> str:
+        return read_text(self.path) or ""
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def observations(self, type: str | None = None, limit: int | None = None) -> list[Observation]:
+        """Observations in chronological order, optionally of one type; the last ``limit``."""
+        found = [o for o in self.read().observations if type is None or o.type == type]
+        return found[-_check_limit(limit) :] if limit else found
+
+    def observations_by_tag(self, tag: str, limit: int | None = None) -> list[Observation]:
+        found = [o for o in self.read().observations if tag in o.tags]
+        return found[-_check_limit(limit) :] if limit else found
+
+    def sections(self) -> list[CuratedSection]:
+        return self.read().sections
+
+    def section(self, name: str) -> str | None:
+        """The stripped body of the section whose heading is exactly ``name``; None if absent."""
+        doc = self.read()
+        index = doc.section_index(name)
+        return None if index is None else doc.sections[index].body.strip()
+
+    def curated_text(self) -> str:
+        """The curated part (preamble and sections, no observation block), right-stripped."""
+        return curated_text(self.read()).rstrip()
+
+    # ---- writing -------------------------------------------------------------------------
+
+    def _write(self, change: Callable[[KnowledgeDoc], _T]) -> _T:
+        """Lock, re-read, ``change`` the doc in place, write once; return ``change``'s result."""
+        with self._lock:
+            for _attempt in range(3):
+                seen = signature(self.path)
+                doc = self._load(verify_text=True)
+                result = change(doc)
+                doc.observations = doc.observations[-self._limits.max_observations :]
+                text = render_knowledge(doc)
+                # An editor that does not take the lock may have saved meanwhile: start again.
+                if signature(self.path) == seen:
+                    break
+            atomic_write_text(self.path, text)
+            self._cache = (signature(self.path), text, doc.copy())
+            return result
+
+    def _new_observation(
+        self, content: object, type: object, tags: object, obs_id: object, moment: object
+    ) -> Observation:
+        text = _check_content(content)
+        kind = type if isinstance(type, str) and type in OBSERVATION_TYPES else "note"
+        if moment is not None and not isinstance(moment, datetime):
+            raise InvalidInputError("timestamp must be a datetime")
+        when = _millis(moment if moment is not None else self._clock())
+        checked_id = new_observation_id(when) if obs_id is None else _check_id(obs_id)
+        return Observation(checked_id, kind, text, when, _check_tags(tags))
+
+    def save_observation(
+        self,
+        content: str,
+        type: str = "fact",
+        tags: Sequence[str] = (),
+        *,
+        id: str | None = None,
+        timestamp: datetime | None = None,
+    ) -> Observation:
+        """Append one observation (content stripped; an unknown type becomes ``note``).
+
+        Raises :class:`InvalidInputError` before writing anything for content that is not a
+        non-empty string, tags that are not strings or contain a comma, ``-->`` or a control
+        character, or an id with white space.
+        """
+        obs = self._new_observation(content, type, tags, id, timestamp)
+        self._write(lambda doc: doc.observations.append(obs))
+        return obs
+
+    def add_observations(self, observations: Iterable[Observation]) -> int:
+        """Bulk import (legacy migration): skip empty content and ids already present, clean
+        tags instead of refusing them, keep the buffer chronological. Returns how many were added.
+        """
+        incoming = []
+        for obs in observations:
+            content = obs.content.strip() if isinstance(obs.content, str) else ""
+            if not content:
+                continue
+            tags = tuple(t for t in (clean_tag(str(tag)) for tag in obs.tags) if t)
+            kind = obs.type if obs.type in OBSERVATION_TYPES else "note"
+            incoming.append(
+                Observation(_check_id(obs.id), kind, content, _millis(obs.timestamp), tags)
+            )
+
+        def change(doc: KnowledgeDoc) -> int:
+            known = {o.id for o in doc.observations}
+            fresh = []
+            for obs in incoming:
+                if obs.id not in known:
+                    known.add(obs.id)
+                    fresh.append(obs)
+            doc.observations = sorted(doc.observations + fresh, key=lambda o: o.timestamp)
+            return len(fresh)
+
+        return self._write(change) if incoming else 0
+
+    def remove_observations(self, ids: Iterable[str]) -> int:
+        """Remove every observation whose id is in ``ids``; writes only if something matched."""
+        wanted = set(ids)
+        return self._remove(lambda o: o.id in wanted)
+
+    def remove_observations_by_tag(self, tag: str) -> int:
+        return self._remove(lambda o: tag in o.tags)
+
+    def _remove(self, matches: Callable[[Observation], bool]) -> int:
+        with self._lock:
+            if not any(matches(o) for o in self.read().observations):
+                return 0
+
+            def change(doc: KnowledgeDoc) -> int:
+                kept = [o for o in doc.observations if not matches(o)]
+                removed = len(doc.observations) - len(kept)
+                doc.observations = kept
+                return removed
+
+            return self._write(change)
+
+    def replace_observations(self, remove_ids: Iterable[str], new: Observation) -> Observation:
+        """Remove ``remove_ids`` and append ``new`` (a merge) in one atomic write."""
+        obs = self._new_observation(new.content, new.type, new.tags, new.id, new.timestamp)
+        wanted = set(remove_ids)
+
+        def change(doc: KnowledgeDoc) -> None:
+            doc.observations = [o for o in doc.observations if o.id not in wanted] + [obs]
+
+        self._write(change)
+        return obs
+
+    def update_section(self, name: str, content: str, mode: str = "replace") -> WriteResult:
+        """Replace a curated section, or patch it (``existing + "\\n" + content``).
+
+        ``mode="append"`` is the tool layer's alias of ``"patch"``. A new section goes above the
+        observation block. ``## `` line starts in ``content`` become ``### ``; everything else
+        (``$1``, ``\\1`` …) is stored verbatim. A write that breaks a cap returns ``ok=False``.
+        """
+        section = _check_section_name(name)
+        if not isinstance(content, str):
+            raise InvalidInputError(
+                f"section content must be a string, got {type(content).__name__}"
+            )
+        if mode not in WRITE_MODES:
+            raise InvalidInputError(f"mode must be one of {', '.join(WRITE_MODES)}; got {mode!r}")
+
+        def change(doc: KnowledgeDoc) -> WriteResult:
+            before = len(curated_text(doc))
+            index = doc.section_index(section)
+            existing = doc.sections[index].body.strip() if index is not None else ""
+            text = existing + "\n" + content if mode != "replace" and existing else content
+            body = sanitize_h2(text).strip("\n").rstrip()
+            new = CuratedSection(section, body)
+            if index is None:
+                doc.sections.append(new)
+            else:
+                doc.sections[index] = new
+            result = self._measure(section, len(body), len(curated_text(doc)), before)
+            if not result.ok:
+                raise _Refused(result)
+            return result
+
+        try:
+            return self._write(change)
+        except _Refused as refusal:
+            return refusal.result
+
+    def _measure(self, section: str, body_chars: int, after: int, before: int) -> WriteResult:
+        """Check the caps for a write that leaves ``section`` at ``body_chars`` and the curated
+        part at ``after`` chars (``before`` now). Growing past a cap is refused; a curated part
+        that was already over (a hand edit) may still shrink.
+        """
+        limits = self._limits
+        reason = None
+        if body_chars > limits.section_max_chars:
+            reason = (
+                f"Section {section!r} would have {body_chars} chars, over its limit of "
+                f"{limits.section_max_chars}; nothing was written. Shorten the content (keep "
+                "the essentials), patch in less text, or save details with memory_save."
+            )
+        elif after > limits.curated_max_chars and after > before:
+            reason = (
+                f"knowledge.md curated sections would total {after} chars, over the limit of "
+                f"{limits.curated_max_chars} (now {before}); nothing was written. Condense or "
+                "remove other sections with memory_update mode 'replace', patch in less text, or "
+                "save this with memory_save (observations do not count toward this limit)."
+            )
+        return WriteResult(
+            ok=reason is None,
+            reason=reason,
+            section=section,
+            section_chars=body_chars,
+            section_limit=limits.section_max_chars,
+            curated_chars=after,
+            curated_limit=limits.curated_max_chars,
+        )
+
+    def create(self, text: str = "# Knowledge\n") -> bool:
+        """Write ``text`` (normalised through the parser) as knowledge.md if there is none yet."""
+        with self._lock:
+            if self.path.exists():
+                return False
+            atomic_write_text(self.path, render_knowledge(parse_knowledge(text, self._clock())))
+            return True
+
+    @contextmanager
+    def transaction(self) -> Iterator[KnowledgeDoc]:
+        """A locked, fresh doc to change freely; validated and written once when the block ends.
+
+        Bodies are sanitised (``## `` → ``### ``) and the observation cap applied. An invalid
+        observation or section name, a changed section over its cap, or a curated part grown
+        past its cap raises :class:`InvalidInputError` and writes nothing; so does an exception
+        inside the block.
+        """
+        with self._lock:
+            original = self._load(verify_text=True)
+            doc = original.copy()
+            yield doc
+            checked = self._validated(original, doc)
+            self._write(lambda current: _assign(current, checked))
+
+    def _validated(self, original: KnowledgeDoc, doc: KnowledgeDoc) -> KnowledgeDoc:
+        old_bodies = {s.name: s.body for s in original.sections}
+        sections = [
+            CuratedSection(_check_section_name(s.name), sanitize_h2(s.body).strip("\n").rstrip())
+            for s in doc.sections
+        ]
+        checked = KnowledgeDoc(doc.preamble.rstrip(), sections)
+        checked.observations = [
+            self._new_observation(o.content, o.type, o.tags, o.id, o.timestamp)
+            for o in doc.observations
+        ]
+        before, after = len(curated_text(original)), len(curated_text(checked))
+        for section in sections:
+            changed = old_bodies.get(section.name) != section.body
+            result = self._measure(section.name, len(section.body), after, before)
+            if changed and not result.ok:
+                raise InvalidInputError(result.reason)
+        result = self._measure("", 0, after, before)
+        if not result.ok:
+            raise InvalidInputError(result.reason)
+        return checked
+
+
+def _assign(target: KnowledgeDoc, source: KnowledgeDoc) -> None:
+    target.preamble, target.sections = source.preamble, source.sections
+    target.observations = source.observations
+
+
+class _Refused(Exception):
+    """Internal: a cap refused the write; unwinds :meth:`KnowledgeFile._write` before writing."""
+
+    def __init__(self, result: WriteResult) -> None:
+        super().__init__(result.reason)
+        self.result = result

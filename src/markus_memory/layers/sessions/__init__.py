@@ -1,0 +1,28 @@
+"""Conversation sessions: ``sessions/<id>.json`` with a durable append journal (REFERENCE §12)."""
+
+from ._format import (
+    file_stem,
+    heuristic_summary,
+    id_from_file_stem,
+    message_text,
+    trim_messages_for_restore,
+    validate_message,
+)
+from ._records import AppendedMessage, CompactResult, OnAppend, Session, SessionInfo
+from ._store import NON_MAIN_PREFIXES, SessionStore
+
+__all__ = [
+    "NON_MAIN_PREFIXES",
+    "AppendedMessage",
+    "CompactResult",
+    "OnAppend",
+    "Session",
+    "SessionInfo",
+    "SessionStore",
+    "file_stem",
+    "heuristic_summary",
+    "id_from_file_stem",
+    "message_text",
+    "trim_messages_for_restore",
+    "validate_message",
+]

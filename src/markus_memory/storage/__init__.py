@@ -1,0 +1,1 @@
+"""Episodic storage backends: repository protocols, SQLite default, versioned migrations."""

@@ -1,0 +1,306 @@
+"""Backend-neutral records and repository protocols of the episodic store (SQLite, PostgreSQL).
+
+Every read takes the caller's ``agent_id`` and only ever returns that agent's rows: an id that
+belongs to another agent looks exactly like an unknown id (REFERENCE §14.4 item 33).
+Times are timezone-aware UTC datetimes; backends store them as ``iso_ms`` strings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+JsonObject = Mapping[str, Any]
+
+# Longest query text and most terms a search will look at (bounds the cost of hostile input).
+MAX_QUERY_CHARS = 1000
+MAX_QUERY_TERMS = 16
+
+_SPACE_RE = re.compile(r"\s+")
+
+
+def search_terms(query: str) -> list[str]:
+    """The terms of a free-text query: lower-cased, split on white space, 1-char terms dropped.
+
+    Duplicates are removed (first occurrence kept); at most :data:`MAX_QUERY_TERMS`. Backends
+    turn each term into a literal phrase (FTS5: ``quote_fts``; PostgreSQL: ``phraseto_tsquery``),
+    so no term is ever parsed as query syntax.
+    """
+    if not isinstance(query, str):
+        return []
+    text = query[:MAX_QUERY_CHARS].replace("\x00", " ")
+    # Lone surrogates cannot be encoded for any database driver.
+    text = text.encode("utf-8", "replace").decode("utf-8").lower()
+    terms: list[str] = []
+    for raw in _SPACE_RE.split(text):
+        term = raw.strip()
+        if len(term) <= 1 or term in terms:
+            continue
+        terms.append(term)
+        if len(terms) == MAX_QUERY_TERMS:
+            break
+    return terms
+
+
+@dataclass(frozen=True)
+class Activity:
+    """One episode of an agent (a row of ``agent_activities``)."""
+
+    id: str
+    agent_id: str
+    type: str
+    label: str
+    started_at: datetime
+    task_id: str | None = None
+    mailbox_item_id: str | None = None
+    ended_at: datetime | None = None
+    total_tokens: int = 0
+    total_tools: int = 0
+    success: bool = True
+    summary: str = ""
+    keywords: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ActivityEnd:
+    """What ``end`` writes onto an activity."""
+
+    ended_at: datetime
+    total_tokens: int
+    total_tools: int
+    success: bool
+    summary: str
+    keywords: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ActivityLogEntry:
+    """One ordered event of an activity (a row of ``agent_activity_logs``)."""
+
+    activity_id: str
+    seq: int
+    type: str
+    content: str
+    metadata: JsonObject
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ActivityHit:
+    """A search result: the activity and its relevance (higher is better; bm25 negated)."""
+
+    activity: Activity
+    score: float
+
+
+@dataclass(frozen=True)
+class MailboxItem:
+    """A unit of work queued for an agent (a row of ``mailbox_items``)."""
+
+    id: str
+    agent_id: str
+    source_type: str
+    queued_at: datetime
+    priority: int = 2
+    status: str = "queued"
+    payload: JsonObject = field(default_factory=dict)
+    metadata: JsonObject = field(default_factory=dict)
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+    deferred_until: datetime | None = None
+    merged_into: str | None = None
+    retry_count: int = 0
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A scheduling decision about a mailbox item (a row of ``agent_decisions``)."""
+
+    id: str
+    agent_id: str
+    decision_type: str
+    mailbox_item_id: str
+    created_at: datetime
+    context: JsonObject = field(default_factory=dict)
+    reasoning: str = ""
+    outcome: str | None = None
+
+
+@dataclass(frozen=True)
+class ChatSession:
+    """A UI chat session (``chat_sessions``); ids look like ``cs_<16hex>``."""
+
+    id: str
+    agent_id: str
+    created_at: datetime
+    user_id: str | None = None
+    title: str | None = None
+    is_main: bool = False
+    metadata: JsonObject | None = None
+    last_message_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One message of a UI chat session (``chat_messages``); ids look like ``cm_<16hex>``."""
+
+    id: str
+    session_id: str
+    agent_id: str
+    role: str
+    content: str
+    created_at: datetime
+    metadata: JsonObject | None = None
+    tokens_used: int = 0
+
+
+@dataclass(frozen=True)
+class TranscriptHit:
+    """A transcript message matching a query; ``score`` is the negated bm25 (higher is better)."""
+
+    agent_id: str
+    session_id: str
+    seq: int
+    role: str
+    content: str
+    created_at: datetime
+    score: float
+
+
+class ActivityRepo(Protocol):
+    """Activities and their ordered logs."""
+
+    def insert_activity(self, activity: Activity) -> None: ...
+
+    def end_activity(self, agent_id: str, activity_id: str, end: ActivityEnd) -> bool:
+        """Write the end fields; False (no error) when the activity is unknown or foreign."""
+        ...
+
+    def append_log(
+        self,
+        agent_id: str,
+        activity_id: str,
+        type: str,
+        content: str,
+        metadata: JsonObject,
+        created_at: datetime,
+    ) -> int | None:
+        """Append a log with the next ``seq`` (assigned atomically); None if unknown/foreign."""
+        ...
+
+    def get_activity(self, agent_id: str, activity_id: str) -> Activity | None: ...
+
+    def activity_logs(self, agent_id: str, activity_id: str) -> list[ActivityLogEntry]:
+        """Logs in ``seq`` order; [] when the activity is unknown or foreign."""
+        ...
+
+    def query_activities(
+        self,
+        agent_id: str,
+        *,
+        types: Sequence[str] | None = None,
+        task_id: str | None = None,
+        before: datetime | None = None,
+        limit: int = 30,
+    ) -> list[Activity]:
+        """Newest first (``started_at DESC``)."""
+        ...
+
+    def search_activities(self, agent_id: str, query: str, *, limit: int = 10) -> list[ActivityHit]:
+        """Ranked full-text search over label, summary, keywords and log content."""
+        ...
+
+    def activity_for_mailbox_item(self, agent_id: str, mailbox_item_id: str) -> Activity | None: ...
+
+    def activities_for_mailbox_items(
+        self, agent_id: str, mailbox_item_ids: Sequence[str]
+    ) -> dict[str, Activity]: ...
+
+
+class MailboxRepo(Protocol):
+    """Mailbox items and the decisions taken about them."""
+
+    def save_mailbox_item(self, item: MailboxItem) -> None:
+        """Insert or replace (the original saves with INSERT OR REPLACE)."""
+        ...
+
+    def get_mailbox_item(self, agent_id: str, item_id: str) -> MailboxItem | None: ...
+
+    def mailbox_items(
+        self, agent_id: str, *, status: str | None = None, limit: int = 100
+    ) -> list[MailboxItem]:
+        """By priority, then ``queued_at``."""
+        ...
+
+    def record_decision(self, decision: Decision) -> None: ...
+
+    def decisions(
+        self, agent_id: str, *, mailbox_item_id: str | None = None, limit: int = 100
+    ) -> list[Decision]:
+        """Oldest first."""
+        ...
+
+
+class ChatRepo(Protocol):
+    """UI chat sessions and messages, read back in order for session restore (§12.6)."""
+
+    def create_chat_session(self, session: ChatSession) -> None: ...
+
+    def get_chat_session(self, agent_id: str, session_id: str) -> ChatSession | None: ...
+
+    def chat_sessions(self, agent_id: str, *, limit: int = 50) -> list[ChatSession]:
+        """Most recently active first."""
+        ...
+
+    def append_chat_message(self, message: ChatMessage) -> None:
+        """Store a message and bump the session's ``last_message_at``."""
+        ...
+
+    def chat_messages(
+        self, agent_id: str, session_id: str, *, limit: int | None = None
+    ) -> list[ChatMessage]:
+        """In conversation order; with ``limit``, the last ``limit`` messages."""
+        ...
+
+
+class TranscriptIndex(Protocol):
+    """Full-text index of session transcripts (fed by SessionStore through AgentMemory)."""
+
+    def index_message(
+        self,
+        agent_id: str,
+        session_id: str,
+        seq: int,
+        role: str,
+        content: str,
+        created_at: datetime,
+    ) -> None:
+        """Index (or re-index) message ``seq`` of a session."""
+        ...
+
+    def forget_session(self, agent_id: str, session_id: str) -> int:
+        """Drop a session's messages from the index; the number removed."""
+        ...
+
+    def search_transcript(
+        self,
+        agent_id: str,
+        query: str,
+        *,
+        session_id: str | None = None,
+        role: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 20,
+    ) -> list[TranscriptHit]:
+        """Ranked candidates (best first)."""
+        ...
+
+
+class EpisodicStore(ActivityRepo, MailboxRepo, ChatRepo, TranscriptIndex, Protocol):
+    """Everything AgentMemory needs from a backend."""
+
+    def close(self) -> None: ...

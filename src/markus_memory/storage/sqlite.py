@@ -1,0 +1,382 @@
+"""SqliteStore: the default episodic backend in ``<home>/data.db``; activities and their search.
+
+Connections, transactions and migrations live in :mod:`.sqlite_conn`; mailbox, chat history
+and the transcript index in :mod:`.sqlite_side`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .base import (
+    Activity,
+    ActivityEnd,
+    ActivityHit,
+    ActivityLogEntry,
+    JsonObject,
+    search_terms,
+)
+from .migrations import Migrations
+from .sqlite_conn import EPOCH, from_iso, fts_match, json_obj, json_text, to_iso
+from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS, SLOT_SHIFT
+from .sqlite_side import SqliteSideTables
+
+# Search ranks at most this many of the newest matching activities (see search_activities).
+SEARCH_CANDIDATES = 2000
+
+_ACTIVITY_COLUMNS = (
+    "id, agent_id, type, label, started_at, task_id, mailbox_item_id, ended_at, "
+    "total_tokens, total_tools, success, summary, keywords"
+)
+
+
+def _agent_span(conn: sqlite3.Connection, agent_id: str) -> tuple[int, int] | None:
+    """The rowid range of an agent's search documents, None if it has none yet."""
+    row = conn.execute(
+        "SELECT slot FROM activity_search_agents WHERE agent_id = ?", (agent_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    low = int(row[0]) << SLOT_SHIFT
+    return low, low + (1 << SLOT_SHIFT) - 1
+
+
+def _new_doc(conn: sqlite3.Connection, activity_id: str, agent_id: str) -> int:
+    """Register a search document for an activity: the next rowid in its agent's span."""
+    conn.execute(
+        "INSERT OR IGNORE INTO activity_search_agents (agent_id, slot) "
+        "SELECT ?, COALESCE(MAX(slot), 0) + 1 FROM activity_search_agents",
+        (agent_id,),
+    )
+    span = _agent_span(conn, agent_id)
+    assert span is not None
+    last = conn.execute(
+        "SELECT MAX(rowid) FROM activity_search_docs WHERE rowid BETWEEN ? AND ?", span
+    ).fetchone()[0]
+    rowid = span[0] + 1 if last is None else int(last) + 1
+    conn.execute(
+        "INSERT INTO activity_search_docs (rowid, activity_id, agent_id) VALUES (?, ?, ?)",
+        (rowid, activity_id, agent_id),
+    )
+    return rowid
+
+
+def _activity(row: sqlite3.Row) -> Activity:
+    started = from_iso(row["started_at"])
+    keywords = tuple(k.strip() for k in (row["keywords"] or "").split(",") if k.strip())
+    return Activity(
+        id=row["id"],
+        agent_id=row["agent_id"],
+        type=row["type"],
+        label=row["label"],
+        started_at=started if started is not None else EPOCH,
+        task_id=row["task_id"],
+        mailbox_item_id=row["mailbox_item_id"],
+        ended_at=from_iso(row["ended_at"]),
+        total_tokens=int(row["total_tokens"] or 0),
+        total_tools=int(row["total_tools"] or 0),
+        success=bool(row["success"]) if row["success"] is not None else True,
+        summary=row["summary"] or "",
+        keywords=keywords,
+    )
+
+
+class SqliteStore(SqliteSideTables):
+    """Activities, mailbox, chat history and the transcript index in one SQLite file."""
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        extra_migrations: Sequence[Migrations[sqlite3.Connection]] = (),
+        search_candidates: int = SEARCH_CANDIDATES,
+    ) -> None:
+        self.search_candidates = search_candidates
+        super().__init__(path, extra_migrations=extra_migrations)
+
+    # -- activities ---------------------------------------------------------------------------
+
+    def insert_activity(self, activity: Activity) -> None:
+        with self.write() as conn:
+            conn.execute(
+                "INSERT INTO agent_activities (id, agent_id, mailbox_item_id, type, label, "
+                "task_id, started_at, ended_at, total_tokens, total_tools, success, summary, "
+                "keywords, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    activity.id,
+                    activity.agent_id,
+                    activity.mailbox_item_id,
+                    activity.type,
+                    activity.label,
+                    activity.task_id,
+                    to_iso(activity.started_at),
+                    None if activity.ended_at is None else to_iso(activity.ended_at),
+                    activity.total_tokens,
+                    activity.total_tools,
+                    int(activity.success),
+                    activity.summary,
+                    ",".join(activity.keywords),
+                    to_iso(activity.started_at),
+                ),
+            )
+            rowid = _new_doc(conn, activity.id, activity.agent_id)
+            conn.execute(
+                "INSERT INTO activity_fts (rowid, label, summary, keywords, logs) "
+                "VALUES (?, ?, ?, ?, '')",
+                (rowid, activity.label, activity.summary, ",".join(activity.keywords)),
+            )
+
+    def end_activity(self, agent_id: str, activity_id: str, end: ActivityEnd) -> bool:
+        keywords = ",".join(end.keywords)
+        with self.write() as conn:
+            updated = conn.execute(
+                "UPDATE agent_activities SET ended_at = ?, total_tokens = ?, total_tools = ?, "
+                "success = ?, summary = ?, keywords = ? WHERE id = ? AND agent_id = ?",
+                (
+                    to_iso(end.ended_at),
+                    end.total_tokens,
+                    end.total_tools,
+                    int(end.success),
+                    end.summary,
+                    keywords,
+                    activity_id,
+                    agent_id,
+                ),
+            ).rowcount
+            if not updated:
+                return False
+            self._reindex_activity(conn, activity_id)
+        return True
+
+    def _reindex_activity(self, conn: sqlite3.Connection, activity_id: str) -> None:
+        # An activity's document is written at start (label) and rewritten at end with its
+        # summary, keywords and log text: one FTS update per episode, not one per log line.
+        doc = conn.execute(
+            "SELECT rowid FROM activity_search_docs WHERE activity_id = ?", (activity_id,)
+        ).fetchone()
+        row = conn.execute(
+            "SELECT label, summary, keywords FROM agent_activities WHERE id = ?", (activity_id,)
+        ).fetchone()
+        logs: list[str] = []
+        size = 0
+        for (content,) in conn.execute(
+            "SELECT content FROM agent_activity_logs WHERE activity_id = ? ORDER BY seq",
+            (activity_id,),
+        ):
+            text = str(content or "")
+            logs.append(text)
+            size += len(text) + 1
+            if size >= MAX_INDEXED_LOG_CHARS:
+                break
+        values = (row["label"], row["summary"] or "", row["keywords"] or "")
+        log_text = "\n".join(logs)[:MAX_INDEXED_LOG_CHARS]
+        if doc is None:
+            agent = conn.execute(
+                "SELECT agent_id FROM agent_activities WHERE id = ?", (activity_id,)
+            ).fetchone()[0]
+            rowid = _new_doc(conn, activity_id, str(agent))
+        else:
+            rowid = doc[0]
+            conn.execute("DELETE FROM activity_fts WHERE rowid = ?", (rowid,))
+        conn.execute(
+            "INSERT INTO activity_fts (rowid, label, summary, keywords, logs) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (rowid, *values, log_text),
+        )
+
+    def append_log(
+        self,
+        agent_id: str,
+        activity_id: str,
+        type: str,
+        content: str,
+        metadata: JsonObject,
+        created_at: datetime,
+    ) -> int | None:
+        encoded = json_text(metadata) or "{}"
+        with self.write() as conn:
+            owner = conn.execute(
+                "SELECT 1 FROM agent_activities WHERE id = ? AND agent_id = ?",
+                (activity_id, agent_id),
+            ).fetchone()
+            if owner is None:
+                return None
+            seq = int(
+                conn.execute(
+                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM agent_activity_logs "
+                    "WHERE activity_id = ?",
+                    (activity_id,),
+                ).fetchone()[0]
+            )
+            conn.execute(
+                "INSERT INTO agent_activity_logs (activity_id, seq, type, content, metadata, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (activity_id, seq, type, content, encoded, to_iso(created_at)),
+            )
+        return seq
+
+    def get_activity(self, agent_id: str, activity_id: str) -> Activity | None:
+        with self.read() as conn:
+            row = conn.execute(
+                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities WHERE id = ? AND agent_id = ?",
+                (activity_id, agent_id),
+            ).fetchone()
+        return None if row is None else _activity(row)
+
+    def activity_logs(self, agent_id: str, activity_id: str) -> list[ActivityLogEntry]:
+        with self.read() as conn:
+            rows = conn.execute(
+                "SELECT l.activity_id, l.seq, l.type, l.content, l.metadata, l.created_at "
+                "FROM agent_activity_logs l JOIN agent_activities a ON a.id = l.activity_id "
+                "WHERE l.activity_id = ? AND a.agent_id = ? ORDER BY l.seq, l.id",
+                (activity_id, agent_id),
+            ).fetchall()
+        return [
+            ActivityLogEntry(
+                activity_id=r["activity_id"],
+                seq=int(r["seq"]),
+                type=r["type"],
+                content=r["content"] or "",
+                metadata=json_obj(r["metadata"]),
+                created_at=from_iso(r["created_at"]) or EPOCH,
+            )
+            for r in rows
+        ]
+
+    def query_activities(
+        self,
+        agent_id: str,
+        *,
+        types: Sequence[str] | None = None,
+        task_id: str | None = None,
+        before: datetime | None = None,
+        limit: int = 30,
+    ) -> list[Activity]:
+        sql = f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities WHERE agent_id = ?"
+        params: list[Any] = [agent_id]
+        if types:
+            sql += f" AND type IN ({','.join('?' * len(types))})"
+            params.extend(types)
+        if task_id is not None:
+            sql += " AND task_id = ?"
+            params.append(task_id)
+        if before is not None:
+            sql += " AND started_at < ?"
+            params.append(to_iso(before))
+        sql += " ORDER BY started_at DESC, id DESC LIMIT ?"
+        params.append(max(0, int(limit)))
+        with self.read() as conn:
+            return [_activity(r) for r in conn.execute(sql, params)]
+
+    def search_activities(self, agent_id: str, query: str, *, limit: int = 10) -> list[ActivityHit]:
+        """All terms first (AND); if that finds fewer than ``limit``, any term (OR) fills up.
+
+        Every term is a quoted literal. Ranking is bm25 (label 4, keywords 3, summary 2, logs 1,
+        newer first on ties) over all of the agent's matches when there are at most
+        :attr:`search_candidates` of them. A match set larger than that (a term in a large share
+        of the agent's history) says little about relevance and would cost a scan of millions of
+        postings to score, so it is ordered by recency instead: the newest activities matching
+        in label or keywords, then the newest matching anywhere (``score`` 0.0).
+        """
+        terms = search_terms(query)
+        if not terms or limit <= 0:
+            return []
+        with self.read() as conn:
+            span = _agent_span(conn, agent_id)
+            if span is None:
+                return []
+            hits = self._ranked(conn, span, fts_match(terms), limit)
+            if len(hits) < limit and len(terms) > 1:
+                seen = {rowid for rowid, _ in hits}
+                extra = self._ranked(conn, span, fts_match(terms, any_term=True), limit)
+                hits += [h for h in extra if h[0] not in seen][: limit - len(hits)]
+            if not hits:
+                return []
+            ids = dict(
+                conn.execute(
+                    "SELECT rowid, activity_id FROM activity_search_docs "
+                    f"WHERE rowid IN ({','.join('?' * len(hits))})",
+                    [rowid for rowid, _ in hits],
+                ).fetchall()
+            )
+        by_id = self._activities_by_ids(agent_id, list(ids.values()))
+        return [
+            ActivityHit(by_id[ids[rowid]], score)
+            for rowid, score in hits
+            if rowid in ids and ids[rowid] in by_id
+        ]
+
+    def _ranked(
+        self, conn: sqlite3.Connection, span: tuple[int, int], match: str, limit: int
+    ) -> list[tuple[int, float]]:
+        """(rowid, score) best first, within one agent's rowid span."""
+        where = "activity_fts MATCH ? AND activity_fts.rowid BETWEEN ? AND ?"
+        params = (match, *span)
+        newest = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT rowid FROM activity_fts WHERE {where} ORDER BY rowid DESC LIMIT ?",
+                (*params, self.search_candidates + 1),
+            )
+        ]
+        if len(newest) <= self.search_candidates:
+            weights = ", ".join(str(w) for w in ACTIVITY_FTS_WEIGHTS)
+            rows = conn.execute(
+                f"SELECT rowid, bm25(activity_fts, {weights}) FROM activity_fts WHERE {where} "
+                "ORDER BY 2, rowid DESC LIMIT ?",
+                (*params, limit),
+            ).fetchall()
+            return [(int(r[0]), -float(r[1])) for r in rows]
+        strong = [
+            int(r[0])
+            for r in conn.execute(
+                f"SELECT rowid FROM activity_fts WHERE {where} ORDER BY rowid DESC LIMIT ?",
+                ("{label keywords} : (" + match + ")", *span, limit),
+            )
+        ]
+        ordered = strong + [r for r in newest if r not in set(strong)]
+        return [(rowid, 0.0) for rowid in ordered[:limit]]
+
+    def _activities_by_ids(self, agent_id: str, ids: Sequence[str]) -> dict[str, Activity]:
+        if not ids:
+            return {}
+        with self.read() as conn:
+            rows = conn.execute(
+                # Primary-key lookups; "+agent_id" keeps the planner off the agent index,
+                # which would walk every activity of the agent.
+                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities "
+                f"WHERE id IN ({','.join('?' * len(ids))}) AND +agent_id = ?",
+                (*ids, agent_id),
+            ).fetchall()
+        return {r["id"]: _activity(r) for r in rows}
+
+    def activity_for_mailbox_item(self, agent_id: str, mailbox_item_id: str) -> Activity | None:
+        with self.read() as conn:
+            row = conn.execute(
+                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities "
+                "WHERE agent_id = ? AND mailbox_item_id = ? ORDER BY started_at DESC LIMIT 1",
+                (agent_id, mailbox_item_id),
+            ).fetchone()
+        return None if row is None else _activity(row)
+
+    def activities_for_mailbox_items(
+        self, agent_id: str, mailbox_item_ids: Sequence[str]
+    ) -> dict[str, Activity]:
+        ids = list(dict.fromkeys(mailbox_item_ids))
+        if not ids:
+            return {}
+        result: dict[str, Activity] = {}
+        with self.read() as conn:
+            rows = conn.execute(
+                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities "
+                f"WHERE mailbox_item_id IN ({','.join('?' * len(ids))}) AND +agent_id = ? "
+                "ORDER BY started_at",
+                (*ids, agent_id),
+            ).fetchall()
+        for row in rows:
+            result[row["mailbox_item_id"]] = _activity(row)
+        return result

@@ -1,0 +1,141 @@
+"""SqliteDatabase: connections to ``data.db`` (per thread), transactions and migrations.
+
+Threads: one connection per thread (a sqlite3 connection must not be shared while a
+transaction is open). Processes: WAL plus ``busy_timeout=5000``; every write transaction is
+``BEGIN IMMEDIATE`` so a writer queues for the lock up front instead of failing when a read
+transaction tries to upgrade (which SQLite reports as "database is locked" at once).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..config import iso_ms, parse_iso
+from ..errors import InvalidInputError, StorageError
+from .migrations import Migrations, SqliteMigrationTarget
+from .sqlite_schema import migrations as markus_migrations
+
+BUSY_TIMEOUT_MS = 5000
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def to_iso(moment: datetime) -> str:
+    if not isinstance(moment, datetime) or moment.tzinfo is None:
+        raise InvalidInputError("timestamps must be timezone-aware datetimes (UTC)")
+    return iso_ms(moment)
+
+
+def from_iso(text: str | None) -> datetime | None:
+    return None if text is None else parse_iso(str(text))
+
+
+def json_text(value: Any) -> str | None:
+    return None if value is None else json.dumps(dict(value), ensure_ascii=False, default=str)
+
+
+def json_obj(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"raw": text}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def quote_fts(term: str) -> str:
+    """One literal FTS5 phrase, sqlite-utils style: quotes doubled; NUL and surrogates dropped."""
+    clean = term.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    return '"' + clean.replace('"', '""') + '"'
+
+
+def fts_match(terms: Sequence[str], *, any_term: bool = False) -> str:
+    """An FTS5 MATCH expression in which every term is a quoted literal."""
+    return (" OR " if any_term else " ").join(quote_fts(t) for t in terms)
+
+
+class SqliteDatabase:
+    """One SQLite file with the Markus schema applied; subclasses add the repositories."""
+
+    def __init__(
+        self, path: Path | str, *, extra_migrations: Sequence[Migrations[sqlite3.Connection]] = ()
+    ) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._guard = threading.Lock()
+        self._closed = False
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.migrate(markus_migrations)
+        for extra in extra_migrations:
+            self.migrate(extra)
+
+    # -- connections -------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=5.0
+            )
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open {self.path}: {exc}") from exc
+        return conn
+
+    def connection(self) -> sqlite3.Connection:
+        """This thread's connection (autocommit mode; use :meth:`write` for transactions)."""
+        if self._closed:
+            raise StorageError(f"{self.path}: the store is closed")
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._guard:
+                self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE … COMMIT); sqlite errors become StorageError."""
+        conn = self.connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StorageError(f"{self.path}: {exc}") from exc
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        try:
+            yield self.connection()
+        except sqlite3.Error as exc:
+            raise StorageError(f"{self.path}: {exc}") from exc
+
+    def migrate(self, migrations: Migrations[sqlite3.Connection]) -> list[str]:
+        """Apply a migration set (the search index adds its own); returns the names applied."""
+        return migrations.apply(SqliteMigrationTarget(self.connection()))
+
+    def close(self) -> None:
+        """Close every thread's connection. Safe to call twice."""
+        with self._guard:
+            conns, self._all = self._all, []
+            self._closed = True
+        for conn in conns:
+            conn.close()
+        self._local = threading.local()

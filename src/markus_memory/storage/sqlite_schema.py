@@ -1,0 +1,230 @@
+"""The SQLite schema of ``data.db`` as one migration set: Markus tables, search and transcripts.
+
+Existing Markus databases have the tables but no bookkeeping rows, so every migration here is
+written to be correct on both a fresh file and a Markus-created one (``IF NOT EXISTS``, add a
+column only when missing, backfill the search index from existing rows).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from .migrations import Migrations
+
+MIGRATION_SET = "markus"
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+# bm25 column weights of activity_fts(label, summary, keywords, logs): a hit in the label or the
+# keywords says more about the episode than one line somewhere in its tool output.
+ACTIVITY_FTS_WEIGHTS = (4.0, 2.0, 3.0, 1.0)
+# How much log text one activity contributes to its search document.
+MAX_INDEXED_LOG_CHARS = 20_000
+# Search-document rowids are (agent slot << SLOT_SHIFT) | n; see m004.
+SLOT_SHIFT = 32
+
+migrations: Migrations[sqlite3.Connection] = Migrations(MIGRATION_SET)
+
+
+@migrations()
+def m001_markus_tables(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS agent_activities (
+  id TEXT PRIMARY KEY,
+  agent_id TEXT NOT NULL,
+  mailbox_item_id TEXT,
+  type TEXT NOT NULL,
+  label TEXT NOT NULL,
+  task_id TEXT,
+  started_at TEXT NOT NULL,
+  ended_at TEXT,
+  total_tokens INTEGER DEFAULT 0,
+  total_tools INTEGER DEFAULT 0,
+  success INTEGER DEFAULT 1,
+  summary TEXT DEFAULT '',
+  keywords TEXT DEFAULT '',
+  created_at TEXT NOT NULL DEFAULT (datetime('now'))
+)"""
+    )
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS agent_activity_logs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  activity_id TEXT NOT NULL REFERENCES agent_activities(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  content TEXT NOT NULL DEFAULT '',
+  metadata TEXT DEFAULT '{}',
+  created_at TEXT NOT NULL DEFAULT (datetime('now'))
+)"""
+    )
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS mailbox_items (
+  id TEXT PRIMARY KEY,
+  agent_id TEXT NOT NULL,
+  source_type TEXT NOT NULL,
+  priority INTEGER DEFAULT 2,
+  status TEXT DEFAULT 'queued',
+  payload TEXT,
+  metadata TEXT,
+  queued_at TEXT NOT NULL,
+  started_at TEXT,
+  completed_at TEXT,
+  deferred_until TEXT,
+  merged_into TEXT,
+  retry_count INTEGER DEFAULT 0
+)"""
+    )
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS agent_decisions (
+  id TEXT PRIMARY KEY,
+  agent_id TEXT NOT NULL,
+  decision_type TEXT NOT NULL,
+  mailbox_item_id TEXT NOT NULL,
+  context TEXT,
+  reasoning TEXT,
+  outcome TEXT,
+  created_at TEXT NOT NULL DEFAULT (datetime('now'))
+)"""
+    )
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS chat_sessions (
+  id TEXT PRIMARY KEY,
+  agent_id TEXT NOT NULL,
+  user_id TEXT,
+  title TEXT,
+  is_main INTEGER NOT NULL DEFAULT 0,
+  metadata TEXT,
+  created_at TEXT NOT NULL DEFAULT (datetime('now')),
+  last_message_at TEXT
+)"""
+    )
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS chat_messages (
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES chat_sessions(id) ON DELETE CASCADE,
+  agent_id TEXT NOT NULL,
+  role TEXT NOT NULL,
+  content TEXT NOT NULL DEFAULT '',
+  metadata TEXT,
+  tokens_used INTEGER DEFAULT 0,
+  created_at TEXT NOT NULL DEFAULT (datetime('now'))
+)"""
+    )
+
+
+# Columns Markus added to older databases with "add column if missing" (REFERENCE §10.1).
+_LATE_COLUMNS = (
+    ("agent_activities", "mailbox_item_id", "TEXT"),
+    ("agent_activities", "summary", "TEXT DEFAULT ''"),
+    ("agent_activities", "keywords", "TEXT DEFAULT ''"),
+    ("chat_sessions", "is_main", "INTEGER NOT NULL DEFAULT 0"),
+    ("chat_sessions", "metadata", "TEXT"),
+    ("mailbox_items", "retry_count", "INTEGER DEFAULT 0"),
+)
+
+
+@migrations()
+def m002_add_missing_columns(conn: sqlite3.Connection) -> None:
+    for table, column, declaration in _LATE_COLUMNS:
+        existing = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if column not in existing:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+
+
+@migrations()
+def m003_markus_indexes(conn: sqlite3.Connection) -> None:
+    for statement in (
+        "idx_activities_agent_started ON agent_activities(agent_id, started_at DESC)",
+        "idx_activities_mailbox_item ON agent_activities(mailbox_item_id)",
+        "idx_activity_logs_activity_seq ON agent_activity_logs(activity_id, seq)",
+        "idx_mailbox_agent_status ON mailbox_items(agent_id, status)",
+        "idx_mailbox_agent_priority ON mailbox_items(agent_id, priority, queued_at)",
+        "idx_mailbox_agent_source ON mailbox_items(agent_id, source_type)",
+        "idx_decisions_agent_created ON agent_decisions(agent_id, created_at)",
+        "idx_decisions_mailbox_item ON agent_decisions(mailbox_item_id)",
+        "idx_chat_sessions_agent_last ON chat_sessions(agent_id, last_message_at)",
+        "idx_chat_messages_session_created ON chat_messages(session_id, created_at)",
+    ):
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {statement}")
+
+
+@migrations()
+def m004_activity_search(conn: sqlite3.Connection) -> None:
+    # Each agent owns a slot; its search documents get rowids slot << 32 | n, n growing with
+    # time. An agent filter is then a rowid range, which FTS5 applies inside its posting lists
+    # (no join), and "newest first" is rowid DESC. The integer rowid is also stable, unlike
+    # the implicit rowid of agent_activities (TEXT key), which VACUUM may renumber.
+    conn.execute(
+        """CREATE TABLE activity_search_agents (
+  agent_id TEXT PRIMARY KEY,
+  slot INTEGER NOT NULL UNIQUE
+)"""
+    )
+    conn.execute(
+        """CREATE TABLE activity_search_docs (
+  rowid INTEGER PRIMARY KEY,
+  activity_id TEXT NOT NULL UNIQUE REFERENCES agent_activities(id) ON DELETE CASCADE,
+  agent_id TEXT NOT NULL
+)"""
+    )
+    conn.execute(
+        "CREATE VIRTUAL TABLE activity_fts USING fts5("
+        f"label, summary, keywords, logs, tokenize='{FTS_TOKENIZER}')"
+    )
+    # Backfill from a Markus database, oldest first within each agent.
+    conn.execute(
+        "INSERT INTO activity_search_agents (agent_id, slot) "
+        "SELECT agent_id, ROW_NUMBER() OVER (ORDER BY agent_id) "
+        "FROM (SELECT DISTINCT agent_id FROM agent_activities)"
+    )
+    conn.execute(
+        "INSERT INTO activity_search_docs (rowid, activity_id, agent_id) "
+        f"SELECT (s.slot << {SLOT_SHIFT}) + ROW_NUMBER() OVER "
+        " (PARTITION BY a.agent_id ORDER BY a.started_at, a.id), a.id, a.agent_id "
+        "FROM agent_activities a JOIN activity_search_agents s ON s.agent_id = a.agent_id"
+    )
+    conn.execute(
+        "INSERT INTO activity_fts (rowid, label, summary, keywords, logs) "
+        "SELECT d.rowid, a.label, COALESCE(a.summary, ''), COALESCE(a.keywords, ''), "
+        " COALESCE(substr((SELECT group_concat(content, char(10)) FROM "
+        "  (SELECT content FROM agent_activity_logs l WHERE l.activity_id = a.id ORDER BY seq)),"
+        f"  1, {MAX_INDEXED_LOG_CHARS}), '') "
+        "FROM activity_search_docs d JOIN agent_activities a ON a.id = d.activity_id"
+    )
+
+
+@migrations()
+def m005_transcript(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """CREATE TABLE transcript_messages (
+  id INTEGER PRIMARY KEY,
+  agent_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  role TEXT NOT NULL,
+  content TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  UNIQUE (agent_id, session_id, seq)
+)"""
+    )
+    conn.execute(
+        "CREATE INDEX idx_transcript_agent_created ON transcript_messages(agent_id, created_at)"
+    )
+    conn.execute(
+        "CREATE VIRTUAL TABLE transcript_fts USING fts5(content, "
+        f"content='transcript_messages', content_rowid='id', tokenize='{FTS_TOKENIZER}')"
+    )
+    # External-content FTS: the triggers keep the index in step with the table.
+    conn.execute(
+        "CREATE TRIGGER transcript_ai AFTER INSERT ON transcript_messages BEGIN "
+        "INSERT INTO transcript_fts (rowid, content) VALUES (new.id, new.content); END"
+    )
+    conn.execute(
+        "CREATE TRIGGER transcript_ad AFTER DELETE ON transcript_messages BEGIN "
+        "INSERT INTO transcript_fts (transcript_fts, rowid, content) "
+        "VALUES ('delete', old.id, old.content); END"
+    )
+    conn.execute(
+        "CREATE TRIGGER transcript_au AFTER UPDATE ON transcript_messages BEGIN "
+        "INSERT INTO transcript_fts (transcript_fts, rowid, content) "
+        "VALUES ('delete', old.id, old.content); "
+        "INSERT INTO transcript_fts (rowid, content) VALUES (new.id, new.content); END"
+    )

@@ -1,0 +1,311 @@
+"""SQLite repositories beside activities: mailbox items, decisions, chat history, transcripts."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+from typing import Any
+
+from .base import (
+    ChatMessage,
+    ChatSession,
+    Decision,
+    MailboxItem,
+    TranscriptHit,
+    search_terms,
+)
+from .sqlite_conn import EPOCH, SqliteDatabase, from_iso, fts_match, json_obj, json_text, to_iso
+
+
+def _opt_iso(moment: datetime | None) -> str | None:
+    return None if moment is None else to_iso(moment)
+
+
+def _mailbox_item(r: sqlite3.Row) -> MailboxItem:
+    return MailboxItem(
+        id=r["id"],
+        agent_id=r["agent_id"],
+        source_type=r["source_type"],
+        queued_at=from_iso(r["queued_at"]) or EPOCH,
+        priority=int(r["priority"] if r["priority"] is not None else 2),
+        status=r["status"] or "queued",
+        payload=json_obj(r["payload"]),
+        metadata=json_obj(r["metadata"]),
+        started_at=from_iso(r["started_at"]),
+        completed_at=from_iso(r["completed_at"]),
+        deferred_until=from_iso(r["deferred_until"]),
+        merged_into=r["merged_into"],
+        retry_count=int(r["retry_count"] or 0),
+    )
+
+
+def _decision(r: sqlite3.Row) -> Decision:
+    return Decision(
+        id=r["id"],
+        agent_id=r["agent_id"],
+        decision_type=r["decision_type"],
+        mailbox_item_id=r["mailbox_item_id"],
+        created_at=from_iso(r["created_at"]) or EPOCH,
+        context=json_obj(r["context"]),
+        reasoning=r["reasoning"] or "",
+        outcome=r["outcome"],
+    )
+
+
+def _chat_session(r: sqlite3.Row) -> ChatSession:
+    return ChatSession(
+        id=r["id"],
+        agent_id=r["agent_id"],
+        created_at=from_iso(r["created_at"]) or EPOCH,
+        user_id=r["user_id"],
+        title=r["title"],
+        is_main=bool(r["is_main"]),
+        metadata=None if r["metadata"] is None else json_obj(r["metadata"]),
+        last_message_at=from_iso(r["last_message_at"]),
+    )
+
+
+def _chat_message(r: sqlite3.Row) -> ChatMessage:
+    return ChatMessage(
+        id=r["id"],
+        session_id=r["session_id"],
+        agent_id=r["agent_id"],
+        role=r["role"],
+        content=r["content"] or "",
+        created_at=from_iso(r["created_at"]) or EPOCH,
+        metadata=None if r["metadata"] is None else json_obj(r["metadata"]),
+        tokens_used=int(r["tokens_used"] or 0),
+    )
+
+
+class SqliteSideTables(SqliteDatabase):
+    """Mailbox, decisions, chat sessions/messages and the transcript index."""
+
+    # -- mailbox ------------------------------------------------------------------------------
+
+    def save_mailbox_item(self, item: MailboxItem) -> None:
+        with self.write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO mailbox_items (id, agent_id, source_type, priority, "
+                "status, payload, metadata, queued_at, started_at, completed_at, "
+                "deferred_until, merged_into, retry_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    item.id,
+                    item.agent_id,
+                    item.source_type,
+                    item.priority,
+                    item.status,
+                    json_text(item.payload),
+                    json_text(item.metadata),
+                    to_iso(item.queued_at),
+                    _opt_iso(item.started_at),
+                    _opt_iso(item.completed_at),
+                    _opt_iso(item.deferred_until),
+                    item.merged_into,
+                    item.retry_count,
+                ),
+            )
+
+    def get_mailbox_item(self, agent_id: str, item_id: str) -> MailboxItem | None:
+        with self.read() as conn:
+            row = conn.execute(
+                "SELECT * FROM mailbox_items WHERE id = ? AND agent_id = ?", (item_id, agent_id)
+            ).fetchone()
+        return None if row is None else _mailbox_item(row)
+
+    def mailbox_items(
+        self, agent_id: str, *, status: str | None = None, limit: int = 100
+    ) -> list[MailboxItem]:
+        sql = "SELECT * FROM mailbox_items WHERE agent_id = ?"
+        params: list[Any] = [agent_id]
+        if status is not None:
+            sql += " AND status = ?"
+            params.append(status)
+        sql += " ORDER BY priority, queued_at, id LIMIT ?"
+        params.append(max(0, int(limit)))
+        with self.read() as conn:
+            return [_mailbox_item(r) for r in conn.execute(sql, params)]
+
+    def record_decision(self, decision: Decision) -> None:
+        with self.write() as conn:
+            conn.execute(
+                "INSERT INTO agent_decisions (id, agent_id, decision_type, mailbox_item_id, "
+                "context, reasoning, outcome, created_at) VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    decision.id,
+                    decision.agent_id,
+                    decision.decision_type,
+                    decision.mailbox_item_id,
+                    json_text(decision.context),
+                    decision.reasoning,
+                    decision.outcome,
+                    to_iso(decision.created_at),
+                ),
+            )
+
+    def decisions(
+        self, agent_id: str, *, mailbox_item_id: str | None = None, limit: int = 100
+    ) -> list[Decision]:
+        sql = "SELECT * FROM agent_decisions WHERE agent_id = ?"
+        params: list[Any] = [agent_id]
+        if mailbox_item_id is not None:
+            sql += " AND mailbox_item_id = ?"
+            params.append(mailbox_item_id)
+        sql += " ORDER BY created_at, rowid LIMIT ?"
+        params.append(max(0, int(limit)))
+        with self.read() as conn:
+            return [_decision(r) for r in conn.execute(sql, params)]
+
+    # -- chat history -------------------------------------------------------------------------
+
+    def create_chat_session(self, session: ChatSession) -> None:
+        with self.write() as conn:
+            conn.execute(
+                "INSERT INTO chat_sessions (id, agent_id, user_id, title, is_main, metadata, "
+                "created_at, last_message_at) VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    session.id,
+                    session.agent_id,
+                    session.user_id,
+                    session.title,
+                    int(session.is_main),
+                    json_text(session.metadata),
+                    to_iso(session.created_at),
+                    _opt_iso(session.last_message_at),
+                ),
+            )
+
+    def get_chat_session(self, agent_id: str, session_id: str) -> ChatSession | None:
+        with self.read() as conn:
+            row = conn.execute(
+                "SELECT * FROM chat_sessions WHERE id = ? AND agent_id = ?",
+                (session_id, agent_id),
+            ).fetchone()
+        return None if row is None else _chat_session(row)
+
+    def chat_sessions(self, agent_id: str, *, limit: int = 50) -> list[ChatSession]:
+        with self.read() as conn:
+            rows = conn.execute(
+                "SELECT * FROM chat_sessions WHERE agent_id = ? "
+                "ORDER BY COALESCE(last_message_at, created_at) DESC, id DESC LIMIT ?",
+                (agent_id, max(0, int(limit))),
+            ).fetchall()
+        return [_chat_session(r) for r in rows]
+
+    def append_chat_message(self, message: ChatMessage) -> None:
+        with self.write() as conn:
+            conn.execute(
+                "INSERT INTO chat_messages (id, session_id, agent_id, role, content, metadata, "
+                "tokens_used, created_at) VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    message.id,
+                    message.session_id,
+                    message.agent_id,
+                    message.role,
+                    message.content,
+                    json_text(message.metadata),
+                    message.tokens_used,
+                    to_iso(message.created_at),
+                ),
+            )
+            conn.execute(
+                "UPDATE chat_sessions SET last_message_at = ?1 WHERE id = ?2 "
+                "AND (last_message_at IS NULL OR last_message_at < ?1)",
+                (to_iso(message.created_at), message.session_id),
+            )
+
+    def chat_messages(
+        self, agent_id: str, session_id: str, *, limit: int | None = None
+    ) -> list[ChatMessage]:
+        # rowid breaks ties between messages written in the same millisecond.
+        sql = (
+            "SELECT m.*, m.rowid AS _r FROM chat_messages m JOIN chat_sessions s "
+            "ON s.id = m.session_id WHERE m.session_id = ? AND s.agent_id = ? "
+            "ORDER BY m.created_at DESC, m.rowid DESC"
+        )
+        params: list[Any] = [session_id, agent_id]
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(max(0, int(limit)))
+        with self.read() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        return [_chat_message(r) for r in reversed(rows)]
+
+    # -- transcript index ---------------------------------------------------------------------
+
+    def index_message(
+        self,
+        agent_id: str,
+        session_id: str,
+        seq: int,
+        role: str,
+        content: str,
+        created_at: datetime,
+    ) -> None:
+        with self.write() as conn:
+            conn.execute(
+                "INSERT INTO transcript_messages (agent_id, session_id, seq, role, content, "
+                "created_at) VALUES (?,?,?,?,?,?) ON CONFLICT (agent_id, session_id, seq) "
+                "DO UPDATE SET role = excluded.role, content = excluded.content, "
+                "created_at = excluded.created_at",
+                (agent_id, session_id, int(seq), role, content, to_iso(created_at)),
+            )
+
+    def forget_session(self, agent_id: str, session_id: str) -> int:
+        with self.write() as conn:
+            return conn.execute(
+                "DELETE FROM transcript_messages WHERE agent_id = ? AND session_id = ?",
+                (agent_id, session_id),
+            ).rowcount
+
+    def search_transcript(
+        self,
+        agent_id: str,
+        query: str,
+        *,
+        session_id: str | None = None,
+        role: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 20,
+    ) -> list[TranscriptHit]:
+        """Messages containing any query term, best bm25 first (fusion is the search layer's).
+
+        Any-term (OR) matching: a transcript recall query is a description of what was said,
+        and bm25 already puts messages with more of the terms first.
+        """
+        terms = search_terms(query)
+        if not terms or limit <= 0:
+            return []
+        sql = (
+            "SELECT t.agent_id, t.session_id, t.seq, t.role, t.content, t.created_at, "
+            "bm25(transcript_fts) AS score FROM transcript_fts "
+            "CROSS JOIN transcript_messages t ON t.id = transcript_fts.rowid "
+            "WHERE transcript_fts MATCH ? AND t.agent_id = ?"
+        )
+        params: list[Any] = [fts_match(terms, any_term=True), agent_id]
+        for column, op, value in (
+            ("session_id", "=", session_id),
+            ("role", "=", role),
+            ("created_at", ">=", None if since is None else to_iso(since)),
+            ("created_at", "<", None if until is None else to_iso(until)),
+        ):
+            if value is not None:
+                sql += f" AND t.{column} {op} ?"
+                params.append(value)
+        sql += " ORDER BY score, t.created_at DESC LIMIT ?"
+        params.append(int(limit))
+        with self.read() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        return [
+            TranscriptHit(
+                agent_id=r["agent_id"],
+                session_id=r["session_id"],
+                seq=int(r["seq"]),
+                role=r["role"],
+                content=r["content"],
+                created_at=from_iso(r["created_at"]) or EPOCH,
+                score=-float(r["score"]),
+            )
+            for r in rows
+        ]

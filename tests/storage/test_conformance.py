@@ -1,0 +1,359 @@
+"""Backend conformance: every EpisodicStore implementation must pass this suite."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from markus_memory.storage.base import (
+    Activity,
+    ActivityEnd,
+    ChatMessage,
+    ChatSession,
+    Decision,
+    EpisodicStore,
+    MailboxItem,
+    search_terms,
+)
+
+T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
+
+
+def act(
+    n: int,
+    agent: str = "a1",
+    *,
+    type: str = "task",
+    label: str = "Work",
+    task_id: str | None = None,
+    mailbox_item_id: str | None = None,
+    summary: str = "",
+) -> Activity:
+    return Activity(
+        id=f"act-{agent}-{n}",
+        agent_id=agent,
+        type=type,
+        label=label,
+        started_at=T0 + timedelta(minutes=n),
+        task_id=task_id,
+        mailbox_item_id=mailbox_item_id,
+        summary=summary,
+    )
+
+
+def end(summary: str = "", keywords: tuple[str, ...] = (), success: bool = True) -> ActivityEnd:
+    return ActivityEnd(
+        ended_at=T0 + timedelta(hours=1),
+        total_tokens=120,
+        total_tools=2,
+        success=success,
+        summary=summary,
+        keywords=keywords,
+    )
+
+
+# -- activities ------------------------------------------------------------------------------
+
+
+def test_insert_get_and_end_round_trip(store: EpisodicStore) -> None:
+    store.insert_activity(act(1, task_id="t1", mailbox_item_id="mb1"))
+    got = store.get_activity("a1", "act-a1-1")
+    assert got == act(1, task_id="t1", mailbox_item_id="mb1")
+    assert store.end_activity("a1", "act-a1-1", end("Built it", ("shell", "x.py"), False))
+    done = store.get_activity("a1", "act-a1-1")
+    assert done is not None
+    assert (done.summary, done.keywords, done.success) == ("Built it", ("shell", "x.py"), False)
+    assert (done.total_tokens, done.total_tools) == (120, 2)
+    assert done.ended_at == T0 + timedelta(hours=1)
+
+
+def test_updating_a_missing_or_foreign_activity_does_not_throw(store: EpisodicStore) -> None:
+    store.insert_activity(act(1, agent="a2"))
+    assert store.end_activity("a1", "act-missing", end()) is False
+    assert store.end_activity("a1", "act-a2-1", end("stolen")) is False
+    other = store.get_activity("a2", "act-a2-1")
+    assert other is not None and other.summary == ""
+
+
+def test_logs_get_sequential_seq_and_come_back_in_order(store: EpisodicStore) -> None:
+    store.insert_activity(act(1))
+    seqs = [
+        store.append_log("a1", "act-a1-1", "text", f"line {i}", {"i": i, "nested": [1, 2]}, T0)
+        for i in range(5)
+    ]
+    assert seqs == [1, 2, 3, 4, 5]
+    logs = store.activity_logs("a1", "act-a1-1")
+    assert [log.seq for log in logs] == [1, 2, 3, 4, 5]
+    assert [log.content for log in logs] == [f"line {i}" for i in range(5)]
+    assert logs[2].metadata == {"i": 2, "nested": [1, 2]}
+    assert logs[0].created_at == T0
+
+
+def test_another_agent_can_neither_read_nor_append_logs(store: EpisodicStore) -> None:
+    store.insert_activity(act(1, agent="a2"))
+    store.append_log("a2", "act-a2-1", "text", "secret", {}, T0)
+    assert store.get_activity("a1", "act-a2-1") is None
+    assert store.activity_logs("a1", "act-a2-1") == []
+    assert store.append_log("a1", "act-a2-1", "text", "x", {}, T0) is None
+    assert len(store.activity_logs("a2", "act-a2-1")) == 1
+
+
+def test_query_filters_by_type_task_and_before_newest_first(store: EpisodicStore) -> None:
+    store.insert_activity(act(1, type="task", task_id="t1"))
+    store.insert_activity(act(2, type="chat"))
+    store.insert_activity(act(3, type="heartbeat"))
+    store.insert_activity(act(4, type="task", task_id="t2"))
+    store.insert_activity(act(5, agent="a2", type="task"))
+    ids = [a.id for a in store.query_activities("a1")]
+    assert ids == ["act-a1-4", "act-a1-3", "act-a1-2", "act-a1-1"]
+    by_types = store.query_activities("a1", types=["task", "chat"])
+    assert [a.id for a in by_types] == ["act-a1-4", "act-a1-2", "act-a1-1"]
+    by_task = store.query_activities("a1", types=["task"], task_id="t1")
+    assert [a.id for a in by_task] == ["act-a1-1"]
+    before = store.query_activities("a1", before=T0 + timedelta(minutes=3))
+    assert [a.id for a in before] == ["act-a1-2", "act-a1-1"]
+    assert [a.id for a in store.query_activities("a1", limit=2)] == ["act-a1-4", "act-a1-3"]
+    assert store.query_activities("nobody") == []
+
+
+def test_lookup_by_mailbox_item_single_batch_and_empty(store: EpisodicStore) -> None:
+    store.insert_activity(act(1, mailbox_item_id="mb1"))
+    store.insert_activity(act(2, mailbox_item_id="mb2"))
+    store.insert_activity(act(3, agent="a2", mailbox_item_id="mb3"))
+    one = store.activity_for_mailbox_item("a1", "mb1")
+    assert one is not None and one.id == "act-a1-1"
+    assert store.activity_for_mailbox_item("a1", "mb3") is None
+    batch = store.activities_for_mailbox_items("a1", ["mb1", "mb2", "mb3", "nope"])
+    assert {k: v.id for k, v in batch.items()} == {"mb1": "act-a1-1", "mb2": "act-a1-2"}
+    assert store.activities_for_mailbox_items("a1", []) == {}
+
+
+# -- search ----------------------------------------------------------------------------------
+
+
+def test_search_requires_every_term_across_label_summary_keywords(store: EpisodicStore) -> None:
+    store.insert_activity(act(1, label="Build feature X"))
+    store.insert_activity(act(2, label="Review docs"))
+    store.end_activity("a1", "act-a1-2", end("wrote a build script"))
+    hits = store.search_activities("a1", "build feature")
+    assert [h.activity.id for h in hits][:1] == ["act-a1-1"]
+    assert store.search_activities("a1", "a") == []
+    assert store.search_activities("a1", "   ") == []
+
+
+def test_search_fills_with_any_term_when_all_terms_match_too_few(store: EpisodicStore) -> None:
+    store.insert_activity(act(1, label="deploy the gateway"))
+    store.insert_activity(act(2, label="gateway timeout investigation"))
+    store.insert_activity(act(3, label="unrelated cleanup"))
+    hits = store.search_activities("a1", "gateway timeout", limit=5)
+    assert [h.activity.id for h in hits] == ["act-a1-2", "act-a1-1"]
+    assert hits[0].score >= hits[1].score
+
+
+def test_search_finds_log_content_after_end_and_never_other_agents(
+    store: EpisodicStore,
+) -> None:
+    for agent in ("a1", "a2"):
+        store.insert_activity(act(1, agent=agent, label="Routine"))
+        store.append_log(agent, f"act-{agent}-1", "tool_end", "ENOENT reading config.yaml", {}, T0)
+        store.end_activity(agent, f"act-{agent}-1", end())
+    hits = store.search_activities("a1", "enoent")
+    assert [h.activity.id for h in hits] == ["act-a1-1"]
+
+
+def test_search_ranks_label_hits_above_log_hits(store: EpisodicStore) -> None:
+    store.insert_activity(act(1, label="Routine"))
+    store.append_log("a1", "act-a1-1", "text", "mentioned kubernetes once " + "x " * 50, {}, T0)
+    store.end_activity("a1", "act-a1-1", end())
+    store.insert_activity(act(2, label="Kubernetes upgrade"))
+    hits = store.search_activities("a1", "kubernetes")
+    assert [h.activity.id for h in hits] == ["act-a1-2", "act-a1-1"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "NOT",
+        "OR",
+        "AND",
+        '"',
+        '"unbalanced',
+        "%",
+        "_",
+        "*",
+        "a:b",
+        "(",
+        ")",
+        "NEAR(x y)",
+        "^x",
+        "label:secret",
+        "-x",
+        "x*",
+        "%_%",
+        "\\",
+        "'",
+        "\x00",
+        "ε",
+    ],
+)
+def test_search_treats_fts_syntax_as_literal_text(store: EpisodicStore, query: str) -> None:
+    store.insert_activity(act(1, label="plain label with NOT and OR words"))
+    hits = store.search_activities("a1", query)
+    assert isinstance(hits, list)
+
+
+def test_search_percent_and_underscore_are_not_wildcards(store: EpisodicStore) -> None:
+    store.insert_activity(act(1, label="abc"))
+    assert store.search_activities("a1", "%%") == []
+    assert store.search_activities("a1", "__") == []
+    store.insert_activity(act(2, label="use NOT operator"))
+    assert [h.activity.id for h in store.search_activities("a1", "not operator")] == ["act-a1-2"]
+
+
+def test_search_terms_drop_short_and_duplicate_terms() -> None:
+    assert search_terms("Build  a BUILD feature x") == ["build", "feature"]
+    assert search_terms("") == []
+    assert len(search_terms(" ".join(f"t{i}" for i in range(100)))) == 16
+
+
+# -- mailbox and decisions ------------------------------------------------------------------
+
+
+def test_mailbox_items_insert_or_replace_and_list(store: EpisodicStore) -> None:
+    item = MailboxItem(
+        id="mb1", agent_id="a1", source_type="chat", queued_at=T0, payload={"text": "hi"}
+    )
+    store.save_mailbox_item(item)
+    store.save_mailbox_item(
+        MailboxItem(id="mb2", agent_id="a1", source_type="task", queued_at=T0, priority=0)
+    )
+    store.save_mailbox_item(MailboxItem(id="mb3", agent_id="a2", source_type="x", queued_at=T0))
+    assert store.get_mailbox_item("a1", "mb1") == item
+    assert store.get_mailbox_item("a1", "mb3") is None
+    assert [m.id for m in store.mailbox_items("a1")] == ["mb2", "mb1"]
+    store.save_mailbox_item(
+        MailboxItem(
+            id="mb1",
+            agent_id="a1",
+            source_type="chat",
+            queued_at=T0,
+            status="completed",
+            retry_count=2,
+            completed_at=T0 + timedelta(seconds=5),
+        )
+    )
+    done = store.mailbox_items("a1", status="completed")
+    assert [(m.id, m.retry_count) for m in done] == [("mb1", 2)]
+
+
+def test_decisions_are_recorded_in_order(store: EpisodicStore) -> None:
+    for i, kind in enumerate(["pick", "defer", "complete"]):
+        store.record_decision(
+            Decision(
+                id=f"d{i}",
+                agent_id="a1",
+                decision_type=kind,
+                mailbox_item_id="mb1",
+                created_at=T0 + timedelta(seconds=i),
+                context={"i": i},
+                reasoning="because",
+            )
+        )
+    got = store.decisions("a1", mailbox_item_id="mb1")
+    assert [d.decision_type for d in got] == ["pick", "defer", "complete"]
+    assert got[0].context == {"i": 0}
+    assert store.decisions("a2") == []
+
+
+# -- chat history ----------------------------------------------------------------------------
+
+
+def test_chat_messages_come_back_in_order_and_bump_the_session(store: EpisodicStore) -> None:
+    session = ChatSession(id="cs_0123456789abcdef", agent_id="a1", created_at=T0, user_id="u1")
+    store.create_chat_session(session)
+    for i in range(6):
+        store.append_chat_message(
+            ChatMessage(
+                id=f"cm_{i:016x}",
+                session_id=session.id,
+                agent_id="a1",
+                role="user" if i % 2 == 0 else "assistant",
+                content=f"message {i}",
+                created_at=T0 + timedelta(seconds=i // 2),  # pairs share a timestamp
+            )
+        )
+    messages = store.chat_messages("a1", session.id)
+    assert [m.content for m in messages] == [f"message {i}" for i in range(6)]
+    assert [m.content for m in store.chat_messages("a1", session.id, limit=2)] == [
+        "message 4",
+        "message 5",
+    ]
+    bumped = store.get_chat_session("a1", session.id)
+    assert bumped is not None and bumped.last_message_at == T0 + timedelta(seconds=2)
+    assert store.chat_messages("a2", session.id) == []
+    assert store.get_chat_session("a2", session.id) is None
+
+
+def test_chat_sessions_most_recent_first(store: EpisodicStore) -> None:
+    for i in range(3):
+        store.create_chat_session(
+            ChatSession(
+                id=f"cs_{i:016x}",
+                agent_id="a1",
+                created_at=T0 + timedelta(minutes=i),
+                is_main=i == 0,
+                metadata={"kind": "evolution"} if i == 1 else None,
+            )
+        )
+    store.append_chat_message(
+        ChatMessage(
+            id="cm_x",
+            session_id=f"cs_{0:016x}",
+            agent_id="a1",
+            role="user",
+            content="late",
+            created_at=T0 + timedelta(hours=1),
+        )
+    )
+    sessions = store.chat_sessions("a1")
+    assert [s.id for s in sessions] == [f"cs_{i:016x}" for i in (0, 2, 1)]
+    assert sessions[0].is_main and sessions[2].metadata == {"kind": "evolution"}
+
+
+# -- transcript index ------------------------------------------------------------------------
+
+
+def test_transcript_search_with_filters(store: EpisodicStore) -> None:
+    rows = [
+        ("s1", 0, "user", "how do I rotate the api key", 0),
+        ("s1", 1, "assistant", "rotate it in the vault settings", 1),
+        ("s2", 0, "user", "lunch plans", 2),
+        ("s2", 1, "assistant", "the api key is in the vault", 3),
+    ]
+    for session, seq, role, content, minute in rows:
+        store.index_message("a1", session, seq, role, content, T0 + timedelta(minutes=minute))
+    store.index_message("a2", "s9", 0, "user", "api key of someone else", T0)
+    hits = store.search_transcript("a1", "api key")
+    assert {(h.session_id, h.seq) for h in hits} == {("s1", 0), ("s2", 1)}
+    assert all(h.agent_id == "a1" for h in hits)
+    assert [h.seq for h in store.search_transcript("a1", "vault", session_id="s1")] == [1]
+    assert [h.session_id for h in store.search_transcript("a1", "vault", role="assistant")]
+    assert [
+        (h.session_id, h.seq)
+        for h in store.search_transcript("a1", "vault", since=T0 + timedelta(minutes=2))
+    ] == [("s2", 1)]
+    assert [
+        (h.session_id, h.seq)
+        for h in store.search_transcript("a1", "vault", until=T0 + timedelta(minutes=2))
+    ] == [("s1", 1)]
+    assert store.search_transcript("a1", 'NOT " (') == []
+
+
+def test_transcript_reindex_replaces_and_forget_removes(store: EpisodicStore) -> None:
+    store.index_message("a1", "s1", 0, "user", "first words", T0)
+    store.index_message("a1", "s1", 0, "user", "second words", T0)
+    assert store.search_transcript("a1", "first") == []
+    assert [h.content for h in store.search_transcript("a1", "second")] == ["second words"]
+    assert store.forget_session("a1", "s1") == 1
+    assert store.search_transcript("a1", "second") == []

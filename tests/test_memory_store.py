@@ -1,0 +1,64 @@
+"""AgentMemory wiring of the episodic store: lazy open, activities, chat history, close."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from markus_memory import open_agent
+from markus_memory.errors import NotFoundError, StorageError
+from markus_memory.storage.base import ChatMessage, ChatSession
+
+T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+
+
+def test_opening_an_agent_does_not_open_the_database(isolated_home: Path) -> None:
+    with open_agent("a1"):
+        pass
+    assert not (isolated_home / "data.db").exists()
+
+
+def test_activities_are_stored_in_home_data_db_and_isolated(isolated_home: Path) -> None:
+    with open_agent("a1") as one, open_agent("a2") as two:
+        activity_id = one.activities.start("task", "Ship release notes")
+        one.activities.log(activity_id, "tool_start", "file_write", {"path": "NOTES.md"})
+        one.activities.end(activity_id)
+        assert (isolated_home / "data.db").exists()
+        assert [h.activity.id for h in one.activities.search("release notes")] == [activity_id]
+        with pytest.raises(NotFoundError):
+            two.activities.get(activity_id)
+    with open_agent("a1") as again:
+        assert again.activities.get(activity_id).activity.keywords == ("file_write", "NOTES.md")
+
+
+def test_close_closes_the_store(isolated_home: Path) -> None:
+    mem = open_agent("a1")
+    store = mem.store
+    mem.close()
+    mem.close()
+    with pytest.raises(StorageError):
+        store.query_activities("a1")
+
+
+def test_chat_history_recorded_like_a_ui_reads_back_in_order(isolated_home: Path) -> None:
+    with open_agent("a1") as mem:
+        session = ChatSession(id="cs_00000000000000ff", agent_id="a1", created_at=T0, is_main=True)
+        mem.store.create_chat_session(session)
+        turns = [("user", "hi"), ("assistant", "hello"), ("user", "bye"), ("assistant", "ciao")]
+        for i, (role, text) in enumerate(turns):
+            mem.store.append_chat_message(
+                ChatMessage(
+                    id=f"cm_{i:016x}",
+                    session_id=session.id,
+                    agent_id="a1",
+                    role=role,
+                    content=text,
+                    created_at=T0 + timedelta(seconds=i),
+                )
+            )
+    with open_agent("a1") as mem:
+        restored = mem.store.chat_messages("a1", session.id)
+        assert [(m.role, m.content) for m in restored] == turns
+        assert [s.id for s in mem.store.chat_sessions("a1")] == [session.id]
