@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from markus_memory.dream import dream, dream_diff, dream_history, should_dream, undo_last_dream
+from markus_memory.dream import (
+    dream,
+    dream_diff,
+    dream_history,
+    dream_if_due,
+    should_dream,
+    undo_last_dream,
+)
 from markus_memory.errors import LLMError
 from markus_memory.layers.knowledge import parse_knowledge
 from markus_memory.llm import ChatResponse, ScriptedChatModel
@@ -329,3 +336,39 @@ def test_no_tools_and_a_deadline_are_passed(mem, clock) -> None:
 
     dream(mem, Recorder(), timeout=42)
     assert seen == {"tools": None, "timeout": 42}
+
+
+def test_hygiene_enforces_caps_on_hand_edited_knowledge_and_undo_restores_it(
+    tmp_path, clock
+) -> None:
+    mem = open_mem(tmp_path / "h", clock, section_max_chars=50)
+    seeded(mem, clock)
+    text = mem.paths.knowledge.read_text()
+    hand_edited = text.replace(
+        "## _observations", "## notes\n" + "a line of notes\n" * 10 + "\n## _observations", 1
+    )
+    mem.paths.knowledge.write_text(hand_edited)
+    report = dream(mem, ScriptedChatModel([plan_reply()]))
+    assert report.status == "applied"
+    assert [a.kind for a in report.hygiene] == ["section-cap"]
+    assert len(mem.knowledge.section("notes")) <= 50
+    assert undo_last_dream(mem).ok
+    assert mem.paths.knowledge.read_text() == hand_edited
+
+
+def test_offline_dream_also_prunes_state(mem, clock) -> None:
+    save(mem, clock, "one", "two")
+    mem.state.update("stale", "x")
+    clock.advance(days=8)
+    report = dream(mem)
+    assert report.state_removed == ("stale",) and report.merged == ()
+
+
+def test_dream_if_due_runs_only_when_the_policy_says_so(tmp_path, clock) -> None:
+    mem = open_mem(tmp_path / "h", clock, dream_min_observations=3)
+    save(mem, clock, "one", "two")
+    assert dream_if_due(mem, ScriptedChatModel([plan_reply()])) is None
+    save(mem, clock, "three")
+    report = dream_if_due(mem, ScriptedChatModel([plan_reply()]))
+    assert report is not None and report.status == "applied"
+    assert dream_if_due(mem, ScriptedChatModel([plan_reply()])) is None
