@@ -14,7 +14,7 @@ from markus_memory.dream import (
     should_dream,
     undo_last_dream,
 )
-from markus_memory.errors import LLMError
+from markus_memory.errors import LLMError, StorageError
 from markus_memory.layers.knowledge import parse_knowledge
 from markus_memory.llm import ChatResponse, ScriptedChatModel
 from tests.dream.conftest import FakeClock, files, open_mem, plan_reply, save
@@ -372,3 +372,29 @@ def test_dream_if_due_runs_only_when_the_policy_says_so(tmp_path, clock) -> None
     report = dream_if_due(mem, ScriptedChatModel([plan_reply()]))
     assert report is not None and report.status == "applied"
     assert dream_if_due(mem, ScriptedChatModel([plan_reply()])) is None
+
+
+class BrokenAudit:
+    """An AuditLog whose database fails on write (a full disk, a locked file)."""
+
+    def record(self, run):
+        raise StorageError("disk full")
+
+    def runs(self, agent_id, limit=None):
+        return []
+
+    def get(self, agent_id, run_id):
+        return None
+
+    def mark_undone(self, agent_id, run_id, at):
+        raise StorageError("disk full")
+
+
+def test_a_dream_that_cannot_be_recorded_is_rolled_back(mem, clock) -> None:
+    ids = seeded(mem, clock)
+    mem.state.update("stale", "x")
+    clock.advance(days=9)
+    before = files(mem)
+    with pytest.raises(StorageError):
+        dream(mem, ScriptedChatModel([plan_reply(remove=[ids[4]])]), audit=BrokenAudit())
+    assert files(mem) == before

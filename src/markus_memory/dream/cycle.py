@@ -14,8 +14,9 @@ import secrets
 import threading
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from pathlib import Path
 
-from .._fs import read_text
+from .._fs import atomic_write_text, read_text
 from ..config import epoch_ms
 from ..errors import LLMError, MarkusMemoryError
 from ..layers.knowledge import KnowledgeDoc, parse_knowledge, render_knowledge
@@ -68,13 +69,28 @@ def dream_if_due(
 
 
 @dataclass(frozen=True)
-class _Texts:
+class FileTexts:
+    """The exact text of knowledge.md and state.md (None: the file does not exist)."""
+
     knowledge: str | None
     state: str | None
 
 
-def _texts(memory: AgentMemory) -> _Texts:
-    return _Texts(read_text(memory.paths.knowledge), read_text(memory.paths.state))
+def _texts(memory: AgentMemory) -> FileTexts:
+    return FileTexts(read_text(memory.paths.knowledge), read_text(memory.paths.state))
+
+
+def _restore(path: Path, text: str | None) -> None:
+    if text is None:
+        path.unlink(missing_ok=True)
+    else:
+        atomic_write_text(path, text)
+
+
+def restore_files(memory: AgentMemory, texts: FileTexts) -> None:
+    """Write knowledge.md and state.md back exactly as ``texts`` (None: no file). Hold the lock."""
+    _restore(memory.paths.knowledge, texts.knowledge)
+    _restore(memory.paths.state, texts.state)
 
 
 def _plan(
@@ -114,6 +130,8 @@ def dream(
     """Consolidate ``memory`` once: with ``llm`` (a ChatModel) or, without one, offline.
 
     ``dry_run`` returns the plan and the diff and writes nothing (not even the audit).
+    The offline consolidator also compares embeddings when ``embedder`` (default: the memory's
+    own, if it has one) is given.
     Never raises for a model failure: the report says ``failed`` and why.
     """
     log = audit if audit is not None else audit_log(memory)
@@ -122,7 +140,9 @@ def dream(
     run_id = f"dream_{epoch_ms(started)}_{secrets.token_hex(3)}"
     checked: CheckedPlan | None = None
     try:
-        checked = _plan(memory, llm, embedder, timeout)
+        # The memory's configured embedder (AgentMemory.embedder, when search is set up).
+        vectors = embedder if embedder is not None else getattr(memory, "embedder", None)
+        checked = _plan(memory, llm, vectors, timeout)
         if checked.failure is not None:
             raise LLMError(f"unusable reply: {checked.failure}")
     except LLMError as exc:
@@ -142,22 +162,26 @@ def dream(
         state_removed = tuple(memory.state.prune())
         after = _texts(memory)
         rejections = checked.rejections + applied.rejections
-        log.record(
-            DreamRun(
-                run_id,
-                memory.agent_id,
-                started,
-                memory.settings.clock(),
-                mode,
-                "applied",
-                changes_json(applied, rejections, state_removed),
-                None,
-                before.knowledge,
-                after.knowledge,
-                before.state,
-                after.state,
-            )
+        run = DreamRun(
+            run_id,
+            memory.agent_id,
+            started,
+            memory.settings.clock(),
+            mode,
+            "applied",
+            changes_json(applied, rejections, state_removed),
+            None,
+            before.knowledge,
+            after.knowledge,
+            before.state,
+            after.state,
         )
+        try:
+            log.record(run)
+        except MarkusMemoryError:
+            # A dream that is not recorded could never be undone: put the files back first.
+            restore_files(memory, before)
+            raise
     return _report("applied", mode, run_id, checked, applied, state_removed, before, after)
 
 
@@ -168,8 +192,8 @@ def _report(
     checked: CheckedPlan,
     applied: Applied,
     state_removed: tuple[str, ...],
-    before: _Texts,
-    after: _Texts,
+    before: FileTexts,
+    after: FileTexts,
 ) -> DreamReport:
     diff = file_diff("knowledge.md", before.knowledge, after.knowledge) + file_diff(
         "state.md", before.state, after.state
@@ -199,7 +223,7 @@ def _dry_run(memory: AgentMemory, checked: CheckedPlan, mode: str, now: datetime
     state_after, removed = before.state, list[str]()
     if before.state is not None:
         state_after, removed = prune_text(before.state, now, memory.settings.limits.state_ttl_days)
-    after = _Texts(render_knowledge(doc), state_after)
+    after = FileTexts(render_knowledge(doc), state_after)
     return _report("dry_run", mode, None, checked, applied, tuple(removed), before, after)
 
 

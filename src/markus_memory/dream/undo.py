@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from .._fs import atomic_write_text, read_text
+from .._fs import read_text
 from ..errors import NotFoundError
 from ..memory import AgentMemory
 from .audit import AuditLog, DreamRun
-from .cycle import audit_log
+from .cycle import FileTexts, audit_log, restore_files
 from .report import file_diff
 
 
@@ -39,13 +38,6 @@ def dream_diff(memory: AgentMemory, run_id: str, *, audit: AuditLog | None = Non
     )
 
 
-def _restore(path: Path, text: str | None) -> None:
-    if text is None:
-        path.unlink(missing_ok=True)
-    else:
-        atomic_write_text(path, text)
-
-
 def undo_last_dream(memory: AgentMemory, *, audit: AuditLog | None = None) -> UndoResult:
     """Restore knowledge.md and state.md as they were before the last applied dream.
 
@@ -73,7 +65,6 @@ def undo_last_dream(memory: AgentMemory, *, audit: AuditLog | None = None) -> Un
                 f"{' and '.join(changed)} changed since dream {last.run_id}; undo refused so "
                 "that those changes are kept",
             )
-        _restore(paths.knowledge, last.knowledge_before)
-        _restore(paths.state, last.state_before)
+        restore_files(memory, FileTexts(last.knowledge_before, last.state_before))
         log.mark_undone(memory.agent_id, last.run_id, memory.settings.clock())
     return UndoResult(True, last.run_id)
