@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from markus_memory.config import Limits, Settings
 from markus_memory.dream import (
     dream,
     dream_diff,
@@ -17,6 +18,7 @@ from markus_memory.dream import (
 from markus_memory.errors import LLMError, StorageError
 from markus_memory.layers.knowledge import parse_knowledge
 from markus_memory.llm import ChatResponse, ScriptedChatModel
+from markus_memory.memory import open_agent
 from tests.dream.conftest import FakeClock, files, open_mem, plan_reply, save
 
 DEPLOY = [
@@ -398,3 +400,23 @@ def test_a_dream_that_cannot_be_recorded_is_rolled_back(mem, clock) -> None:
     with pytest.raises(StorageError):
         dream(mem, ScriptedChatModel([plan_reply(remove=[ids[4]])]), audit=BrokenAudit())
     assert files(mem) == before
+
+
+class FirstWordVectors:
+    """A real Embedder for tests: texts with the same first word share a vector."""
+
+    model = "first-word"
+    dimension = 2
+
+    def embed(self, texts):
+        return [[1.0, 0.0] if t.startswith("alpha") else [0.0, 1.0] for t in texts]
+
+
+def test_offline_dream_uses_the_memorys_embedder(tmp_path, clock) -> None:
+    settings = Settings(home=tmp_path / "h", limits=Limits(), clock=clock)
+    with open_agent("agt_vec", settings=settings, embedder=FirstWordVectors()) as mem:
+        ids = save(
+            mem, clock, "alpha uses blue green deploys", "alpha deploys are blue/green", "beta"
+        )
+        report = dream(mem)
+    assert report.merged[0][0] == tuple(ids[:2])

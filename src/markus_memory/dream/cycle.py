@@ -140,8 +140,7 @@ def dream(
     run_id = f"dream_{epoch_ms(started)}_{secrets.token_hex(3)}"
     checked: CheckedPlan | None = None
     try:
-        # The memory's configured embedder (AgentMemory.embedder, when search is set up).
-        vectors = embedder if embedder is not None else getattr(memory, "embedder", None)
+        vectors = embedder if embedder is not None else memory.embedder
         checked = _plan(memory, llm, vectors, timeout)
         if checked.failure is not None:
             raise LLMError(f"unusable reply: {checked.failure}")
