@@ -97,7 +97,7 @@ def test_merge_keeps_newest_timestamp_and_union_of_tags(mem, clock) -> None:
 @pytest.mark.parametrize(
     "garbage", ["I cannot help with that.", "{broken json", "[preempted]", "[]"]
 )
-def test_garbage_reply_fails_writes_nothing_and_keeps_the_day_slot(
+def test_regression_14_1_10_garbage_reply_fails_writes_nothing_and_keeps_the_day_slot(
     tmp_path, clock, garbage
 ) -> None:
     mem = open_mem(tmp_path / "h", clock, dream_min_observations=3)
@@ -120,7 +120,7 @@ def test_model_failure_is_reported_not_raised(mem, clock) -> None:
     assert report.status == "failed" and "timed out" in (report.error or "")
 
 
-def test_failing_models_never_hold_a_slot(mem, clock) -> None:
+def test_regression_14_1_11_failing_models_never_hold_a_slot(mem, clock) -> None:
     seeded(mem, clock)
     failing = ScriptedChatModel([])  # raises LLMError on every call
     for _ in range(5):
@@ -314,7 +314,9 @@ def test_undo_is_refused_after_later_changes(mem, clock) -> None:
     assert files(mem) == after
 
 
-def test_trigger_record_survives_a_restart(tmp_path: Path, clock: FakeClock) -> None:
+def test_regression_14_1_10_trigger_record_survives_a_restart(
+    tmp_path: Path, clock: FakeClock
+) -> None:
     home = tmp_path / "h"
     mem = open_mem(home, clock, dream_min_observations=5)
     seeded(mem, clock)

@@ -23,7 +23,9 @@ def test_dream_over_http_sends_no_tools_and_applies_the_reply(mem, clock) -> Non
     assert "tools" not in server.requests[0].body
 
 
-def test_a_hanging_endpoint_fails_the_dream_within_its_deadline(mem, clock) -> None:
+def test_regression_14_1_11_a_hanging_endpoint_fails_the_dream_within_its_deadline(
+    mem, clock
+) -> None:
     save(mem, clock, "a", "b")
     before = mem.paths.knowledge.read_bytes()
     with fake_server() as server:

@@ -90,7 +90,7 @@ def test_ids_that_do_not_exist_are_rejected_one_by_one() -> None:
     assert "unknown ids ['ghost']" in reasons(checked)[0]
 
 
-def test_missing_or_mistyped_arrays_do_not_abort_the_rest() -> None:
+def test_regression_14_1_10_missing_or_mistyped_arrays_do_not_abort_the_rest() -> None:
     checked = parse_reply(reply(remove="obs_1", promote=None, extra=1), BATCH, LIMITS)
     assert checked.plan.is_empty
     assert any("'remove' must be a list" in r for r in reasons(checked))
@@ -127,7 +127,7 @@ def test_per_cycle_caps() -> None:
     assert (len(plan.remove), len(plan.merge), len(plan.promote)) == (50, 20, 20)
 
 
-def test_promotion_needs_three_sources() -> None:
+def test_regression_14_1_10_promotion_needs_three_sources() -> None:
     text = reply(promote=[{"sourceIds": ["obs_1", "obs_2"], "section": "s", "content": "c"}])
     checked = parse_reply(text, BATCH, LIMITS)
     assert checked.plan.is_empty and "at least 3" in reasons(checked)[0]
@@ -173,7 +173,7 @@ def test_reserved_or_bad_section_names_are_rejected() -> None:
         assert parse_reply(text, BATCH, LIMITS).plan.is_empty, name
 
 
-def test_section_names_keep_their_script() -> None:
+def test_regression_14_5_38_section_names_keep_their_script() -> None:
     text = reply(
         promote=[
             {"sourceIds": ["obs_1", "obs_2", "obs_3"], "section": " 部署  技巧 ", "content": "c"}

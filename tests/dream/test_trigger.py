@@ -21,7 +21,7 @@ def test_once_per_utc_day() -> None:
     assert decide(100, [NOON - timedelta(hours=13)], NOON, LIMITS).run
 
 
-def test_heavy_mode_is_reachable_below_the_buffer_cap() -> None:
+def test_regression_14_1_10_heavy_mode_is_reachable_below_the_buffer_cap() -> None:
     assert LIMITS.dream_heavy_min_observations < LIMITS.max_observations
     decision = decide(
         LIMITS.dream_heavy_min_observations, [NOON - timedelta(hours=7)], NOON, LIMITS
