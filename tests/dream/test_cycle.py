@@ -422,3 +422,25 @@ def test_offline_dream_uses_the_memorys_embedder(tmp_path, clock) -> None:
         )
         report = dream(mem)
     assert report.merged[0][0] == tuple(ids[:2])
+
+
+def test_a_chat_model_raising_anything_is_a_failed_dream(mem, clock) -> None:
+    seeded(mem, clock)
+
+    class Crashing:
+        def complete(self, messages, *, tools=None, timeout=None):
+            raise RuntimeError("socket closed")
+
+    report = dream(mem, Crashing())
+    assert report.status == "failed" and "socket closed" in (report.error or "")
+    assert dream(mem, ScriptedChatModel([plan_reply()])).status == "applied"
+
+
+def test_an_unreadable_state_file_fails_the_dream_and_writes_nothing(mem, clock) -> None:
+    ids = seeded(mem, clock)
+    mem.paths.state.write_bytes(b"\xff\xfe not utf-8")
+    before = files(mem)
+    report = dream(mem, ScriptedChatModel([plan_reply(remove=[ids[4]])]))
+    assert report.status == "failed" and "state.md" in (report.error or "")
+    assert dream_history(mem)[0].status == "failed"
+    assert files(mem) == before

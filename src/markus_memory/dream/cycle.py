@@ -112,6 +112,10 @@ def _plan(
         raise LLMError(f"all {MAX_CONCURRENT_DREAMS} dream slots stayed busy for {timeout:g}s")
     try:
         answer = llm.complete(list(request.messages), tools=None, timeout=timeout)
+    except LLMError:
+        raise
+    except Exception as exc:  # any ChatModel implementation: its failure is a failed dream
+        raise LLMError(f"the chat model failed: {exc!r}") from exc
     finally:
         _SLOTS.release()
     return parse_reply(answer.text, request.batch, limits)
@@ -150,15 +154,22 @@ def dream(
     if dry_run:
         return _dry_run(memory, checked, mode, started)
     with memory.lock:
-        before = _texts(memory)
         try:
+            before = _texts(memory)
             with memory.knowledge.transaction() as doc:
                 applied = apply_plan(doc, checked.plan, memory.settings.limits, started)
         except MarkusMemoryError as exc:
             return _failed(
                 memory, log, run_id, mode, started, checked.plan, checked.rejections, str(exc)
             )
-        state_removed = tuple(memory.state.prune())
+        try:
+            state_removed = tuple(memory.state.prune())
+        except (MarkusMemoryError, OSError) as exc:
+            restore_files(memory, before)
+            error = f"state.md could not be pruned, knowledge.md was put back: {exc}"
+            return _failed(
+                memory, log, run_id, mode, started, checked.plan, checked.rejections, error
+            )
         after = _texts(memory)
         rejections = checked.rejections + applied.rejections
         run = DreamRun(
