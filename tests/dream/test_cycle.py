@@ -15,7 +15,7 @@ from markus_memory.dream import (
     should_dream,
     undo_last_dream,
 )
-from markus_memory.errors import LLMError, StorageError
+from markus_memory.errors import LLMError, NotFoundError, StorageError
 from markus_memory.layers.knowledge import parse_knowledge
 from markus_memory.llm import ChatResponse, ScriptedChatModel
 from markus_memory.memory import open_agent
@@ -444,3 +444,9 @@ def test_an_unreadable_state_file_fails_the_dream_and_writes_nothing(mem, clock)
     assert report.status == "failed" and "state.md" in (report.error or "")
     assert dream_history(mem)[0].status == "failed"
     assert files(mem) == before
+
+
+def test_diff_of_an_unknown_run_is_not_found(mem) -> None:
+    with pytest.raises(NotFoundError):
+        dream_diff(mem, "dream_0_nope")
+    assert not undo_last_dream(mem).ok
