@@ -11,11 +11,14 @@ import json
 import random
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
-from markus_memory.config import Limits
+from markus_memory.config import Limits, Settings
+from markus_memory.dream import SqliteAuditLog, dream
 from markus_memory.dream.apply import apply_plan
 from markus_memory.dream.offline import offline_plan
 from markus_memory.dream.plan import parse_reply
@@ -26,6 +29,8 @@ from markus_memory.layers.knowledge import (
     parse_knowledge,
     render_knowledge,
 )
+from markus_memory.llm import ScriptedChatModel
+from markus_memory.memory import open_agent
 
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 VOCAB = [f"w{i}" for i in range(3000)]
@@ -71,6 +76,22 @@ def median_ms(fn: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
+def full_dream_ms(text: str, reply: str, repeats: int) -> float:
+    """One whole dream on disk: read, scripted model, transaction write, state prune, audit."""
+    with tempfile.TemporaryDirectory() as home:
+        settings = Settings(home=Path(home))
+        with open_agent("bench", settings=settings) as mem:
+            audit = SqliteAuditLog(settings.database_path)
+            times = []
+            for _ in range(repeats):
+                mem.paths.knowledge.write_text(text, encoding="utf-8")
+                start = time.perf_counter()
+                report = dream(mem, ScriptedChatModel([reply]), audit=audit)
+                times.append((time.perf_counter() - start) * 1000)
+                assert report.status == "applied", report.error
+    return statistics.median(times)
+
+
 def main() -> None:
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 15
     limits = Limits()
@@ -95,10 +116,12 @@ def main() -> None:
         f"plan: {len(checked.plan.remove)} removals, {len(checked.plan.merge)} merges, "
         f"{len(checked.plan.promote)} promotions, {len(checked.rejections)} rejections"
     )
+    full = full_dream_ms(text, reply, max(3, repeats // 3))
     rows = [
         ("baseline parse_knowledge (500 obs)", baseline),
         ("offline consolidator (500 obs)", offline),
         ("plan validation + application", applying),
+        ("whole dream on disk (scripted model)", full),
     ]
     for label, value in rows:
         print(f"{label:38s} {value:8.2f} ms median  ({value / baseline:.1f}x baseline)")
