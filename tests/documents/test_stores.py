@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from markus_memory._docs import DocumentStore, check_name, is_document_name
 from markus_memory.errors import BusyError, InvalidInputError
@@ -100,3 +102,46 @@ def test_only_document_names_are_accepted(name: str) -> None:
     assert not is_document_name(name)
     with pytest.raises(InvalidInputError):
         check_name(name)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    text=st.text(
+        st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=300
+    )
+)
+def test_any_text_is_stored_exactly(docs: DocumentStore, text: str) -> None:
+    docs.write("role/CONTEXT.md", text)
+    assert docs.dump()["role/CONTEXT.md"] == text
+    assert docs.read("role/CONTEXT.md") == text.removeprefix("\ufeff")
+
+
+def test_a_lock_held_too_long_times_out_on_postgres(postgres_url: str) -> None:
+    from markus_memory.errors import LockTimeoutError
+    from markus_memory.storage.pg_documents import PostgresDocuments
+    from tests.postgres_support import new_agent_id
+
+    agent = new_agent_id()
+    holder = PostgresDocuments(postgres_url, agent)
+    waiter = PostgresDocuments(postgres_url, agent, lock_timeout=0.2)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with holder.lock():
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert held.wait(10)
+        with pytest.raises(LockTimeoutError, match="could not lock the documents"):
+            with waiter.lock():
+                pass
+    finally:
+        release.set()
+        thread.join()
+        holder.close()
+        waiter.close()

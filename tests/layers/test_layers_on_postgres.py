@@ -15,6 +15,7 @@ import pytest
 from markus_memory._docs import DocumentStore
 from markus_memory._fs import AgentLock
 from markus_memory.config import AgentPaths, Limits
+from markus_memory.errors import InvalidInputError
 from markus_memory.layers.knowledge import KnowledgeFile
 from markus_memory.layers.notebook import Notebook
 from markus_memory.layers.state import StateFile
@@ -130,3 +131,10 @@ def test_a_refused_write_inside_a_transaction_rolls_back_the_row(
         raise RuntimeError("boom")
     assert [o.content for o in kf.observations()] == ["kept"]
     assert documents.version("knowledge.md") == before
+
+
+def test_a_nul_character_is_refused_and_nothing_is_written(nb: Notebook) -> None:
+    nb.upsert("k", "before")
+    with pytest.raises(InvalidInputError, match="NUL"):
+        nb.upsert("k", "a\x00b")
+    assert nb.get("k").text == "before"  # type: ignore[union-attr]

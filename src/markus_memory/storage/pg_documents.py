@@ -199,29 +199,28 @@ class PostgresDocuments:
                 held.depth -= 1
             return
         psycopg, _ = _psycopg()
-        with self.pool.connection() as conn:
-            try:
-                with conn.transaction():
-                    timeout_ms = max(1, int(self.lock_timeout * 1000))
-                    conn.execute(f"SET LOCAL lock_timeout = {timeout_ms}")
-                    try:
-                        conn.execute(
-                            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                            (self._lock_key,),
-                        )
-                    except psycopg.errors.LockNotAvailable as exc:
-                        raise LockTimeoutError(
-                            f"could not lock the documents of {self.agent_id!r} within "
-                            f"{self.lock_timeout:g} s"
-                        ) from exc
-                    conn.execute("SET LOCAL lock_timeout = 0")
-                    held.conn, held.depth = conn, 1
-                    try:
-                        yield
-                    finally:
-                        held.conn, held.depth = None, 0
-            except psycopg.OperationalError as exc:
-                raise BackendUnavailableError(f"PostgreSQL failed: {exc}") from exc
+        try:
+            with self.pool.connection() as conn, conn.transaction():
+                timeout_ms = max(1, int(self.lock_timeout * 1000))
+                conn.execute(f"SET LOCAL lock_timeout = {timeout_ms}")
+                try:
+                    conn.execute(
+                        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                        (self._lock_key,),
+                    )
+                except psycopg.errors.LockNotAvailable as exc:
+                    raise LockTimeoutError(
+                        f"could not lock the documents of {self.agent_id!r} within "
+                        f"{self.lock_timeout:g} s"
+                    ) from exc
+                conn.execute("SET LOCAL lock_timeout = 0")
+                held.conn, held.depth = conn, 1
+                try:
+                    yield
+                finally:
+                    held.conn, held.depth = None, 0
+        except psycopg.OperationalError as exc:
+            raise BackendUnavailableError(f"PostgreSQL failed: {exc}") from exc
 
     # ---- documents -------------------------------------------------------------------------
 
