@@ -59,3 +59,16 @@ def test_a_postgres_url_puts_the_documents_in_postgres(postgres_url: str, tmp_pa
         agent, settings=Settings(home=tmp_path / "other", database_url=postgres_url)
     ) as mem:
         assert [o.content for o in mem.knowledge.observations()] == ["stored in a row"]
+
+
+def test_an_unreachable_server_is_a_clear_error(tmp_path: Path) -> None:
+    pytest.importorskip("psycopg_pool", reason="the [postgres] extra is not installed")
+    from markus_memory.errors import BackendUnavailableError
+
+    settings = Settings(
+        home=tmp_path,
+        database_url="postgresql://postgres@127.0.0.1:1/none",
+        lock_timeout_seconds=0.5,
+    )
+    with pytest.raises(BackendUnavailableError, match="PostgreSQL unreachable"):
+        open_agent("agt_nowhere", settings=settings)
