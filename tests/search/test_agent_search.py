@@ -95,7 +95,10 @@ def test_agents_do_not_see_each_other(isolated_home: Path) -> None:
 
 def test_hybrid_through_the_facade(isolated_home: Path) -> None:
     with open_agent("alice", embedder=FakeEmbedder()) as mem:
-        mem.knowledge.save_observation("database migrations run before deploy")
+        obs = mem.knowledge.save_observation("database migrations run first", tags=["db"])
         result = mem.search("database migrations")
         assert result.method == "hybrid"
-        assert result.hits[0].similarity is not None
+        hit = result.hits[0]
+        assert hit.similarity is not None
+        # item 30: semantic hits keep the observation's timestamp and tags
+        assert (hit.id, hit.timestamp, hit.tags) == (obs.id, obs.timestamp, ("db",))
