@@ -164,3 +164,32 @@ def test_schema_is_versioned_and_reopening_is_idempotent(tmp_path: Path) -> None
 def test_needs_autocommit_connection() -> None:
     with pytest.raises(StorageError):
         SearchIndex(sqlite3.connect(":memory:"))
+
+
+def _sync_many(path: str, worker: int) -> None:
+    index = open_index(path)
+    for round_ in range(15):
+        texts = [(f"o{i}", f"worker{worker} round{round_} item{i}") for i in range(20)]
+        index.sync("a", docs(*texts), f"w{worker}r{round_}")
+        index.bm25("a", tokenize(f"worker{worker} item3"))
+
+
+@pytest.mark.slow
+def test_processes_syncing_one_agent_never_corrupt_the_index(tmp_path: Path) -> None:
+    import multiprocessing
+
+    path = str(tmp_path / "data.db")
+    open_index(path)  # migrations applied once up front
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_sync_many, args=(path, n)) for n in range(3)]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(60)
+        assert process.exitcode == 0
+    index = open_index(path)
+    final = [(f"o{i}", f"final item{i}") for i in range(5)]
+    index.sync("a", docs(*final), "final")
+    assert index.doc_ids("a") == {f"o{i}" for i in range(5)}
+    assert index.conn.execute("SELECT count(*) FROM search_fts").fetchone()[0] == 5
+    assert ids(index, "item3") == ["o3"]
