@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..errors import InvalidInputError, MarkusMemoryError
+from .embedders import Embedder
+from .hybrid import RRF_K as RRF_K_DEFAULT
+from .hybrid import ranked, rrf
 from .index import IndexDoc, SearchIndex
 from .keyword import (
     CURATED_TYPE,
@@ -35,11 +38,11 @@ from .keyword import (
     section_haystack,
     tokenize,
 )
-from .vectors import Embedder, VectorSet, embed_matrix, model_key, sync_vectors
+from .vectors import VectorSet, embed_matrix, model_key, sync_vectors
 
 log = logging.getLogger(__name__)
 
-RRF_K = 60
+RRF_K = RRF_K_DEFAULT
 CHUNK_CHARS = 400
 # Fusion weights of the keyword, BM25 and vector rankings. On the labelled store in
 # benchmarks/search_quality.py the original keyword ranking fused at weight 1 lowers MRR@10 from
@@ -207,14 +210,10 @@ def fuse_rrf(
     k: int = RRF_K,
     weights: Sequence[float] | None = None,
 ) -> list[tuple[str, float]]:
-    """Weighted reciprocal rank fusion: Σ w/(k + rank); ties keep the order of first appearance."""
-    scores: dict[str, float] = {}
-    for n, ranking in enumerate(rankings):
-        weight = 1.0 if weights is None else weights[n]
-        for rank, doc_id in enumerate(ranking, start=1):
-            scores[doc_id] = scores.get(doc_id, 0.0) + weight / (k + rank)
-    order = {doc_id: i for i, doc_id in enumerate(scores)}
-    return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
+    """Weighted reciprocal rank fusion (:func:`hybrid.rrf`) as ``(id, score)`` best first; ties
+    keep the order of first appearance."""
+    scores = rrf(rankings, k=k, weights=weights)
+    return [(doc_id, scores[doc_id]) for doc_id in ranked(scores)]
 
 
 def recent(

@@ -9,27 +9,16 @@ re-embeds everything instead of ever comparing vectors of two different spaces.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ExtraNotInstalledError, LLMError
+from .embedders import Embedder
 from .index import IndexDoc, SearchIndex
 
 if TYPE_CHECKING:
     import numpy
 
 EMBED_BATCH = 64
-
-
-class Embedder(Protocol):
-    """Texts to fixed-size vectors; ``model`` names the vector space (as in search.embedders)."""
-
-    @property
-    def model(self) -> str: ...
-
-    @property
-    def dimension(self) -> int: ...
-
-    def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]: ...
 
 
 def _numpy() -> Any:
