@@ -46,9 +46,13 @@ def test_sync_adds_updates_removes_and_skips_on_same_version(index: SearchIndex)
 
 def test_agents_are_separate(index: SearchIndex) -> None:
     index.sync("a", docs(("o1", "alpha beta")))
-    index.sync("b", docs(("o1", "gamma")))
-    assert ids(index, "alpha", "a") == ["o1"]
-    assert ids(index, "alpha", "b") == []
+    index.sync("b", docs(("o1", "gamma alpha")))
+    assert ids(index, "beta", "a") == ["o1"]
+    assert ids(index, "beta", "b") == []
+    assert ids(index, "alpha", "unknown") == []
+    index.drop("a")
+    assert ids(index, "alpha", "a") == []
+    assert ids(index, "alpha", "b") == ["o1"]
 
 
 def test_porter_stemming_matches_word_forms(index: SearchIndex) -> None:
@@ -157,8 +161,25 @@ def test_schema_is_versioned_and_reopening_is_idempotent(tmp_path: Path) -> None
     rows = again.conn.execute(
         "SELECT name FROM _markus_migrations WHERE migration_set = 'search-index'"
     ).fetchall()
-    assert rows == [("m001_knowledge_index",)]
+    assert rows == [("m001_knowledge_index",), ("m002_agent_slots",)]
     assert ensure_schema(again.conn) == []
+
+
+def test_m002_empties_an_m001_index_and_the_next_sync_refills_it(tmp_path: Path) -> None:
+    from markus_memory.search.index import connect, migrations
+    from markus_memory.storage.migrations import SqliteMigrationTarget
+
+    conn = connect(tmp_path / "old.db")
+    migrations.apply(SqliteMigrationTarget(conn), stop_before="m002_agent_slots")
+    conn.execute(
+        "INSERT INTO search_docs (agent_id, doc_id, kind, digest) VALUES ('a','x','k','d')"
+    )
+    conn.execute("INSERT INTO search_state (agent_id, version) VALUES ('a', 'v1')")
+    assert ensure_schema(conn) == ["m002_agent_slots"]
+    index = SearchIndex(conn)
+    assert index.version("a") is None and index.doc_ids("a") == set()
+    assert index.sync("a", docs(("x", "back again")), "v1").added == 1
+    assert ids(index, "again") == ["x"]
 
 
 def test_needs_autocommit_connection() -> None:
