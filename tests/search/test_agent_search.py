@@ -102,3 +102,14 @@ def test_hybrid_through_the_facade(isolated_home: Path) -> None:
         assert hit.similarity is not None
         # item 30: semantic hits keep the observation's timestamp and tags
         assert (hit.id, hit.timestamp, hit.tags) == (obs.id, obs.timestamp, ("db",))
+
+
+def test_item29_cjk_and_tag_removal_through_the_facade(isolated_home: Path) -> None:
+    with open_agent("alice") as mem:
+        cn = mem.knowledge.save_observation("我们决定把数据库迁移推迟到下个季度", tags=["决定"])
+        jp = mem.knowledge.save_observation("本番環境のデプロイは金曜日には行わない")
+        assert ids(mem, "数据库的迁移") == [cn.id]
+        assert ids(mem, "金曜日のデプロイ") == [jp.id]
+        assert ids(mem, "猫") == []
+        mem.knowledge.remove_observations_by_tag("决定")
+        assert ids(mem, "数据库的迁移") == []
