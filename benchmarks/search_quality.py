@@ -90,7 +90,7 @@ def rankers(fixture: Fixture, embedder: Embedder | None = None) -> dict[str, Ran
     ]
     if embedder is not None:
         hybrid = MemorySearcher("a", default, embedder)
-        hybrid.search("warm up", fixture.observations, fixture.sections, version="v")
+        hybrid.sync(hybrid.corpus(fixture.observations, fixture.sections, "v"), "v")
         out["vectors only (min similarity 0)"] = lambda q: _vector_ranking(hybrid, fixture, q)
         for weight in (1.0, 0.5):
             searcher = MemorySearcher(
