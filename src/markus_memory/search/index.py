@@ -22,24 +22,18 @@ from pathlib import Path
 
 from ..errors import StorageError
 from ..storage.migrations import Migrations, SqliteMigrationTarget
+from .analysis import STOP_WORDS
+from .analysis import quote_fts as quote
 from .keyword import CJK_RUN
 
 DEFAULT_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
-# Function words that carry no topic, dropped from BM25 queries. Measured on the labelled store
-# of benchmarks/search_quality.py (48 queries, 500 observations, curated part at its cap), MRR@10:
-# porter+stop 0.958, porter 0.917, unicode61+stop 0.847, unicode61 0.822, original keyword 0.787.
-# Stemming and stop words each help; "how"/"the" no longer pull every document into the OR.
-STOP_WORDS = frozenset(
-    """a about above after again all also am an and any are as at be because been before being
-    below between both but by can could did do does doing done down during each few for from
-    further had has have having he her here hers him his how i if in into is it its itself just
-    me more most my no nor not of off on once only or other our ours out over own same she should
-    so some such than that the their theirs them then there these they this those through to too
-    under until up us very was we were what when where which while who whom why will with would
-    you your yours""".split()
-)
-
+# Stop words are dropped from BM25 queries (search.analysis, shared with transcript recall).
+# Measured on the labelled store of benchmarks/search_quality.py (48 lexical queries, 500
+# observations, curated part at its cap), MRR@10: porter+stop 0.958, porter 0.917,
+# unicode61+stop 0.847, unicode61 0.822, original keyword 0.787. Stemming and stop words each
+# help; "how"/"the" no longer pull every document into the OR. This module's earlier 120-word
+# list and analysis' 173-word list score the same (0.958).
 SLOT_BITS = 32
 _ALNUM_RUN = re.compile(r"[^\W_]+")
 
@@ -86,11 +80,6 @@ def _grams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
-def quote(term: str) -> str:
-    """A term as an FTS5 string literal: nothing inside it is query syntax."""
-    return '"' + term.replace("\0", "").replace('"', '""') + '"'
-
-
 def fts_terms(tokens: Sequence[str], *, stop_words: frozenset[str] = STOP_WORDS) -> list[str]:
     """The quoted FTS5 terms for search tokens (see :func:`keyword.tokenize`).
 
@@ -129,10 +118,11 @@ def create_schema(conn: sqlite3.Connection, tokenizer: str = DEFAULT_TOKENIZER) 
         " digest TEXT NOT NULL,"
         " UNIQUE (agent_id, doc_id))"
     )
+    if not re.fullmatch(r"[a-z0-9_ ]+", tokenizer):
+        raise StorageError(f"unexpected FTS5 tokenizer spec {tokenizer!r}")
+    # DDL takes no parameters; the spec is one of our constants, checked above.
     conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(body, tokenize=?)".replace(
-            "?", quote(tokenizer).replace('"', "'")
-        )
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(body, tokenize='{tokenizer}')"
     )
     conn.execute(
         "CREATE TABLE IF NOT EXISTS search_vectors ("
