@@ -48,6 +48,8 @@ class RankingOptions:
     * ``neighbour_weight`` / ``neighbour_window``: a hit lends ``weight ** distance`` of its
       score to the turns up to ``window`` away in its session (question and reply around it).
     * ``session_weight``: every candidate gains this share of its session's best score.
+    * ``common_docs`` / ``common_share`` / ``recent_window``: query-cost bounds for large
+      histories (see ``ConversationIndex._prune_common``).
     * ``vector_weight``: weight of the min-max scaled cosine scores against the max-scaled
       lexical scores (``fusion="score"``) or of the vector list in reciprocal rank fusion
       (``fusion="rrf"``); used only with an embedder.
@@ -64,6 +66,9 @@ class RankingOptions:
     smooth_dense: bool = False
     fusion: str = "score"
     rrf_k: int = 60
+    common_docs: int = 2_000
+    common_share: float = 0.02
+    recent_window: int = 20_000
 
 
 class ConversationIndex:
@@ -97,6 +102,7 @@ class ConversationIndex:
         self._turns: dict[int, Turn] = {}
         self._ids: dict[tuple[str, int], int] = {}
         self._speakers: set[str] = set()
+        self._df: dict[str, int] = {}
         self._embedder = embedder
         self._vectors: dict[int, Any] = {}
         self._matrix: Any = None
@@ -137,10 +143,32 @@ class ConversationIndex:
         rowid = int(cursor.lastrowid or 0)
         self._db.execute("INSERT INTO turns_fts (rowid, text) VALUES (?, ?)", (rowid, turn.text))
         if existing is not None:
-            del self._turns[existing]
+            self._count_words(self._turns.pop(existing).text, -1)
+        self._count_words(turn.text, 1)
         self._turns[rowid] = turn
         self._ids[key] = rowid
         self._speakers.update(words(speaker))
+
+    def _count_words(self, text: str, delta: int) -> None:
+        df = self._df
+        for word in set(words(text)):
+            df[word] = df.get(word, 0) + delta
+
+    def _prune_common(self, terms: list[str]) -> tuple[list[str], bool]:
+        """Drop terms so common that ranking all their rows would dominate the query cost.
+
+        A term in more than ``max(common_docs, common_share * N)`` turns (by its unstemmed
+        document frequency, a lower bound) adds little to bm25 (its idf is near 0) but costs a
+        walk over its whole posting list. Small histories never prune. If every term is that
+        common, the rarest one is kept and only the newest ``recent_window`` turns are ranked
+        (the second value says so); ``recent_window`` bounds that.
+        """
+        total = len(self._turns)
+        limit = max(self.options.common_docs, self.options.common_share * total)
+        kept = [term for term in terms if self._df.get(term, 0) <= limit]
+        if kept or not terms:
+            return kept, False
+        return [min(terms, key=lambda term: self._df.get(term, 0))], True
 
     def set_embedder(self, embedder: Embedder | None) -> None:
         """Use another embedder; a different model re-embeds every indexed turn."""
@@ -219,7 +247,9 @@ class ConversationIndex:
             return []
         with self._lock:
             where, params = _filters(session_id, role, since, until)
-            allowed = None if not where else self._allowed(where, params)
+            allowed = (
+                None if not where else _TurnFilter(session_id, role, since, until, self._turns)
+            )
             lexical = self._smooth(self._bm25(query, where, params), allowed)
             dense = self._dense(query, allowed)
             if self.options.dense_speaker_boost and dense:
@@ -247,26 +277,28 @@ class ConversationIndex:
             order = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[:limit]
             return [RankedTurn(self._turns[rowid], scores[rowid]) for rowid in order]
 
-    def _allowed(self, where: str, params: list[Any]) -> set[int]:
-        rows = self._db.execute(f"SELECT id FROM turns t WHERE {where}", params)
-        return {int(row[0]) for row in rows}
-
     def _bm25(self, query: str, where: str, params: list[Any]) -> dict[int, float]:
         terms = query_terms(query)
         options = self.options
         boost_speakers = [term for term in terms if term in self._speakers]
         if options.strip_speaker_names and len(boost_speakers) < len(terms):
             terms = [term for term in terms if term not in self._speakers]
+        terms, recent_only = self._prune_common(terms)
         if not terms:
             return {}
         match = " OR ".join(quote_fts(term) for term in terms)
+        clauses = [where] if where else []
+        extra: list[Any] = list(params)
+        if recent_only:
+            clauses.append("f.rowid > ?")
+            extra.append(max(self._turns) - self.options.recent_window)
         sql = (
             "SELECT f.rowid, bm25(turns_fts) AS score, t.speaker FROM turns_fts f "
             "JOIN turns t ON t.id = f.rowid WHERE turns_fts MATCH ?"
-            + (f" AND {where}" if where else "")
+            + "".join(f" AND {clause}" for clause in clauses)
             + " ORDER BY score LIMIT ?"
         )
-        rows = self._db.execute(sql, [match, *params, options.candidates])
+        rows = self._db.execute(sql, [match, *extra, options.candidates])
         scores: dict[int, float] = {}
         for rowid, score, speaker in rows:
             value = -float(score)
@@ -275,7 +307,7 @@ class ConversationIndex:
             scores[int(rowid)] = value
         return scores
 
-    def _dense(self, query: str, allowed: set[int] | None) -> dict[int, float]:
+    def _dense(self, query: str, allowed: _TurnFilter | None) -> dict[int, float]:
         if self._embedder is None or self.options.vector_weight <= 0 or not self._vectors:
             return {}
         import numpy as np
@@ -286,7 +318,7 @@ class ConversationIndex:
         vector = np.asarray(self._embedder.embed([query])[0], dtype=np.float32)
         sims = self._matrix @ vector
         if allowed is not None:
-            mask = np.fromiter((rowid in allowed for rowid in self._matrix_ids), dtype=bool)
+            mask = np.fromiter((allowed(rowid) for rowid in self._matrix_ids), dtype=bool)
             sims = np.where(mask, sims, -np.inf)
         count = min(self.options.candidates, len(self._matrix_ids))
         top = np.argpartition(-sims, count - 1)[:count]
@@ -308,7 +340,7 @@ class ConversationIndex:
             return rrf(rankings, k=self.options.rrf_k, weights=[1.0, weight])
         return weighted_sum([lexical, min_max(dense)], [1.0, weight])
 
-    def _smooth(self, scores: dict[int, float], allowed: set[int] | None) -> dict[int, float]:
+    def _smooth(self, scores: dict[int, float], allowed: _TurnFilter | None) -> dict[int, float]:
         beta = self.options.neighbour_weight
         if beta <= 0 or not scores:
             return scores
@@ -320,7 +352,7 @@ class ConversationIndex:
             window = self.options.neighbour_window
             for delta in [d for d in range(-window, window + 1) if d]:
                 other = self._ids.get((turn.session_id, turn.index + delta))
-                if other is None or (allowed is not None and other not in allowed):
+                if other is None or (allowed is not None and not allowed(other)):
                     continue
                 out[other] = out.get(other, 0.0) + beta ** abs(delta) * value
         return out
@@ -347,3 +379,40 @@ def _filters(
         clauses.append("t.ts <= ?")
         params.append(epoch_ms(until))
     return " AND ".join(clauses), params
+
+
+class _TurnFilter:
+    """The search filters as a predicate on row ids (the same test as the SQL in _filters)."""
+
+    def __init__(
+        self,
+        session_id: str | None,
+        role: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        turns: Mapping[int, Turn],
+    ) -> None:
+        self._session_id = session_id
+        self._role = role.lower() if role is not None else None
+        self._since = epoch_ms(since) if since is not None else None
+        self._until = epoch_ms(until) if until is not None else None
+        self._turns = turns
+
+    def __call__(self, rowid: int) -> bool:
+        turn = self._turns[rowid]
+        if self._session_id is not None and turn.session_id != self._session_id:
+            return False
+        if self._role is not None and self._role not in (
+            turn.role.lower(),
+            (turn.speaker or turn.role).lower(),
+        ):
+            return False
+        if self._since is not None or self._until is not None:
+            if turn.timestamp is None:
+                return False
+            stamp = epoch_ms(turn.timestamp)
+            if self._since is not None and stamp < self._since:
+                return False
+            if self._until is not None and stamp > self._until:
+                return False
+        return True
