@@ -12,6 +12,7 @@ from typing import Any
 from ..config import epoch_ms
 from .analysis import query_terms, quote_fts, words
 from .embedders import Embedder
+from .filters import TurnFilter, sql_filters
 from .hybrid import min_max, rrf, weighted_sum
 from .transcript_vectors import TranscriptVectorStore, model_key, text_digest
 
@@ -246,10 +247,8 @@ class ConversationIndex:
         if limit <= 0:
             return []
         with self._lock:
-            where, params = _filters(session_id, role, since, until)
-            allowed = (
-                None if not where else _TurnFilter(session_id, role, since, until, self._turns)
-            )
+            where, params = sql_filters(session_id, role, since, until)
+            allowed = None if not where else TurnFilter(session_id, role, since, until, self._turns)
             lexical = self._smooth(self._bm25(query, where, params), allowed)
             dense = self._dense(query, allowed)
             if self.options.dense_speaker_boost and dense:
@@ -307,7 +306,7 @@ class ConversationIndex:
             scores[int(rowid)] = value
         return scores
 
-    def _dense(self, query: str, allowed: _TurnFilter | None) -> dict[int, float]:
+    def _dense(self, query: str, allowed: TurnFilter | None) -> dict[int, float]:
         if self._embedder is None or self.options.vector_weight <= 0 or not self._vectors:
             return {}
         import numpy as np
@@ -340,7 +339,7 @@ class ConversationIndex:
             return rrf(rankings, k=self.options.rrf_k, weights=[1.0, weight])
         return weighted_sum([lexical, min_max(dense)], [1.0, weight])
 
-    def _smooth(self, scores: dict[int, float], allowed: _TurnFilter | None) -> dict[int, float]:
+    def _smooth(self, scores: dict[int, float], allowed: TurnFilter | None) -> dict[int, float]:
         beta = self.options.neighbour_weight
         if beta <= 0 or not scores:
             return scores
@@ -359,60 +358,3 @@ class ConversationIndex:
 
     def close(self) -> None:
         self._db.close()
-
-
-def _filters(
-    session_id: str | None, role: str | None, since: datetime | None, until: datetime | None
-) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if session_id is not None:
-        clauses.append("t.session = ?")
-        params.append(session_id)
-    if role is not None:
-        clauses.append("(lower(t.role) = ? OR t.speaker = ?)")
-        params.extend([role.lower(), role.lower()])
-    if since is not None:
-        clauses.append("t.ts >= ?")
-        params.append(epoch_ms(since))
-    if until is not None:
-        clauses.append("t.ts <= ?")
-        params.append(epoch_ms(until))
-    return " AND ".join(clauses), params
-
-
-class _TurnFilter:
-    """The search filters as a predicate on row ids (the same test as the SQL in _filters)."""
-
-    def __init__(
-        self,
-        session_id: str | None,
-        role: str | None,
-        since: datetime | None,
-        until: datetime | None,
-        turns: Mapping[int, Turn],
-    ) -> None:
-        self._session_id = session_id
-        self._role = role.lower() if role is not None else None
-        self._since = epoch_ms(since) if since is not None else None
-        self._until = epoch_ms(until) if until is not None else None
-        self._turns = turns
-
-    def __call__(self, rowid: int) -> bool:
-        turn = self._turns[rowid]
-        if self._session_id is not None and turn.session_id != self._session_id:
-            return False
-        if self._role is not None and self._role not in (
-            turn.role.lower(),
-            (turn.speaker or turn.role).lower(),
-        ):
-            return False
-        if self._since is not None or self._until is not None:
-            if turn.timestamp is None:
-                return False
-            stamp = epoch_ms(turn.timestamp)
-            if self._since is not None and stamp < self._since:
-                return False
-            if self._until is not None and stamp > self._until:
-                return False
-        return True
