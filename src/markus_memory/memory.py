@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 import threading
 from collections.abc import Iterator, Mapping
 from datetime import datetime
@@ -9,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ._fs import AgentLock, atomic_write_text, validate_id
+from ._fs import AgentLock, atomic_write_text, signature, validate_id
 from .config import AgentPaths, Settings, parse_iso
 from .errors import MarkusMemoryError, MigrationError
 from .layers.activities import ActivityLog
@@ -22,10 +24,14 @@ from .layers.sessions import AppendedMessage, SessionStore, message_text
 from .layers.state import StateFile
 from .search.conversation import Turn
 from .search.embedders import Embedder
+from .search.index import SearchIndex, open_index
+from .search.memory_search import MemorySearcher, SearchResult
 from .search.recall import ConversationHit, TranscriptRecall, speaker_of
 from .search.transcript_vectors import TranscriptVectorStore
 from .storage.base import EpisodicStore
 from .storage.sqlite import SqliteStore
+
+log = logging.getLogger(__name__)
 
 
 class AgentMemory:
@@ -46,6 +52,7 @@ class AgentMemory:
         self.roles = RoleLoader(*layer_args)
         self.knowledge = KnowledgeFile(*layer_args)
         self.embedder = embedder
+        self._searcher: MemorySearcher | None = None
         self._transcripts = TranscriptRecall(
             self._stored_turns,
             embedder=embedder,
@@ -110,6 +117,47 @@ class AgentMemory:
                 raise MigrationError(
                     f"legacy migration failed, nothing was deleted: {exc}"
                 ) from exc
+
+    def search(self, query: str | None, limit: int = 10, type: str | None = None) -> SearchResult:
+        """``memory_search``: observations and curated sections matching ``query``, best first.
+
+        An empty query lists the ``limit`` most recent observations (of ``type``). Hand edits of
+        knowledge.md are picked up here: the derived indexes follow the file's signature.
+        """
+        seen = signature(self.paths.knowledge)  # taken before the read: a race only re-syncs
+        doc = self.knowledge.read()
+        version = None if seen is None else f"{seen.inode}:{seen.size}:{seen.mtime_ns}"
+        return self._memory_searcher().search(
+            query, doc.observations, doc.sections, version=version, limit=limit, type=type
+        )
+
+    def rebuild_search_index(self) -> None:
+        """Drop and re-derive this agent's search index (BM25 and vectors) from knowledge.md."""
+        searcher = self._memory_searcher()
+        seen = signature(self.paths.knowledge)
+        doc = self.knowledge.read()
+        version = None if seen is None else f"{seen.inode}:{seen.size}:{seen.mtime_ns}"
+        searcher.rebuild(searcher.corpus(doc.observations, doc.sections, None), version)
+
+    def _memory_searcher(self) -> MemorySearcher:
+        if self._searcher is None:
+            limits = self.settings.limits
+            self._searcher = MemorySearcher(
+                self.agent_id,
+                self._open_search_index(),
+                self.embedder,
+                curated_boost=limits.curated_search_boost,
+                preview_chars=limits.curated_hit_preview_chars,
+            )
+        return self._searcher
+
+    def _open_search_index(self) -> SearchIndex | None:
+        try:
+            self.settings.home.mkdir(parents=True, exist_ok=True)
+            return open_index(self.settings.database_path)
+        except (OSError, sqlite3.Error, MarkusMemoryError) as exc:
+            log.warning("search index unavailable, keyword search only: %s", exc)
+            return None
 
     def recall_conversation(
         self,
@@ -178,6 +226,9 @@ class AgentMemory:
     def close(self) -> None:
         """Flush and release everything this handle holds. Safe to call twice."""
         self.sessions.close()
+        if self._searcher is not None and self._searcher.index is not None:
+            self._searcher.index.conn.close()
+        self._searcher = None
         self._transcripts.close()
         with self._store_guard:
             store, self._store = self._store, None
