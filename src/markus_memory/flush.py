@@ -29,6 +29,7 @@ FLUSH_HEADER = "[MEMORY FLUSH — System Request]"
 NOTHING_TO_SAVE = "No important information to save."
 TRANSCRIPT_MESSAGES = 40
 TRANSCRIPT_MESSAGE_CHARS = 2000
+TRANSCRIPT_TOTAL_CHARS = 24_000
 MAX_ROUNDS = 3
 
 FLUSH_PROMPT = f"""{FLUSH_HEADER}
@@ -86,10 +87,14 @@ def skip_reason(messages: Sequence[Mapping[str, Any]], limits: Limits) -> str | 
     )
 
 
-def render_transcript(messages: Sequence[Mapping[str, Any]], max_chars: int) -> str:
-    """The transcript as plain text lines ``role: content`` (each message clipped)."""
-    lines = []
-    for message in messages:
+def render_transcript(
+    messages: Sequence[Mapping[str, Any]], max_chars: int, total_chars: int = 10**9
+) -> str:
+    """The transcript as ``role: content`` blocks, each clipped to ``max_chars``; the oldest
+    messages are left out when the whole would exceed ``total_chars``."""
+    lines: list[str] = []
+    used = 0
+    for message in reversed(messages):
         role = str(message.get("role", "?"))
         text = _text(message)
         if text is None:
@@ -99,8 +104,12 @@ def render_transcript(messages: Sequence[Mapping[str, Any]], max_chars: int) -> 
         calls = message.get("toolCalls")
         if calls:
             text += " [tool calls: " + json.dumps(calls, ensure_ascii=False, default=str) + "]"
-        lines.append(f"{role}: {text}")
-    return "\n\n".join(lines)
+        line = f"{role}: {text}"
+        if lines and used + len(line) > total_chars:
+            break
+        lines.append(line)
+        used += len(line) + 2
+    return "\n\n".join(reversed(lines))
 
 
 @dataclass(frozen=True)
@@ -179,7 +188,9 @@ def memory_flush(
     skip = skip_reason(history, limits)
     if skip is not None:
         return FlushReport(False, skip)
-    transcript = render_transcript(history[-transcript_messages:], TRANSCRIPT_MESSAGE_CHARS)
+    transcript = render_transcript(
+        history[-transcript_messages:], TRANSCRIPT_MESSAGE_CHARS, TRANSCRIPT_TOTAL_CHARS
+    )
     allowed = tool_names(FLUSH_SCENARIO)
     tools = tool_schemas("openai", scenario=FLUSH_SCENARIO)
     conversation = _flush_messages(transcript)
