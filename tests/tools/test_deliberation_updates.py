@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
-from markus_memory import AgentMemory
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from markus_memory import AgentMemory, open_agent
 from markus_memory.tools import apply_memory_updates, is_tool_error_result
 
 from .conftest import files_digest
@@ -54,3 +57,25 @@ def test_bad_items_are_errors_and_write_nothing(memory: AgentMemory) -> None:
     assert all(is_tool_error_result(r) for r in apply_memory_updates(memory, "{not json"))
     assert all(is_tool_error_result(r) for r in apply_memory_updates(memory, {"type": "x"}))
     assert files_digest(memory.directory) == before
+
+
+def test_fuzz_memory_updates_never_raise(tmp_path) -> None:
+    leaf = st.none() | st.booleans() | st.integers() | st.text(max_size=20)
+    item = st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.sampled_from(["working", "longterm", "x"]) | leaf,
+            "key": leaf,
+            "content": leaf,
+            "mode": leaf,
+        },
+    )
+    with open_agent("agt_delib", home=tmp_path / "d") as mem:
+
+        @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @given(st.lists(item | leaf, max_size=4) | leaf)
+        def run(updates: object) -> None:
+            for result in apply_memory_updates(mem, updates):
+                assert isinstance(json.loads(result), dict)
+
+        run()
