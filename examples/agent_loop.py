@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from markus_memory import AgentMemory, open_agent
+from markus_memory.errors import LLMError
 from markus_memory.flush import FlushTracker
 from markus_memory.llm import ChatModel, OpenAIChatModel
 from markus_memory.prompt import render_memory_context
@@ -104,6 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     context_window=args.context_window,
                 )
                 print(f"> {text}\n{reply}\n")
+    except LLMError as exc:  # the memory is consistent: every write was already durable
+        print(f"model error: {exc}", file=sys.stderr)
+        return 1
     finally:
         model.close()
     return 0

@@ -222,3 +222,24 @@ def test_agent_loop_flushes_before_the_context_fills(example: ModuleType, tmp_pa
     assert "Decision: Postgres 16" in (agent_dir / "knowledge.md").read_text()
     sys_files = list((agent_dir / "sessions").glob("sys_*"))
     assert sys_files, "the flush turn is recorded as a sys_ session"
+
+
+def test_agent_loop_reports_a_model_failure_and_exits_1(
+    example: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script: list[Reply] = [lambda body: _completion(None, [_tool_call("c", "memory_save", [])])]
+    with FakeOpenAI(script) as server:
+        code = example.main(
+            [
+                "--base-url",
+                server.base_url,
+                "--model",
+                "fake",
+                "--agent",
+                "carol",
+                "--home",
+                str(tmp_path / "home"),
+                "hello",
+            ]
+        )
+    assert code == 1 and "model error" in capsys.readouterr().err
