@@ -4,6 +4,8 @@ EXPECTED = {
     "AgentMemory",
     "BackendUnavailableError",
     "BusyError",
+    "ContextTurn",
+    "ConversationHit",
     "CorruptFileError",
     "ExtraNotInstalledError",
     "InvalidIdError",

@@ -16,6 +16,7 @@ from .errors import (
     StorageError,
 )
 from .memory import AgentMemory, open_agent
+from .search.recall import ContextTurn, ConversationHit
 
 __version__ = "0.1.0"
 
@@ -23,6 +24,8 @@ __all__ = [
     "AgentMemory",
     "BackendUnavailableError",
     "BusyError",
+    "ContextTurn",
+    "ConversationHit",
     "CorruptFileError",
     "ExtraNotInstalledError",
     "InvalidIdError",
