@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from markus_memory.config import Settings
 from markus_memory.errors import InvalidInputError
-from markus_memory.memory import open_agent
+from markus_memory.memory import AgentMemory, open_agent
+from markus_memory.storage.base import ChatMessage, ChatSession, Decision, MailboxItem
+from markus_memory.storage.sqlite import SqliteStore
 from markus_memory.transfer import agent_ids, export_agent
+from markus_memory.transfer._rows import AgentRows, read_rows
 from tests.postgres_support import new_agent_id, postgres_url
 
 __all__ = ["postgres_url"]
@@ -28,6 +32,7 @@ def _populate(settings: Settings, agent_id: str) -> None:
         mem.sessions.append(session.id, {"role": "user", "content": "hello ✓"})
         mem.sessions.flush()
         mem.daily_log.write("a quiet day")
+        _rows(mem)
         root = mem.paths.root
     (root / "role").mkdir(exist_ok=True)
     (root / "role" / "ROLE.md").write_bytes("\ufeff# Reviewer\r\nChecks PRs.\r\n".encode())
@@ -35,6 +40,32 @@ def _populate(settings: Settings, agent_id: str) -> None:
     (root / "MEMORY.md").write_bytes(b"# MEMORY\n\n## Legacy\nkept verbatim\n")
     (root / "notes.txt").write_bytes(b"\x00\xffnot utf-8 and not a document")
     os.utime(root / "notes.txt", ns=(1_600_000_000_123_456_789, 1_600_000_000_123_456_789))
+
+
+def _rows(mem: AgentMemory) -> None:
+    """Episodic rows of every kind (activities with logs, mailbox, decisions, chat)."""
+    agent = mem.agent_id
+    box, chat = f"mbx_{agent}", f"chat_{agent}"
+    done = mem.activities.start("task", "review the PR", task_id="t1", mailbox_item_id=box)
+    mem.activities.log(done, "tool", "ran the tests", {"ok": True})
+    mem.activities.log(done, "note", "all green")
+    mem.activities.end(done)
+    mem.activities.log(mem.activities.start("chat", "still running"), "msg", "hello")
+    at = datetime(2026, 7, 1, 12, tzinfo=timezone.utc)
+    mem.store.save_mailbox_item(MailboxItem(box, agent, "human_chat", at, payload={"q": 1}))
+    mem.store.record_decision(Decision(f"dec_{agent}", agent, "pick", box, at, reasoning="why"))
+    mem.store.create_chat_session(ChatSession(chat, agent, at, title="Hi", is_main=True))
+    for i in range(3):
+        message = ChatMessage(f"{chat}_{i}", chat, agent, "user", f"message {i}", at, {"i": i})
+        mem.store.append_chat_message(message)
+
+
+def _episodic(settings: Settings, agent_id: str) -> AgentRows:
+    store = SqliteStore(settings.database_path)
+    try:
+        return read_rows(store, agent_id)
+    finally:
+        store.close()
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -67,6 +98,9 @@ def test_files_to_postgres_to_files_is_byte_for_byte(postgres_url: str, tmp_path
     back = export_agent(on_pg, files_c, first)
     assert back.agents == (first,)
 
+    rows = _episodic(files_a, first)
+    assert there.rows == 2 * rows.count and len(rows.activities) == 2 and len(rows.chats) == 1
+    assert _episodic(on_pg, first) == rows == _episodic(files_c, first)
     a_root, b_root, c_root = (s.agent_dir(first) for s in (files_a, on_pg, files_c))
     assert _tree(c_root) == _tree(a_root)
     assert _mtimes_ms(c_root) == _mtimes_ms(a_root)
@@ -102,7 +136,7 @@ def test_files_to_postgres_to_files_is_byte_for_byte(postgres_url: str, tmp_path
         assert mem.search("TypeScript").hits
         mem.notebook.upsert("after-move", "written on PostgreSQL")
     again = export_agent(on_pg, files_c, first, replace=True)
-    assert again.removed == 0
+    assert again.removed == 0 and again.rows == 0  # the same rows are already there
     assert "## after-move" in (c_root / "NOTEBOOK.md").read_text(encoding="utf-8")
 
 
@@ -122,3 +156,13 @@ def test_the_destination_must_be_empty_unless_replacing(tmp_path: Path) -> None:
 def test_a_memory_is_never_exported_onto_itself(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="same memory"):
         export_agent(Settings(home=tmp_path), Settings(home=tmp_path))
+
+
+def test_different_rows_at_the_destination_are_refused_before_writing(tmp_path: Path) -> None:
+    src, dst = Settings(home=tmp_path / "a"), Settings(home=tmp_path / "b")
+    _populate(src, "agt_one")
+    with open_agent("agt_one", settings=dst) as mem:
+        mem.activities.start("task", "something else")
+    with pytest.raises(InvalidInputError, match="never merged"):
+        export_agent(src, dst, "agt_one", replace=True)
+    assert not (dst.agent_dir("agt_one") / "NOTEBOOK.md").exists()

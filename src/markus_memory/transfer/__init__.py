@@ -11,8 +11,14 @@ temporary files (names starting with ``.``) are not copied.
 Nothing is read through the layers, so a copy never migrates, normalises or prunes anything:
 files → PostgreSQL → files gives back the same bytes. The destination agent must be empty
 unless ``replace=True``, which makes it an exact mirror (documents the source lacks are
-removed). Episodic rows (``data.db``: activities, chat rows, transcript index) are not moved
-here yet; they stay in each home's SQLite file.
+removed).
+
+Episodic rows (activities with their logs, mailbox items, decisions, chat sessions and
+messages) are copied through the ``EpisodicStore`` protocol when the two sides use different
+stores; derived indexes (full-text, transcript index, vectors) are rebuilt, not copied. Rows
+are never merged: a destination that already holds different rows for the agent is refused,
+one that holds the same rows is left alone. The episodic store of a side is the SQLite file
+``<home>/data.db`` (the PostgreSQL episodic store plugs in here when it lands).
 """
 
 from __future__ import annotations
@@ -24,11 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._docs import DocumentStore, is_document_name
-from ._fs import AgentLock, atomic_write_bytes, validate_id
-from ._fs_docs import FileDocuments
-from .config import AgentPaths, Settings
-from .errors import InvalidInputError
+from .._docs import DocumentStore, is_document_name
+from .._fs import AgentLock, atomic_write_bytes, validate_id
+from .._fs_docs import FileDocuments
+from ..config import AgentPaths, Settings
+from ..errors import InvalidInputError
+from ..storage.base import EpisodicStore
+from ..storage.sqlite import SqliteStore
+from ._rows import AgentRows, read_rows, write_rows
 
 __all__ = ["TransferReport", "agent_ids", "export_agent", "import_agent"]
 
@@ -41,6 +50,7 @@ class TransferReport:
     documents: int
     files: int
     removed: int = 0
+    rows: int = 0
 
 
 class _Side:
@@ -49,8 +59,9 @@ class _Side:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.pool: Any = None
+        self._episodic: EpisodicStore | None = None
         if settings.documents_on_postgres and settings.database_url is not None:
-            from .storage.pg_documents import open_pool
+            from ..storage.pg_documents import open_pool
 
             self.pool = open_pool(settings.database_url, timeout=settings.lock_timeout_seconds)
 
@@ -63,7 +74,7 @@ class _Side:
             return FileDocuments(
                 paths.root, AgentLock(paths.lock, self.settings.lock_timeout_seconds)
             )
-        from .storage.pg_documents import PostgresDocuments
+        from ..storage.pg_documents import PostgresDocuments
 
         return PostgresDocuments(
             self.pool, agent_id, lock_timeout=self.settings.lock_timeout_seconds
@@ -75,14 +86,24 @@ class _Side:
         if agents_dir.is_dir():
             found |= {p.name for p in agents_dir.iterdir() if p.is_dir()}
         if self.pool is not None:
-            from .storage.pg_documents import list_agents
+            from ..storage.pg_documents import list_agents
 
             found |= set(list_agents(self.pool))
         return sorted(found)
 
+    def episodic(self) -> EpisodicStore:
+        if self._episodic is None:
+            self._episodic = SqliteStore(self.settings.database_path)
+        return self._episodic
+
+    def episodic_place(self) -> Path:
+        return self.settings.database_path.expanduser().resolve()
+
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()
+        if self._episodic is not None:
+            self._episodic.close()
 
 
 @contextmanager
@@ -125,7 +146,28 @@ def _plain_files(root: Path) -> Iterator[tuple[str, Path]]:
             yield relative, path
 
 
-def _copy_agent(source: _Side, target: _Side, agent_id: str, replace: bool) -> tuple[int, int, int]:
+def _rows_to_copy(source: _Side, target: _Side, agent_id: str) -> AgentRows | None:
+    """The rows to write at the destination (None: nothing to do); refuses divergent rows."""
+    if source.episodic_place() == target.episodic_place():
+        return None
+    if not source.settings.database_path.exists():
+        return None
+    rows = read_rows(source.episodic(), agent_id)
+    present = read_rows(target.episodic(), agent_id)
+    if present.empty:
+        return None if rows.empty else rows
+    if present != rows:
+        raise InvalidInputError(
+            f"agent {agent_id!r} already has other episodic rows (activities, mailbox, chat) "
+            "at the destination; rows are never merged or overwritten"
+        )
+    return None
+
+
+def _copy_agent(
+    source: _Side, target: _Side, agent_id: str, replace: bool
+) -> tuple[int, int, int, int]:
+    rows = _rows_to_copy(source, target, agent_id)
     src_docs, dst_docs = source.documents(agent_id), target.documents(agent_id)
     src_root, dst_root = source.paths(agent_id).root, target.paths(agent_id).root
     try:
@@ -156,12 +198,12 @@ def _copy_agent(source: _Side, target: _Side, agent_id: str, replace: bool) -> t
                 if relative not in copied:
                     path.unlink()
                     removed += 1
-            if isinstance(dst_docs, FileDocuments) or files:
-                dst_root.mkdir(parents=True, exist_ok=True)
+            if rows is not None:
+                write_rows(target.episodic(), rows)
     finally:
         src_docs.close()
         dst_docs.close()
-    return len(texts), len(files), removed
+    return len(texts), len(files), removed, 0 if rows is None else rows.count
 
 
 def export_agent(
@@ -182,11 +224,11 @@ def export_agent(
         raise InvalidInputError("source and destination are the same memory")
     with _sides(src_settings, dst_settings) as (source, target):
         ids = [validate_id("agent id", agent_id)] if agent_id is not None else source.agent_ids()
-        documents = files = removed = 0
+        totals = [0, 0, 0, 0]
         for one in ids:
-            d, f, r = _copy_agent(source, target, one, replace)
-            documents, files, removed = documents + d, files + f, removed + r
-    return TransferReport(tuple(ids), documents, files, removed)
+            for index, value in enumerate(_copy_agent(source, target, one, replace)):
+                totals[index] += value
+    return TransferReport(tuple(ids), *totals)
 
 
 def import_agent(
