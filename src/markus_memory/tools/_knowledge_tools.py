@@ -1,0 +1,340 @@
+"""knowledge.md tools: memory_save, memory_search, memory_update and their legacy aliases."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..config import iso_ms
+from ._registry import ToolDefinition
+from ._results import Result, ToolCallError
+from ._validation import (
+    OBSERVATION_TYPES,
+    SAVE_TYPES,
+    example,
+    id_list,
+    limit_arg,
+    optional_string,
+    required_text,
+    tag_list,
+    type_filter,
+)
+
+if TYPE_CHECKING:
+    from ..memory import AgentMemory
+
+STORE = "knowledge.md"
+SEARCH_MAX_LIMIT = 50
+LIST_MAX_LIMIT = 500
+DELETE_MAX_IDS = 20
+UPDATE_MODES = ("replace", "patch", "append", "delete")
+
+SAVE_EXAMPLE = {"content": "The user prefers answers in German.", "type": "fact", "tags": ["user"]}
+SEARCH_EXAMPLE = {"query": "deploy staging", "limit": 5}
+UPDATE_EXAMPLE = {"section": "procedures", "mode": "patch", "content": "- Run tests before deploy"}
+DELETE_EXAMPLE = {"section": "procedures", "mode": "delete", "ids": ["obs_1700000000000_ab12cd"]}
+
+
+def observation_dict(obs: Any, *, with_tags: bool = True) -> Result:
+    """An observation as the tools show it: ``{id, type, content, timestamp, tags?}``."""
+    tags = list(obs.tags) if with_tags and obs.tags else None
+    return {
+        "id": obs.id,
+        "type": obs.type,
+        "content": obs.content,
+        "timestamp": iso_ms(obs.timestamp),
+        "tags": tags,
+    }
+
+
+def hit_dict(hit: Any) -> Result:
+    """A search hit as memory_search shows it (``similarity`` / ``source`` only when known)."""
+    timestamp = getattr(hit, "timestamp", None)
+    tags = getattr(hit, "tags", None)
+    return {
+        "id": hit.id,
+        "type": hit.type,
+        "content": hit.content,
+        "timestamp": iso_ms(timestamp) if timestamp is not None else "",
+        "similarity": getattr(hit, "similarity", None),
+        "tags": list(tags) if tags else None,
+        "source": "curated" if getattr(hit, "source", None) == "curated" else None,
+    }
+
+
+def memory_save(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
+    hint = "Call it once per insight, e.g. " + example("memory_save", SAVE_EXAMPLE)
+    content = required_text(args, "content", hint + " Never pass an array.")
+    kind = args.get("type")
+    if kind is None and args.get("severity") in SAVE_TYPES:
+        kind = args["severity"]
+    kind = kind if kind in SAVE_TYPES else "fact"
+    tags = tag_list(args.get("tags"))
+    obs = memory.knowledge.save_observation(content.strip(), type=kind, tags=tags)
+    return {"status": "saved", "id": obs.id, "type": obs.type, "store": STORE}
+
+
+def memory_search(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
+    hint = "Example: " + example("memory_search", SEARCH_EXAMPLE)
+    query = optional_string(args, "query", hint) or ""
+    kind = type_filter(args, hint)
+    limit = limit_arg(args, 10, SEARCH_MAX_LIMIT, hint)
+    if not query.strip():
+        entries = memory.knowledge.observations(type=kind, limit=limit)
+        listed = [observation_dict(o) for o in entries]
+        return {"entries": listed, "count": len(listed), "store": STORE}
+    found = memory.search(query, limit=limit, type=kind)
+    hits = [hit_dict(h) for h in found.hits][:limit]
+    method = found.search_method or "keyword"
+    return {"results": hits, "count": len(hits), "searchMethod": method, "store": STORE}
+
+
+def _mode(raw: Any, allowed: tuple[str, ...], hint: str) -> str:
+    if raw is None:
+        return "replace"
+    if not isinstance(raw, str) or raw.strip().lower() not in allowed:
+        shown = ", ".join(allowed)
+        raise ToolCallError(f'"mode" must be one of {shown} (got {raw!r}). {hint}')
+    mode = raw.strip().lower()
+    return "patch" if mode == "append" else mode
+
+
+def _delete(memory: AgentMemory, args: Mapping[str, Any], hint: str) -> Result:
+    if not args.get("ids"):
+        raise ToolCallError("Provide ids to delete. " + hint)
+    ids = id_list(args.get("ids"), "ids", hint)[:DELETE_MAX_IDS]
+    if not ids:
+        raise ToolCallError("Provide ids to delete. " + hint)
+    removed = memory.knowledge.remove_observations(ids)
+    return {"status": "deleted", "removed": removed, "store": STORE}
+
+
+def _write_section(memory: AgentMemory, section: str, content: str, mode: str) -> Result:
+    result = memory.knowledge.update_section(section, content, mode=mode)
+    if not result.ok:
+        reason = result.reason or "knowledge.md write refused"
+        raise ToolCallError(
+            reason,
+            reason=reason,
+            section=section,
+            mode=mode,
+            sectionChars=result.section_chars,
+            sectionLimit=result.section_limit,
+            curatedChars=result.curated_chars,
+            curatedLimit=result.curated_limit,
+        )
+    return {"status": "updated", "section": section, "mode": mode, "store": STORE}
+
+
+def memory_update(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
+    hint = "Example: " + example("memory_update", UPDATE_EXAMPLE)
+    mode = _mode(args.get("mode"), UPDATE_MODES, hint)
+    if mode == "delete":
+        return _delete(memory, args, "Example: " + example("memory_update", DELETE_EXAMPLE))
+    section = required_text(args, "section", hint).strip()
+    content = required_text(
+        args, "content", f"mode {mode} needs the new text; the section is left as it is. " + hint
+    )
+    return _write_section(memory, section, content, mode)
+
+
+def memory_update_longterm(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
+    hint = "Example: " + example("memory_update_longterm", UPDATE_EXAMPLE)
+    raw_mode = args.get("mode")
+    if isinstance(raw_mode, str) and raw_mode.strip().lower() == "delete":
+        raise ToolCallError(
+            "memory_update_longterm cannot delete. To delete observations call "
+            + example("memory_update", DELETE_EXAMPLE),
+            mode="delete",
+        )
+    mode = _mode(raw_mode, ("replace", "patch", "append"), hint)
+    section = required_text(args, "section", hint).strip()
+    content = required_text(args, "content", "The section is left as it is. " + hint)
+    return _write_section(memory, section, content, mode)
+
+
+def memory_list(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
+    hint = "Example: " + example("memory_list", {"type": "fact", "limit": 15})
+    kind = type_filter(args, hint)
+    limit = limit_arg(args, 15, LIST_MAX_LIMIT, hint)
+    entries = memory.knowledge.observations(type=kind, limit=limit)
+    listed = [observation_dict(o, with_tags=False) for o in entries]
+    return {"entries": listed, "count": len(listed), "store": STORE}
+
+
+def memory_delete(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
+    hint = "Example: " + example("memory_delete", {"ids": ["obs_1700000000000_ab12cd"]})
+    hint += " or " + example("memory_delete", {"tag": "temp"})
+    if args.get("ids"):
+        ids = id_list(args.get("ids"), "ids", hint)[:DELETE_MAX_IDS]
+        if ids:
+            removed = memory.knowledge.remove_observations(ids)
+            return {"status": "deleted", "removed": removed, "store": STORE}
+    tag = optional_string(args, "tag", hint)
+    if tag is None or not tag.strip():
+        raise ToolCallError("Provide ids or tag. " + hint)
+    removed = memory.knowledge.remove_observations_by_tag(tag.strip())
+    return {"status": "deleted", "removed": removed, "store": STORE}
+
+
+_TYPE_ENUM = {"type": "string", "enum": list(OBSERVATION_TYPES)}
+
+TOOLS = (
+    ToolDefinition(
+        name="memory_save",
+        description=(
+            "Save ONE observation (a fact, note or insight worth keeping) to the observation "
+            "buffer in knowledge.md (## _observations). Observations are not shown in your "
+            "prompt automatically; find them later with memory_search. Call once per insight "
+            "with an object, never with an array. Success looks like "
+            '{"status":"saved","store":"knowledge.md"}. For multi-step procedures or durable '
+            "lessons use memory_update instead."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "content": {
+                    "type": "string",
+                    "description": "The observation, one self-contained statement.",
+                },
+                "type": {
+                    "type": "string",
+                    "enum": list(SAVE_TYPES),
+                    "description": "fact (default), note or insight.",
+                },
+                "tags": {
+                    "oneOf": [
+                        {"type": "string"},
+                        {"type": "array", "items": {"type": "string"}},
+                    ],
+                    "description": "Optional tags: an array or a comma-separated string.",
+                },
+            },
+            "required": ["content"],
+            "additionalProperties": False,
+        },
+        handler=memory_save,
+        example=SAVE_EXAMPLE,
+        store=STORE,
+    ),
+    ToolDefinition(
+        name="memory_search",
+        description=(
+            "Search your memory: observations and curated knowledge.md sections. Keywords are "
+            "OR-matched; an empty query lists the most recent observations. Returns "
+            '{"results":[…],"count","searchMethod","store":"knowledge.md"}.'
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "Keywords, OR-matched. Empty = list recent observations.",
+                },
+                "type": {**_TYPE_ENUM, "description": "Only this observation type."},
+                "limit": {
+                    "type": "number",
+                    "minimum": 1,
+                    "maximum": SEARCH_MAX_LIMIT,
+                    "description": f"Maximum results, 1-{SEARCH_MAX_LIMIT} (default 10).",
+                },
+            },
+        },
+        handler=memory_search,
+        example=SEARCH_EXAMPLE,
+        store=STORE,
+    ),
+    ToolDefinition(
+        name="memory_update",
+        description=(
+            "Update a curated section of knowledge.md; curated sections appear in your prompt "
+            "as '## Your Knowledge'. Use it for procedures and durable lessons. Prefer "
+            "mode 'patch' (adds to the section; 'append' is the same) over 'replace' (rewrites "
+            "it). '##' headings inside content become '###'. mode 'delete' removes observations "
+            'by ids. Success looks like {"status":"updated","store":"knowledge.md"}; if a write '
+            "is refused the result says why and how large the section and file are."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "section": {"type": "string", "description": "Section name, e.g. procedures."},
+                "content": {
+                    "type": "string",
+                    "description": "Text to write (required for replace/patch/append).",
+                },
+                "mode": {
+                    "type": "string",
+                    "enum": list(UPDATE_MODES),
+                    "description": "replace (default), patch, append (= patch) or delete.",
+                },
+                "ids": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": f"Ids to delete (mode delete, max {DELETE_MAX_IDS}).",
+                },
+            },
+            "required": ["section"],
+        },
+        handler=memory_update,
+        example=UPDATE_EXAMPLE,
+        store=STORE,
+    ),
+    ToolDefinition(
+        name="memory_list",
+        description=(
+            "Legacy alias: list the most recent observations "
+            "(memory_search with an empty query does the same)."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "type": _TYPE_ENUM,
+                "limit": {
+                    "type": "number",
+                    "minimum": 1,
+                    "maximum": LIST_MAX_LIMIT,
+                    "description": f"1-{LIST_MAX_LIMIT} (default 15).",
+                },
+            },
+        },
+        handler=memory_list,
+        example={"limit": 15},
+        store=STORE,
+        legacy=True,
+    ),
+    ToolDefinition(
+        name="memory_delete",
+        description="Legacy alias: delete observations by ids (at most 20) or by tag.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "ids": {"type": "array", "items": {"type": "string"}},
+                "tag": {"type": "string"},
+            },
+        },
+        handler=memory_delete,
+        example={"ids": ["obs_1700000000000_ab12cd"]},
+        store=STORE,
+        legacy=True,
+    ),
+    ToolDefinition(
+        name="memory_update_longterm",
+        description=(
+            "Legacy alias of memory_update for curated knowledge.md sections "
+            "(modes replace, patch, append = patch)."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "section": {"type": "string"},
+                "content": {"type": "string"},
+                "mode": {"type": "string", "enum": ["replace", "patch", "append"]},
+            },
+            "required": ["section", "content"],
+        },
+        handler=memory_update_longterm,
+        example=UPDATE_EXAMPLE,
+        store=STORE,
+        legacy=True,
+    ),
+)

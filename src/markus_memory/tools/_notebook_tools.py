@@ -1,0 +1,194 @@
+"""NOTEBOOK.md and state.md tools: update/clear_notebook, their working-memory aliases, state_*."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ._registry import ToolDefinition
+from ._results import Result, ToolCallError
+from ._validation import example, optional_bool, optional_string, required_text
+
+if TYPE_CHECKING:
+    from ..memory import AgentMemory
+
+NOTEBOOK = "NOTEBOOK.md"
+STATE = "state.md"
+NOTEBOOK_EXAMPLE = {"key": "current-task", "content": "Migrating the billing service; step 2/5"}
+STATE_EXAMPLE = {"key": "deploy-freeze", "content": "No deploys until Friday (release week)"}
+
+
+def _check_agent_key(memory: AgentMemory, key: str, hint: str) -> None:
+    """System-managed entries (relevant-context, triage …) are not the agent's to change."""
+    entry = memory.notebook.get(key)
+    if entry is not None and entry.managed != "agent":
+        raise ToolCallError(
+            f'notebook entry "{key}" is managed by the system ({entry.managed}) and is rewritten '
+            f"automatically; choose another key. {hint}",
+            key=key,
+        )
+
+
+def _upsert(memory: AgentMemory, key: str, content: str, hint: str) -> Result:
+    key = key.strip()
+    _check_agent_key(memory, key, hint)
+    result = memory.notebook.upsert(key, content, managed="agent")
+    limit = memory.settings.limits.notebook_max_chars_per_entry
+    return {
+        "status": "updated",
+        "key": result.key,
+        "evicted": result.evicted,
+        "truncated": True if result.truncated else None,
+        "limit": limit if result.truncated else None,
+        "store": NOTEBOOK,
+    }
+
+
+def update_notebook(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
+    hint = "Example: " + example("update_notebook", NOTEBOOK_EXAMPLE)
+    key = args.get("key")
+    if not isinstance(key, str) or not key.strip():
+        raise ToolCallError("key is required. " + hint)
+    content = args.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise ToolCallError("content is required. " + hint)
+    return _upsert(memory, key, content, hint)
+
+
+def update_working_memory(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
+    hint = "Example: " + example("update_working_memory", NOTEBOOK_EXAMPLE)
+    key, content = args.get("key"), args.get("content")
+    if not isinstance(key, str) or not key.strip():
+        raise ToolCallError("key and content required. " + hint)
+    if not isinstance(content, str) or not content.strip():
+        raise ToolCallError("key and content required. " + hint)
+    return _upsert(memory, key, content, hint)
+
+
+def _clear(memory: AgentMemory, args: Mapping[str, Any], tool: str) -> Result:
+    hint = f"Example: {example(tool, {'key': 'current-task'})} or {example(tool, {'all': True})}"
+    everything = optional_bool(args, "all", hint)
+    key = optional_string(args, "key", hint)
+    if everything or key is None or not key.strip():
+        cleared = memory.notebook.clear()
+        return {"status": "cleared", "cleared": cleared, "store": NOTEBOOK}
+    _check_agent_key(memory, key.strip(), hint)
+    cleared = memory.notebook.clear(key=key.strip())
+    return {"status": "cleared", "cleared": cleared, "store": NOTEBOOK}
+
+
+def clear_notebook(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
+    return _clear(memory, args, "clear_notebook")
+
+
+def clear_working_memory(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
+    return _clear(memory, args, "clear_working_memory")
+
+
+def state_update(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
+    hint = "Example: " + example("state_update", STATE_EXAMPLE)
+    key = required_text(args, "key", hint).strip()
+    content = required_text(args, "content", hint)
+    entry = memory.state.update(key, content.strip())
+    return {"status": "updated", "key": entry.key, "store": STATE}
+
+
+def state_clear(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
+    hint = "Example: " + example("state_clear", {"key": "deploy-freeze"})
+    key = required_text(args, "key", hint).strip()
+    removed = memory.state.clear(key)
+    return {"status": "cleared", "key": key, "cleared": 1 if removed else 0, "store": STATE}
+
+
+_NOTEBOOK_PARAMS = {
+    "type": "object",
+    "properties": {
+        "key": {"type": "string", "description": "Short stable key, e.g. current-task."},
+        "content": {"type": "string", "description": "The full new text of the entry."},
+    },
+    "required": ["key", "content"],
+}
+_CLEAR_PARAMS = {
+    "type": "object",
+    "properties": {
+        "key": {"type": "string", "description": "The entry to remove."},
+        "all": {"type": "boolean", "description": "Remove all of your own entries."},
+    },
+}
+
+TOOLS = (
+    ToolDefinition(
+        name="update_notebook",
+        description=(
+            "Create or overwrite a keyed entry in your Notebook (NOTEBOOK.md), the workspace "
+            "shown in every prompt under '## Notebook' and kept across sessions. At most 4 "
+            "entries of your own, 6000 characters each; when all 4 are used, writing a new key "
+            "evicts your oldest entry. Choose few, stable keys (e.g. current-task, plan) and "
+            "rewrite them as work progresses. Entries marked [system] are managed for you."
+        ),
+        parameters=_NOTEBOOK_PARAMS,
+        handler=update_notebook,
+        example=NOTEBOOK_EXAMPLE,
+        store=NOTEBOOK,
+    ),
+    ToolDefinition(
+        name="clear_notebook",
+        description=(
+            "Remove one of your Notebook entries by key, or all of your own entries "
+            "(all: true). System-managed entries are never removed."
+        ),
+        parameters=_CLEAR_PARAMS,
+        handler=clear_notebook,
+        example={"key": "current-task"},
+        store=NOTEBOOK,
+    ),
+    ToolDefinition(
+        name="state_update",
+        description=(
+            "Record a short-lived status line in state.md under a key (e.g. a freeze, an "
+            "ongoing incident). State entries expire after 7 days without an update. Use "
+            "memory_save for lasting facts."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "key": {"type": "string", "description": "Short stable key."},
+                "content": {"type": "string", "description": "The current state, briefly."},
+            },
+            "required": ["key", "content"],
+        },
+        handler=state_update,
+        example=STATE_EXAMPLE,
+        store=STATE,
+    ),
+    ToolDefinition(
+        name="state_clear",
+        description="Remove a state.md entry by key when it no longer holds.",
+        parameters={
+            "type": "object",
+            "properties": {"key": {"type": "string"}},
+            "required": ["key"],
+        },
+        handler=state_clear,
+        example={"key": "deploy-freeze"},
+        store=STATE,
+    ),
+    ToolDefinition(
+        name="update_working_memory",
+        description="Legacy alias of update_notebook: upsert a keyed working-memory entry.",
+        parameters=_NOTEBOOK_PARAMS,
+        handler=update_working_memory,
+        example=NOTEBOOK_EXAMPLE,
+        store=NOTEBOOK,
+        legacy=True,
+    ),
+    ToolDefinition(
+        name="clear_working_memory",
+        description="Legacy alias of clear_notebook: remove a working-memory entry, or all yours.",
+        parameters=_CLEAR_PARAMS,
+        handler=clear_working_memory,
+        example={"key": "current-task"},
+        store=NOTEBOOK,
+        legacy=True,
+    ),
+)

@@ -1,0 +1,148 @@
+"""The memory flush turn with a scripted model on a real AgentMemory (§8, §14.5 item 35)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from markus_memory import AgentMemory, open_agent
+from markus_memory.flush import FLUSH_HEADER, FlushTracker, memory_flush
+from markus_memory.llm import ChatResponse, ScriptedChatModel, ToolCall
+
+SESSION = "chat_agt_flush_1"
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[AgentMemory]:
+    with open_agent("agt_flush", home=tmp_path / "home") as mem:
+        yield mem
+
+
+def _fill(memory: AgentMemory, pairs: int = 12, answer: str = "We chose Postgres 16 " * 8) -> None:
+    memory.sessions.get_or_create(SESSION)
+    for i in range(pairs):
+        memory.sessions.append(SESSION, {"role": "user", "content": f"question {i}"})
+        memory.sessions.append(SESSION, {"role": "assistant", "content": f"{answer} #{i}"})
+
+
+def _saves(*contents: str) -> ChatResponse:
+    return ChatResponse(
+        "", tuple(ToolCall(f"c{i}", "memory_save", {"content": c}) for i, c in enumerate(contents))
+    )
+
+
+def test_flush_sees_the_transcript_and_saves(memory: AgentMemory) -> None:
+    """§14.5 item 35: the original flush ran in an empty session and saw nothing."""
+    _fill(memory)
+    model = ScriptedChatModel(
+        [
+            _saves("Decision: Postgres 16"),
+            ChatResponse(
+                "",
+                (
+                    ToolCall(
+                        "n1", "update_notebook", {"key": "current-task", "content": "db choice"}
+                    ),
+                ),
+            ),
+            "Saved.",
+        ]
+    )
+    before = len(memory.sessions.get(SESSION).messages)
+    report = memory_flush(memory, model, SESSION)
+    assert report.ran and report.rounds == 3 and report.reply == "Saved."
+    assert [c.name for c in report.calls] == ["memory_save", "update_notebook"]
+    assert not any(c.error for c in report.calls)
+    messages, tools = model.calls[0]
+    assert messages[0]["content"].startswith(FLUSH_HEADER)
+    assert "We chose Postgres 16" in messages[1]["content"]
+    assert {t["function"]["name"] for t in tools} == {"memory_save", "update_notebook"}
+    assert [o.content for o in memory.knowledge.observations()] == ["Decision: Postgres 16"]
+    assert memory.notebook.get("current-task").text == "db choice"
+    # the original session is untouched (read-only copy); the flush is its own sys_ session
+    assert len(memory.sessions.get(SESSION).messages) == before
+    recorded = memory.sessions.get(report.flush_session_id)
+    assert report.flush_session_id.startswith("sys_agt_flush_")
+    assert [m["role"] for m in recorded.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+
+
+def test_only_the_flush_tools_run(memory: AgentMemory) -> None:
+    _fill(memory)
+    model = ScriptedChatModel(
+        [
+            ChatResponse("", (ToolCall("x", "memory_update", {"section": "s", "content": "c"}),)),
+            "done",
+        ]
+    )
+    report = memory_flush(memory, model, SESSION)
+    assert report.calls[0].error and "not available" in report.calls[0].result
+    assert memory.knowledge.section("s") is None
+
+
+def test_rounds_are_bounded(memory: AgentMemory) -> None:
+    _fill(memory)
+    model = ScriptedChatModel([_saves(f"fact {i}") for i in range(10)])
+    report = memory_flush(memory, model, SESSION, max_rounds=3)
+    assert report.rounds == 3 and len(model.script) == 7
+    assert len(memory.knowledge.observations()) == 3
+
+
+def test_a_sys_session_is_never_flushed(memory: AgentMemory) -> None:
+    model = ScriptedChatModel([])
+    report = memory_flush(memory, model, "sys_agt_flush_1")
+    assert not report.ran and "sys_" in report.reason and model.calls == []
+
+
+def test_short_or_shallow_sessions_are_skipped_without_a_model_call(memory: AgentMemory) -> None:
+    _fill(memory, pairs=9)  # 18 messages
+    model = ScriptedChatModel([])
+    assert not memory_flush(memory, model, SESSION).ran
+    _fill(memory, pairs=12, answer="ok")  # enough messages, no substantial answer
+    report = memory_flush(memory, model, SESSION)
+    assert not report.ran and "assistant" in report.reason and model.calls == []
+
+
+def test_model_failure_is_reported_not_raised(memory: AgentMemory) -> None:
+    _fill(memory)
+    report = memory_flush(memory, ScriptedChatModel([]), SESSION)
+    assert not report.ran and "model failed" in report.reason
+
+
+def test_tracker_marks_flushed_only_when_the_flush_ran(memory: AgentMemory) -> None:
+    """§14.5 item 35: the original marked the session flushed even when it skipped."""
+    tracker = FlushTracker()
+    model = ScriptedChatModel(["No important information to save."])
+    assert tracker.maybe_flush(memory, model, SESSION) is None  # no usage recorded yet
+    tracker.record_usage(SESSION, 80.0)
+    skipped = tracker.maybe_flush(memory, model, SESSION)  # session too short
+    assert skipped is not None and not skipped.ran and not tracker.flushed(SESSION)
+    _fill(memory)
+    report = tracker.maybe_flush(memory, model, SESSION)
+    assert report is not None and report.ran and tracker.flushed(SESSION)
+    assert tracker.maybe_flush(memory, model, SESSION) is None  # once per session
+
+
+def test_tracker_maps_are_bounded() -> None:
+    tracker = FlushTracker(max_sessions=3)
+    for i in range(10):
+        tracker.record_usage(f"chat_{i}", 90.0)
+    assert not tracker.should_flush("chat_0") and tracker.should_flush("chat_9")
+
+
+def test_flush_results_are_json_the_model_can_read(memory: AgentMemory) -> None:
+    _fill(memory)
+    model = ScriptedChatModel([_saves("x", ""), "ok"])
+    report = memory_flush(memory, model, SESSION)
+    assert json.loads(report.calls[0].result)["status"] == "saved"
+    assert json.loads(report.calls[1].result)["status"] == "error"

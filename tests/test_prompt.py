@@ -1,0 +1,144 @@
+"""render_memory_context on a real AgentMemory: profiles, caps, notebook, automatic recall."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from markus_memory import AgentMemory, Settings, open_agent
+from markus_memory.prompt import (
+    KNOWLEDGE_HEADING,
+    NOTEBOOK_HEADING,
+    RELEVANT_CONTEXT_KEY,
+    STATE_HEADING,
+    render_memory_context,
+)
+from markus_memory.tokens import HeuristicEstimator
+
+NOW = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
+EST = HeuristicEstimator()
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[AgentMemory]:
+    settings = Settings(home=tmp_path / "home", clock=lambda: NOW)
+    with open_agent("agt_prompt", settings=settings) as mem:
+        yield mem
+
+
+def test_empty_memory_renders_nothing(memory: AgentMemory) -> None:
+    ctx = render_memory_context(memory, "execute", estimator=EST)
+    assert ctx.text == "" and ctx.stable == "" and ctx.volatile == ""
+
+
+def test_stable_knowledge_first_and_notebook_last(memory: AgentMemory) -> None:
+    memory.knowledge.update_section("procedures", "## Deploy\nrun the pipeline")
+    memory.knowledge.save_observation("an observation that is never injected")
+    memory.notebook.upsert("plan", "step 2 of 5")
+    ctx = render_memory_context(memory, "converse", estimator=EST, now=NOW)
+    assert ctx.stable.startswith(KNOWLEDGE_HEADING) and "### procedures" in ctx.stable
+    assert "### Deploy" in ctx.stable and "run the pipeline" in ctx.stable
+    assert ctx.volatile.startswith(NOTEBOOK_HEADING)
+    assert ctx.text == ctx.stable + "\n\n" + ctx.volatile
+    assert "never injected" not in ctx.text
+    assert ctx.text.index(KNOWLEDGE_HEADING) < ctx.text.index(NOTEBOOK_HEADING)
+
+
+def test_stable_part_does_not_change_with_the_notebook(memory: AgentMemory) -> None:
+    memory.knowledge.update_section("lessons", "cache the prefix")
+    first = render_memory_context(memory, "execute", estimator=EST)
+    memory.notebook.upsert("plan", "changed every turn")
+    second = render_memory_context(memory, "execute", estimator=EST)
+    assert first.stable == second.stable and first.volatile != second.volatile
+
+
+def test_notebook_block_shows_every_entry_age_tag_and_budgets(memory: AgentMemory) -> None:
+    memory.notebook.upsert("plan", "p" * 120)
+    memory.notebook.upsert("triage-decision", "Decision: item 4", managed="system")
+    memory.knowledge.update_section("s", "x" * 100)
+    later = NOW + timedelta(hours=3)
+    block = render_memory_context(memory, "converse", estimator=EST, now=later).volatile
+    assert "### plan (3h ago) · 120/6000 chars" in block
+    assert "### triage-decision (3h ago) [system] · 16/6000 chars" in block
+    assert "1/4 entries of your own used" in block
+    curated = len(memory.knowledge.curated_text())
+    assert f"{curated}/15000 chars" in block
+
+
+def test_converse_notebook_is_not_cut_to_800_chars(memory: AgentMemory) -> None:
+    """§14.2 item 18: converse showed only the first 800 chars of the dynamic blob."""
+    for i in range(4):
+        memory.notebook.upsert(f"k{i}", f"entry {i} " + "z" * 500)
+    block = render_memory_context(memory, "converse", estimator=EST).volatile
+    assert all(f"entry {i} " in block for i in range(4)) and len(block) > 2000
+
+
+def test_A_profile_reflex_omits_knowledge_and_shows_five_state_lines(memory: AgentMemory) -> None:
+    memory.knowledge.update_section("procedures", "secret procedure")
+    for i in range(4):
+        memory.state.update(f"k{i}", f"state {i}")
+    ctx = render_memory_context(memory, "reflex", estimator=EST)
+    assert "secret procedure" not in ctx.text and KNOWLEDGE_HEADING not in ctx.text
+    assert ctx.stable.startswith(STATE_HEADING)
+    assert len(ctx.stable.splitlines()) == 1 + 5
+
+
+def test_state_never_reaches_other_profiles(memory: AgentMemory) -> None:
+    memory.state.update("freeze", "no deploys")
+    for profile in ("default", "execute", "govern", "converse"):
+        assert "no deploys" not in render_memory_context(memory, profile, estimator=EST).text
+
+
+@pytest.mark.parametrize(("profile", "tokens"), [("execute", 1500), ("converse", 1200)])
+def test_A_knowledge_cap_in_the_rendered_block(
+    memory: AgentMemory, profile: str, tokens: int
+) -> None:
+    for i in range(5):
+        memory.knowledge.update_section(f"运维{i}", "部署先经过预发布环境的流水线。" * 150)
+    ctx = render_memory_context(memory, profile, estimator=EST)
+    assert ctx.knowledge_truncated and ctx.knowledge_tokens <= tokens
+    assert "memory_search" in ctx.stable  # the truncation hint
+
+
+def test_unknown_profile_is_refused(memory: AgentMemory) -> None:
+    with pytest.raises(ValueError, match="profile"):
+        render_memory_context(memory, "dream")
+
+
+def test_auto_recall_writes_relevant_context_and_removes_it(memory: AgentMemory) -> None:
+    """§14.2 item 16 / §14.4 item 31: refreshed every turn, only relevant, removed when stale."""
+    memory.knowledge.save_observation("The staging database password rotates on Mondays")
+    memory.knowledge.save_observation("Lunch is at noon", type="fact")
+    ctx = render_memory_context(
+        memory, "converse", query="when does the password rotate?", estimator=EST
+    )
+    entry = memory.notebook.get(RELEVANT_CONTEXT_KEY)
+    assert entry is not None and entry.managed == "system"
+    assert "rotates on Mondays" in entry.text and "Lunch" not in entry.text
+    assert ctx.relevant_context == entry.text
+    assert "rotates on Mondays" in ctx.volatile and "[system]" in ctx.volatile
+    ctx = render_memory_context(memory, "converse", query="xylophone", estimator=EST)
+    assert memory.notebook.get(RELEVANT_CONTEXT_KEY) is None and ctx.relevant_context is None
+    render_memory_context(memory, "converse", query="password", auto_recall=False, estimator=EST)
+    assert memory.notebook.get(RELEVANT_CONTEXT_KEY) is None
+
+
+def test_auto_recall_skips_what_the_prompt_already_shows(memory: AgentMemory) -> None:
+    memory.knowledge.update_section("security", "Rotate the vault token monthly")
+    memory.knowledge.save_observation("vault token lives in 1password")
+    render_memory_context(memory, "execute", query="vault token", estimator=EST)
+    entry = memory.notebook.get(RELEVANT_CONTEXT_KEY)
+    assert entry is not None
+    assert "1password" in entry.text and "monthly" not in entry.text
+
+
+def test_auto_recall_is_capped(memory: AgentMemory) -> None:
+    for i in range(30):
+        memory.knowledge.save_observation(f"deploy note {i}: " + "long detail " * 40)
+    render_memory_context(memory, "converse", query="deploy", estimator=EST)
+    entry = memory.notebook.get(RELEVANT_CONTEXT_KEY)
+    assert entry is not None
+    assert len(entry.text) <= 1500 and 1 <= len(entry.text.splitlines()) <= 5
