@@ -1,0 +1,156 @@
+"""What every command shares: the root group, --home/--agent/--json, output, exit codes.
+
+Exit codes: 0 done; 1 the operation failed (a missing agent, a corrupt file, a failed check);
+2 the command line was wrong (click's usage errors and refused arguments). A user error never
+shows a traceback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..config import Settings, iso_ms
+from ..errors import InvalidInputError, MarkusMemoryError, NotFoundError
+from ..memory import AgentMemory, open_agent
+
+AGENT_ENV = "MARKUS_AGENT"
+DEFAULT_AGENT = "default"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class InputError(click.ClickException):
+    """A refused argument: printed as ``Error: …``, exit code 2 like click's usage errors."""
+
+    exit_code = 2
+
+
+class MemoryGroup(click.Group):
+    """A click group that turns the package's errors into messages and exit codes 1 or 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except InvalidInputError as exc:
+            raise InputError(str(exc)) from None
+        except MarkusMemoryError as exc:
+            raise click.ClickException(str(exc)) from None
+        except OSError as exc:
+            raise click.ClickException(f"{exc.strerror or exc}: {exc.filename or ''}") from None
+
+
+@dataclasses.dataclass
+class Options:
+    """The root group's options, shared with every command through the click context."""
+
+    home: Path | None = None
+
+    def settings(self) -> Settings:
+        return Settings.from_env(home=self.home)
+
+
+def settings_of(ctx: click.Context) -> Settings:
+    return ctx.ensure_object(Options).settings()
+
+
+def agent_option(func: F) -> F:
+    return click.option(
+        "--agent",
+        "-a",
+        default=DEFAULT_AGENT,
+        envvar=AGENT_ENV,
+        show_default=True,
+        help=f"Agent id (or set {AGENT_ENV}).",
+    )(func)
+
+
+def json_option(func: F) -> F:
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print JSON instead of a readable view."
+    )(func)
+
+
+@contextmanager
+def memory_of(ctx: click.Context, agent: str, *, create: bool = True) -> Iterator[AgentMemory]:
+    """Open ``agent``; a reading command (``create=False``) refuses an agent that does not exist."""
+    settings = settings_of(ctx)
+    if not create and not settings.agent_dir(agent).is_dir():
+        raise NotFoundError(
+            f"no agent {agent!r} under {settings.home}; create it with: "
+            f"markus-memory init --agent {agent}"
+        )
+    with open_agent(agent, settings=settings) as mem:
+        yield mem
+
+
+def plain(value: Any) -> Any:
+    """Dataclasses, datetimes, paths and tuples as JSON-ready values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, datetime):
+        return iso_ms(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def emit_json(value: Any) -> None:
+    click.echo(json.dumps(plain(value), ensure_ascii=False, indent=2))
+
+
+def console() -> Console:
+    """Colours only on a terminal; width from the terminal, or wide enough when piped."""
+    return Console(highlight=False, soft_wrap=not sys.stdout.isatty())
+
+
+def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
+    view = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for name in columns:
+        view.add_column(name, overflow="fold")
+    for row in rows:
+        view.add_row(*(str(cell) for cell in row))
+    if not rows:
+        view.caption = "(none)"
+        view.caption_justify = "left"
+    return view
+
+
+def progress(enabled: bool = True) -> Progress:
+    """A progress bar on stderr, drawn only on a terminal (plain output stays clean)."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+        disable=not enabled,
+    )
+
+
+def read_text_argument(text: str) -> str:
+    """``-`` reads the text from stdin (for long or multi-line content)."""
+    return sys.stdin.read() if text == "-" else text
+
+
+def short(text: str, width: int = 80) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
