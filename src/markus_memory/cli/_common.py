@@ -12,14 +12,15 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import date, datetime
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from rich.console import Console
+from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from ..config import Settings, iso_ms
 from ..errors import InvalidInputError, MarkusMemoryError, NotFoundError
@@ -27,6 +28,8 @@ from ..memory import AgentMemory, open_agent
 
 AGENT_ENV = "MARKUS_AGENT"
 DEFAULT_AGENT = "default"
+PIPE_WIDTH = 200
+"""Columns of a table when stdout is not a terminal (rich would assume 80 and fold)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -118,11 +121,14 @@ def emit_json(value: Any) -> None:
 
 def console() -> Console:
     """Colours only on a terminal; width from the terminal, or wide enough when piped."""
-    return Console(highlight=False, soft_wrap=not sys.stdout.isatty())
+    if sys.stdout.isatty():
+        return Console(highlight=False)
+    return Console(highlight=False, width=PIPE_WIDTH)
 
 
-def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
-    view = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Group:
+    """A heading line (never wrapped to the table's width) over a plain table."""
+    view = Table(show_edge=False, pad_edge=False)
     for name in columns:
         view.add_column(name, overflow="fold")
     for row in rows:
@@ -130,7 +136,8 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
     if not rows:
         view.caption = "(none)"
         view.caption_justify = "left"
-    return view
+    heading = Text(f"\n{title}", style="bold")
+    return Group(heading, view) if title else Group(view)
 
 
 def progress(enabled: bool = True) -> Progress:
@@ -149,6 +156,11 @@ def progress(enabled: bool = True) -> Progress:
 def read_text_argument(text: str) -> str:
     """``-`` reads the text from stdin (for long or multi-line content)."""
     return sys.stdin.read() if text == "-" else text
+
+
+def when(moment: datetime | None) -> str:
+    """A readable UTC time (minutes), or an empty cell."""
+    return "" if moment is None else moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
 def short(text: str, width: int = 80) -> str:

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from ..layers._knowledge_format import OBSERVATION_TYPES
 from ..layers.notebook import MANAGED_VALUES, Managed
 from ._common import (
     agent_option,
@@ -109,11 +110,7 @@ def notebook_clear(
 @click.argument("content")
 @agent_option
 @click.option(
-    "--type",
-    "kind",
-    default="fact",
-    show_default=True,
-    help="fact, decision, preference, lesson, note …",
+    "--type", "kind", type=click.Choice(OBSERVATION_TYPES), default="fact", show_default=True
 )
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @json_option

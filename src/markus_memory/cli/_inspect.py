@@ -21,6 +21,7 @@ from ._common import (
     settings_of,
     short,
     table,
+    when,
 )
 
 
@@ -155,7 +156,7 @@ def show(ctx: click.Context, agent: str, as_json: bool) -> None:
             "Recent activities",
             ["id", "type", "label", "started", "ok"],
             [
-                (a["id"], a["type"], short(a["label"], 40), a["started_at"], a["success"])
+                (a["id"], a["type"], short(a["label"], 40), when(a["started_at"]), a["success"])
                 for a in data["recent_activities"]
             ],
         )
@@ -196,7 +197,9 @@ def sessions(ctx: click.Context, agent: str, show_id: str | None, last: int, as_
         emit_json([{"id": s.id, "last_activity_at": s.last_activity_at} for s in infos])
         return
     console().print(
-        table("Sessions", ["id", "last activity"], [(s.id, s.last_activity_at) for s in infos])
+        table(
+            "Sessions", ["id", "last activity"], [(s.id, when(s.last_activity_at)) for s in infos]
+        )
     )
 
 
@@ -232,7 +235,7 @@ def recall_activities(
             "Activities",
             ["id", "type", "label", "started", "summary"],
             [
-                (a.id, a.type, short(a.label, 40), a.started_at, short(a.summary or "", 50))
+                (a.id, a.type, short(a.label, 40), when(a.started_at), short(a.summary or "", 50))
                 for a, _ in rows
             ],
         )
@@ -265,7 +268,9 @@ def recall_activity(ctx: click.Context, activity_id: str, agent: str, as_json: b
         emit_json({**_activity(detail.activity), "logs": detail.logs})
         return
     a = detail.activity
-    click.echo(f"{a.id}  {a.type}  {a.label}\nstarted {a.started_at}  ended {a.ended_at}")
+    click.echo(
+        f"{a.id}  {a.type}  {a.label}\nstarted {when(a.started_at)}  ended {when(a.ended_at)}"
+    )
     if a.summary:
         click.echo(f"summary: {a.summary}")
     for entry in detail.logs:
