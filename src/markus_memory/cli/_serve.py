@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from ._common import agent_option, memory_of
+from ._common import Options, agent_option, memory_of
 
 TOKEN_ENV = "MARKUS_MCP_TOKEN"
 
@@ -24,6 +26,11 @@ TOKEN_ENV = "MARKUS_MCP_TOKEN"
     envvar=TOKEN_ENV,
     help=f"Bearer token every HTTP request must carry (or set {TOKEN_ENV}).",
 )
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Memory home (same as the global --home; handy in an MCP client's config).",
+)
 @click.option("--legacy-tools", is_flag=True, help="Also list the Markus legacy tool aliases.")
 @click.pass_context
 def serve(
@@ -33,12 +40,15 @@ def serve(
     host: str,
     port: int,
     token: str | None,
+    home: Path | None,
     legacy_tools: bool,
 ) -> None:
     """Serve an agent's memory to MCP clients (stdio by default)."""
     # Imported here: the MCP SDK is an optional extra, every other command works without it.
     from .. import mcp_server
 
+    if home is not None:
+        ctx.ensure_object(Options).home = home
     if use_http:
         mcp_server.check_http_binding(host, token)
     with memory_of(ctx, agent) as mem:
