@@ -25,7 +25,7 @@ from markus_memory.storage.sqlite import SqliteStore
 from markus_memory.storage.sqlite_schema import SLOT_SHIFT
 
 CACHE_DIR = Path(__file__).with_name(".cache")
-BUILD_VERSION = 2
+BUILD_VERSION = 4
 CHUNK = 50_000
 T0_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
@@ -49,7 +49,7 @@ def zipf_vocabulary(size: int, rng: random.Random) -> list[str]:
 def rows(n: int, agents: int, seed: int = 7) -> Iterator[tuple[tuple[object, ...], str]]:
     """(agent_activities row, FTS log text) per activity, deterministic for a seed."""
     rng = random.Random(seed)
-    vocab = zipf_vocabulary(20_000, rng)
+    vocab = zipf_vocabulary(100_000, rng)
     weights = [1.0 / (rank + 1) ** 1.05 for rank in range(len(vocab))]
     cumulative = []
     total = 0.0
@@ -65,7 +65,8 @@ def rows(n: int, agents: int, seed: int = 7) -> Iterator[tuple[tuple[object, ...
         ms = T0_MS + i * 1000
         tools = rng.sample(TOOLS, rng.randint(0, 3))
         path = f"{rng.choice(DIRS)}/{words(1)[0]}/{words(1)[0]}.{rng.choice(['py', 'ts', 'md'])}"
-        label = f"{rng.choice(VERBS).capitalize()} {' '.join(words(3))}"
+        ticket = f"PROJ-{rng.randrange(max(1, n // 25))}"  # ids recur in ~25 activities
+        label = f"{rng.choice(VERBS).capitalize()} {' '.join(words(3))} ({ticket})"
         error = rng.choice(ERRORS) if rng.random() < 0.1 else ""
         text = " ".join(words(rng.randint(8, 20)))
         summary = (f"Used {', '.join(tools)} on {path}. " if tools else "") + text[:200]
@@ -104,7 +105,7 @@ def build(path: Path, n: int, agents: int) -> None:
     conn.execute("PRAGMA synchronous = OFF")
     # Same rowid layout as SqliteStore: agent slot << SLOT_SHIFT | n (see sqlite_schema m004).
     conn.executemany(
-        "INSERT INTO activity_search_agents (agent_id, slot) VALUES (?, ?)",
+        "INSERT INTO agent_slots (agent_id, slot) VALUES (?, ?)",
         [(f"agent-{k}", k + 1) for k in range(agents)],
     )
     counters = [0] * agents
@@ -169,7 +170,7 @@ def pick_terms(conn: sqlite3.Connection, n: int) -> dict[str, list[str]]:
     for name, (low, high) in bands.items():
         found = conn.execute(
             "SELECT term FROM vocab WHERE doc BETWEEN ? AND ? AND length(term) > 3 "
-            "ORDER BY term LIMIT 400",
+            "ORDER BY (doc * 2654435761 + length(term) * 40503) % 1000003, term LIMIT 400",
             (low, high),
         ).fetchall()
         terms = [t[0] for t in found]

@@ -204,7 +204,10 @@ def test_search_ranks_and_respects_limit(log: ActivityLog) -> None:
     assert log.search("x") == []
 
 
-@given(st.text(max_size=200))
+ANY_TEXT = st.text(alphabet=st.characters(blacklist_categories=()), max_size=200)
+
+
+@given(ANY_TEXT)
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -216,3 +219,36 @@ def test_any_text_as_a_query_never_raises(log: ActivityLog, query: str) -> None:
         log._seeded = True  # type: ignore[attr-defined]
     hits = log.search(query)
     assert isinstance(hits, list)
+
+
+def test_prune_removes_old_activities_of_this_agent_only(store: SqliteStore) -> None:
+    clock = StepClock()
+    mine = ActivityLog(store, "agent-1", clock)
+    theirs = ActivityLog(store, "agent-2", clock)
+    old = mine.start("task", "old work")
+    their_old = theirs.start("task", "their old work")
+    cutoff = clock.now + timedelta(milliseconds=500)
+    new = mine.start("task", "new work")
+    assert mine.prune(cutoff) == 1
+    assert [a.id for a in mine.list()] == [new]
+    with pytest.raises(NotFoundError):
+        mine.get(old)
+    assert theirs.get(their_old).activity.label == "their old work"
+    with pytest.raises(InvalidInputError):
+        mine.prune("not a date")
+
+
+@given(ANY_TEXT)
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_any_text_as_an_activity_id_is_a_clear_error(log: ActivityLog, activity_id: str) -> None:
+    # Unknown ids are NotFound; text that cannot even be encoded (lone surrogates) is invalid.
+    with pytest.raises((NotFoundError, InvalidInputError)):
+        log.get(activity_id)
+
+
+def test_lone_surrogates_are_invalid_input_not_a_crash(log: ActivityLog) -> None:
+    with pytest.raises(InvalidInputError, match="UTF-8"):
+        log.start("task", "label \ud800")
+    assert log.search("\ud800 abc") == []

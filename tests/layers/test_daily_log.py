@@ -85,3 +85,23 @@ def test_invalid_utf8_log_raises_on_read(log: DailyLog) -> None:
     log.path_for().write_bytes(b"\n## x\n\n\xff\n")
     with pytest.raises(CorruptFileError):
         log.read()
+
+
+def test_concurrent_writers_never_interleave_records(log: DailyLog) -> None:
+    import threading
+
+    def worker(n: int) -> None:
+        for i in range(10):
+            log.write(f"worker {n} record {i}\nsecond line {n}-{i}")
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    records = log.read().split("\n## [")[1:]
+    assert len(records) == 40
+    for record in records:
+        head, _, body = record.partition("\n\n")
+        n, i = body.split(" record ")[0].split()[1], body.split(" record ")[1].split("\n")[0]
+        assert body == f"worker {n} record {i}\nsecond line {n}-{i}\n"

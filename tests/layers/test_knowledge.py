@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -200,6 +201,17 @@ def test_replace_and_patch_and_the_append_alias(kf: KnowledgeFile) -> None:
     assert kf.section("missing") is None
 
 
+def test_curated_text_excluding_sections(kf: KnowledgeFile) -> None:
+    kf.save_observation("not curated")
+    kf.update_section("procedures", "p")
+    kf.update_section("lessons", "l")
+    kf.update_section("architecture", "a")
+    text = kf.curated_text(exclude=["lessons", "architecture"])
+    assert text == "# Knowledge\n\n## procedures\np"
+    assert kf.curated_text(exclude="procedures").endswith("## architecture\na")
+    assert "not curated" not in kf.curated_text()
+
+
 def test_A_section_no_h2_bleed(kf: KnowledgeFile) -> None:
     kf.update_section("lessons", "## Key Lessons\nbody\n## _observations\nnot a block")
     text = kf.text()
@@ -231,3 +243,20 @@ def test_transaction_refuses_growth_past_the_curated_cap(root: Path) -> None:
         doc.sections.append(CuratedSection("big", "q" * 200))
     after = (root / "knowledge.md").read_bytes() if (root / "knowledge.md").exists() else None
     assert after == before
+
+
+def test_threads_sharing_one_handle_lose_nothing(kf: KnowledgeFile, root: Path) -> None:
+    def work(worker: int) -> None:
+        for i in range(25):
+            kf.save_observation(f"thread {worker} save {i}")
+            if i % 5 == 0:
+                kf.update_section(f"t{worker}", f"round {i}")
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    reread = fresh(root)
+    assert len({o.id for o in reread.observations()}) == 100
+    assert [reread.section(f"t{n}") for n in range(4)] == ["round 20"] * 4

@@ -195,14 +195,24 @@ def test_14_1_item14_same_size_edit_with_restored_mtime_is_not_overwritten(
 # ---- round trips through the file ------------------------------------------------------
 
 
+def encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 @settings(max_examples=60, deadline=None)
 @given(texts)
 def test_any_observation_content_survives_save_and_reload(content: str) -> None:
-    if not content.strip():
-        return
     with tempfile.TemporaryDirectory() as tmp:
         kf = make_knowledge(Path(tmp))
         kf.update_section("before", "b")
+        if not content.strip() or not encodable(content):
+            with pytest.raises(InvalidInputError):
+                kf.save_observation(content)
+            return
         saved = kf.save_observation(content, "fact", ["x"])
         kf.save_observation("after")
         reread = fresh(Path(tmp)).observations()
@@ -216,6 +226,10 @@ def test_any_section_content_survives_write_and_reload(content: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         kf = make_knowledge(Path(tmp))
         kf.save_observation("obs")
+        if not encodable(content):
+            with pytest.raises(InvalidInputError):
+                kf.update_section("one", content)
+            return
         kf.update_section("one", content)
         kf.update_section("two", "second")
         reread = fresh(Path(tmp))
@@ -241,6 +255,8 @@ BAD_SAVES: list[tuple[object, object]] = [
     ("ok", ["x-->"]),
     ("ok", [3]),
     ("ok", 5),
+    ("lone surrogate \ud800", ()),
+    ("ok", ["\udfff"]),
 ]
 
 
@@ -274,6 +290,8 @@ def test_bad_observation_ids_are_refused(kf: KnowledgeFile, bad_id: object) -> N
         ("ok", ["x"], "replace"),
         ("ok", "x", "delete"),
         ("ok", "x", None),
+        ("bad\ud800", "x", "replace"),
+        ("ok", "bad\ud800", "replace"),
     ],
 )
 def test_bad_section_input_raises_and_writes_nothing(
@@ -292,6 +310,13 @@ def test_ten_megabyte_section_is_refused_and_writes_nothing(kf: KnowledgeFile, r
     result = kf.update_section("ok", "m" * 10_000_000, mode="patch")
     assert not result.ok and result.section_chars > 10_000_000
     assert (root / "knowledge.md").read_bytes() == before
+
+
+def test_remove_with_a_single_string_is_refused(kf: KnowledgeFile) -> None:
+    kf.save_observation("x", id="x")
+    with pytest.raises(InvalidInputError):
+        kf.remove_observations("x")
+    assert [o.id for o in kf.observations()] == ["x"]
 
 
 @pytest.mark.parametrize("limit", [-1, "3", 1.5])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from markus_memory import MigrationError, open_agent
+from markus_memory import AgentMemory, MigrationError, Settings, open_agent
 from markus_memory.layers.migration import (
     StateChunk,
     is_state_heading,
@@ -107,6 +107,7 @@ def test_14_5_item36_observations_go_last_whatever_their_position() -> None:
 def test_merge_state_keeps_existing_and_is_idempotent() -> None:
     existing = "# State\n\n## deploy\n<!-- updatedAt: 2026-06-30 -->\nblue/green\n"
     chunks = (
+        StateChunk("notes", "### sub\n\\ backslash", date(2026, 6, 29)),
         StateChunk("deploy", "canary", date(2026, 6, 29)),
         StateChunk("Current progress", "step 2", date(2026, 6, 29)),
     )
@@ -114,6 +115,7 @@ def test_merge_state_keeps_existing_and_is_idempotent() -> None:
     assert merged is not None and merged.startswith(existing.rstrip())
     assert "## deploy (from MEMORY.md)\n<!-- updatedAt: 2026-06-29 -->\ncanary" in merged
     assert "## Current progress\n<!-- updatedAt: 2026-06-29 -->\nstep 2" in merged
+    assert "## notes\n<!-- updatedAt: 2026-06-29 -->\n\\### sub\n\\\\ backslash" in merged
     assert merge_state(merged, chunks) is None
 
 
@@ -154,10 +156,24 @@ def test_migrates_memory_md_to_knowledge_and_state(isolated_home: Path) -> None:
         assert mem.knowledge.section("Norms") == "Review every PR."
         assert mem.knowledge.section("Stack") is not None
         assert [o.content for o in mem.knowledge.observations()] == ["Migrated observation."]
+        (entry,) = mem.state.entries()
+        assert entry.key == "Current progress" and entry.updated == date(2026, 6, 28)
+        assert entry.content == "- 2026-06-28 Silent day 3 of the migration"
     state = (root / "state.md").read_text()
     assert state.startswith("# State\n")
     assert "## Current progress\n<!-- updatedAt: 2026-06-28 -->" in state
     assert "Norms" in (root / "knowledge.md").read_text()
+
+
+def test_golden_memory_md_migrates_to_the_expected_files(isolated_home: Path) -> None:
+    golden = Path(__file__).parent.parent / "golden" / "migration"
+    root = agent_dir(isolated_home)
+    (root / "MEMORY.md").write_bytes((golden / "MEMORY.md").read_bytes())
+    settings = Settings(home=isolated_home, clock=lambda: datetime(2026, 7, 1, tzinfo=UTC))
+    AgentMemory("alice", settings).close()
+    assert (root / "knowledge.md").read_bytes() == (golden / "knowledge.md").read_bytes()
+    assert (root / "state.md").read_bytes() == (golden / "state.md").read_bytes()
+    assert (root / "MEMORY.md").read_bytes() == (golden / "MEMORY.md").read_bytes()
 
 
 def test_A_legacy_memory_not_written(isolated_home: Path) -> None:
@@ -217,6 +233,16 @@ def test_14_5_item36_memories_json_merges_with_migrated_observations(isolated_ho
     assert ("obs_1718000000000_k3j9qz", "fact", "Migrated observation.") in got
     assert ("j1", "fact", "from json") in got and ("j2", "note", "odd") in got
     assert len(got) == 3 and got[0][0] == "j1"
+    assert not (root / "memories.json").exists()
+
+
+def test_memories_json_with_lone_surrogates_is_imported_cleaned(isolated_home: Path) -> None:
+    root = agent_dir(isolated_home)
+    raw = '[{"id": "s\\ud800", "content": "bad \\udfff text", "metadata": {"tags": ["t\\ud800"]}}]'
+    (root / "memories.json").write_text(raw)
+    with open_agent("alice") as mem:
+        (obs,) = mem.knowledge.observations()
+    assert obs.id == "s?" and obs.content == "bad ? text" and obs.tags == ("t?",)
     assert not (root / "memories.json").exists()
 
 

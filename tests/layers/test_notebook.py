@@ -437,3 +437,57 @@ def test_any_text_survives_save_and_reload(nb: Notebook, key: str, text: str, ma
 
 def test_fixture_paths_live_under_tmp(nb: Notebook, tmp_path: Path) -> None:
     assert tmp_path in nb.path.parents
+
+
+def test_writes_reread_even_when_an_in_place_edit_kept_size_and_mtime(nb: Notebook) -> None:
+    nb.upsert("a", "one")
+    nb.upsert("b", "two")
+    assert nb.get("b") is not None  # cached under the current signature
+    st = os.stat(nb.path)
+    with open(nb.path, "r+b") as handle:  # same inode, same size
+        data = handle.read()
+        handle.seek(0)
+        handle.write(data.replace(b"two\n", b"TWO\n"))
+    os.utime(nb.path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    nb.upsert("a", "three")
+    b = fresh(nb).get("b")
+    assert b is not None and b.text == "TWO"
+
+
+hand_lines = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "## k",
+                "## other key",
+                "##",
+                "## ",
+                "<!-- managed: cpp -->",
+                "<!-- managed: bogus -->",
+                "<!-- updated: 2026-03-04T05:06:07.123456+02:00 -->",
+                "<!-- updated: 0005-01-01T00:00:00Z -->",
+                "<!-- updated: not a date -->",
+                "\\",
+                "\\## escaped",
+                "",
+                "\r",
+            ]
+        ),
+        texts,
+    ),
+    max_size=12,
+).map("\n".join)
+
+
+@given(hand_lines)
+def test_any_hand_written_file_is_stable_after_one_rewrite(text: str) -> None:
+    doc = parse_notebook(text, datetime(2026, 5, 5, 1, 2, 3, 456789, timezone.utc))
+    assert parse_notebook(render_notebook(doc), T0) == doc
+
+
+def test_agent_slot_limit_follows_limits(paths: AgentPaths, lock: AgentLock, clock: FakeClock):
+    nb = Notebook(paths, lock, Limits(notebook_max_agent_entries=1), clock)
+    nb.upsert("a", "x")
+    clock.advance(seconds=1)
+    assert nb.upsert("b", "y").evicted == "a"
+    assert [e.key for e in nb.entries()] == ["b"]

@@ -45,6 +45,8 @@ UPSERTER = PRELUDE + textwrap.dedent(
     for i in range(start, start + count):
         nb.upsert(f"k{i % 4}", f"value {i}\\n## looks like a heading {i}")
         print(i, flush=True)
+        if len(sys.argv) > 4:
+            time.sleep(0.002)  # flock is not fair: leave the other process a gap
     """
 )
 
@@ -53,6 +55,7 @@ HAND_EDITOR = PRELUDE + textwrap.dedent(
     import re
     import time
     count = int(sys.argv[2])
+    print("ready", flush=True)
     while not go.exists():
         time.sleep(0.001)
     seen = set()
@@ -62,6 +65,7 @@ HAND_EDITOR = PRELUDE + textwrap.dedent(
             text = re.sub(r"(## hand\\n(?:<!--.*-->\\n)*)hand \\d+", rf"\\g<1>hand {j}", text)
             atomic_write_text(paths.notebook, text)
             seen.add(tuple(re.findall(r"value \\d+", text)))
+        time.sleep(0.002)
     print(len(seen), flush=True)
     """
 )
@@ -93,6 +97,8 @@ def test_upserts_racing_hand_edits_of_another_entry_lose_neither(tmp_path: Path)
         (root / "go").unlink(missing_ok=True)
         writer = _run(UPSERTER, root, round_ * count, count, "barrier")
         editor = _run(HAND_EDITOR, root, count)
+        for process in (writer, editor):  # both imported and waiting: start them together
+            assert process.stdout is not None and process.stdout.readline().strip() == "ready"
         (root / "go").touch()
         seen, _ = editor.communicate(timeout=120)
         assert editor.returncode == 0

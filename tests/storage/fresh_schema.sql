@@ -34,12 +34,6 @@ CREATE INDEX idx_transcript_agent_created ON transcript_messages(agent_id, creat
 -- index sqlite_autoindex__markus_migrations_1 ON _markus_migrations
 None;
 
--- index sqlite_autoindex_activity_search_agents_1 ON activity_search_agents
-None;
-
--- index sqlite_autoindex_activity_search_agents_2 ON activity_search_agents
-None;
-
 -- index sqlite_autoindex_activity_search_docs_1 ON activity_search_docs
 None;
 
@@ -47,6 +41,12 @@ None;
 None;
 
 -- index sqlite_autoindex_agent_decisions_1 ON agent_decisions
+None;
+
+-- index sqlite_autoindex_agent_slots_1 ON agent_slots
+None;
+
+-- index sqlite_autoindex_agent_slots_2 ON agent_slots
 None;
 
 -- index sqlite_autoindex_chat_messages_1 ON chat_messages
@@ -81,12 +81,6 @@ CREATE TABLE 'activity_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB);
 
 -- table activity_fts_idx ON activity_fts_idx
 CREATE TABLE 'activity_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID;
-
--- table activity_search_agents ON activity_search_agents
-CREATE TABLE activity_search_agents (
-  agent_id TEXT PRIMARY KEY,
-  slot INTEGER NOT NULL UNIQUE
-);
 
 -- table activity_search_docs ON activity_search_docs
 CREATE TABLE activity_search_docs (
@@ -134,6 +128,12 @@ CREATE TABLE agent_decisions (
   reasoning TEXT,
   outcome TEXT,
   created_at TEXT NOT NULL DEFAULT (datetime('now'))
+);
+
+-- table agent_slots ON agent_slots
+CREATE TABLE agent_slots (
+  agent_id TEXT PRIMARY KEY,
+  slot INTEGER NOT NULL UNIQUE
 );
 
 -- table chat_messages ON chat_messages

@@ -137,7 +137,11 @@ def test_search_requires_every_term_across_label_summary_keywords(store: Episodi
     store.insert_activity(act(2, label="Review docs"))
     store.end_activity("a1", "act-a1-2", end("wrote a build script"))
     hits = store.search_activities("a1", "build feature")
-    assert [h.activity.id for h in hits][:1] == ["act-a1-1"]
+    # The one all-terms match comes first; the partial match only fills the remaining slots.
+    assert [h.activity.id for h in hits] == ["act-a1-1", "act-a1-2"]
+    assert [h.activity.id for h in store.search_activities("a1", "build feature", limit=1)] == [
+        "act-a1-1"
+    ]
     assert store.search_activities("a1", "a") == []
     assert store.search_activities("a1", "   ") == []
 
@@ -357,3 +361,22 @@ def test_transcript_reindex_replaces_and_forget_removes(store: EpisodicStore) ->
     assert [h.content for h in store.search_transcript("a1", "second")] == ["second words"]
     assert store.forget_session("a1", "s1") == 1
     assert store.search_transcript("a1", "second") == []
+
+
+def test_regression_14_3_item_23_activities_can_be_pruned(store: EpisodicStore) -> None:
+    for n in range(1, 5):
+        store.insert_activity(act(n, label="nightly backup"))
+        store.append_log("a1", f"act-a1-{n}", "text", "copied files", {}, T0)
+    store.insert_activity(act(1, agent="a2", label="nightly backup"))
+    removed = store.prune_activities("a1", before=T0 + timedelta(minutes=3))
+    assert removed == 2
+    assert [a.id for a in store.query_activities("a1")] == ["act-a1-4", "act-a1-3"]
+    assert store.activity_logs("a1", "act-a1-1") == []
+    assert {h.activity.id for h in store.search_activities("a1", "nightly backup")} == {
+        "act-a1-3",
+        "act-a1-4",
+    }
+    assert [a.id for a in store.query_activities("a2")] == ["act-a2-1"]
+    # New activities still get fresh search documents after a prune.
+    store.insert_activity(act(9, label="nightly backup"))
+    assert len(store.search_activities("a1", "nightly")) == 3

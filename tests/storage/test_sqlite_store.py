@@ -349,3 +349,21 @@ def test_agent_spans_keep_each_agents_documents_apart(tmp_path: Path) -> None:
         assert {h.activity.id for h in store.search_activities(agent, "shared")} == expected
     assert store.search_activities("nobody", "shared") == []
     store.close()
+
+
+def test_transcript_match_sets_over_the_bound_come_newest_first(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "data.db", search_candidates=2)
+    for seq in range(4):
+        store.index_message("a1", "s1", seq, "user", f"status update {seq}", T0)
+    store.index_message("a2", "s1", 0, "user", "status update", T0)
+    hits = store.search_transcript("a1", "status", limit=3)
+    assert [(h.seq, h.score) for h in hits] == [(3, 0.0), (2, 0.0)]
+    assert [h.seq for h in store.search_transcript("a1", "status", session_id="s1", limit=3)] == [
+        3,
+        2,
+    ]
+    # Re-indexing keeps the message's place; other agents stay invisible.
+    store.index_message("a1", "s1", 0, "user", "rare words now", T0)
+    assert [h.seq for h in store.search_transcript("a1", "rare")] == [0]
+    assert all(h.agent_id == "a1" for h in store.search_transcript("a1", "update"))
+    store.close()

@@ -1,4 +1,4 @@
-"""The knowledge.md format: the KnowledgeDoc model and its parser/renderer (exact inverses).
+"""The knowledge.md format: KnowledgeDoc, its parser/renderer (exact inverses), entry rules.
 
 Layout (REFERENCE §2.3), as written here::
 
@@ -36,12 +36,13 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import lru_cache
 
 from .._markdown import escape_body, meta_line, render_meta, split_h2, unescape_body
 from ..config import epoch_ms, from_epoch_ms, iso_ms, parse_iso
+from ..errors import InvalidInputError
 
 OBSERVATIONS = "_observations"
 OBSERVATION_TYPES = ("conversation", "fact", "task_result", "note", "insight")
@@ -51,6 +52,10 @@ HEADER_COMMENTS = (
     "<!-- Dream cycle consolidates recurring patterns into curated sections above. -->",
 )
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+MAX_OBSERVATION_CHARS = 50_000
+"""Longest observation content accepted (a bigger one belongs in a file, not in the buffer)."""
+MAX_ID_CHARS = 128
 
 _TYPE_VALUE = re.compile(r"(\w+)(?:, tags: (.*))?\Z", re.DOTALL)
 _ID_MS = re.compile(r"[A-Za-z]+_(\d{12,14})(?![0-9])")
@@ -120,6 +125,65 @@ def tag_problem(tag: str) -> str | None:
     return None
 
 
+def to_millis(moment: datetime) -> datetime:
+    """``moment`` in UTC, cut to whole milliseconds (what the file keeps)."""
+    utc = moment.astimezone(timezone.utc)
+    return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
+
+
+def check_text(what: str, text: str) -> str:
+    """``text`` if it can be written as UTF-8 (no lone surrogates), else InvalidInputError."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"{what} is not valid Unicode ({exc.reason})") from None
+    return text
+
+
+def check_content(content: object) -> str:
+    """Observation content, stripped; :class:`InvalidInputError` unless a non-empty string."""
+    if not isinstance(content, str):
+        raise InvalidInputError(
+            f"observation content must be a string, got {type(content).__name__}; "
+            "save one observation per call"
+        )
+    text = check_text("observation content", content).strip()
+    if not text:
+        raise InvalidInputError("observation content must be a non-empty string")
+    if len(text) > MAX_OBSERVATION_CHARS:
+        raise InvalidInputError(
+            f"observation content has {len(text)} chars, over {MAX_OBSERVATION_CHARS}; "
+            "save a summary instead"
+        )
+    return text
+
+
+def check_tags(tags: object) -> tuple[str, ...]:
+    """Tags stripped, empties dropped; a tag that cannot be stored is refused, not cleaned."""
+    if isinstance(tags, str) or not isinstance(tags, Iterable):
+        raise InvalidInputError("tags must be a list of strings")
+    checked = []
+    for tag in tags:
+        if not isinstance(tag, str):
+            raise InvalidInputError(f"a tag must be a string, got {type(tag).__name__}")
+        stripped = check_text("a tag", tag).strip()
+        problem = tag_problem(stripped) if stripped else None
+        if problem:
+            raise InvalidInputError(f"tag {stripped[:40]!r} {problem}")
+        if stripped:
+            checked.append(stripped)
+    return tuple(checked)
+
+
+def check_id(obs_id: object) -> str:
+    """An observation id: one token of 1-128 characters, no white space."""
+    if not isinstance(obs_id, str) or not obs_id or len(obs_id) > MAX_ID_CHARS:
+        raise InvalidInputError(f"observation id must be a string of 1-{MAX_ID_CHARS} chars")
+    if len(obs_id.split()) != 1 or obs_id.split()[0] != obs_id:
+        raise InvalidInputError(f"observation id {obs_id[:40]!r} must not contain white space")
+    return check_text("observation id", obs_id)
+
+
 def clean_tag(tag: str) -> str:
     """A storable form of ``tag``: commas and control characters become spaces, ``-->`` ``->``."""
     cleaned = re.sub(r"[,\x00-\x1f\x7f]", " ", tag).replace("-->", "->")
@@ -135,25 +199,41 @@ def curated_text(doc: KnowledgeDoc) -> str:
     return "\n".join(blocks)
 
 
-@lru_cache(maxsize=4096)
 def _render_entry(obs: Observation) -> str:
-    """One observation as written, ending with its blank line (cached: entries are immutable)."""
+    """One observation as written, ending with its blank line."""
     meta = obs.type + (", tags: " + ", ".join(obs.tags) if obs.tags else "")
     head = f"### {obs.id}\n{render_meta('type', meta)}\n{render_meta('at', iso_ms(obs.timestamp))}"
     return f"{head}\n{escape_body(obs.content)}\n\n"
 
 
-def render_observations(observations: list[Observation]) -> str:
-    block = "\n".join(["## " + OBSERVATIONS, *HEADER_COMMENTS, "", ""])
-    return (block + "".join(_render_entry(obs) for obs in observations))[:-1]
+Memo = dict[int, tuple[Observation, str]]
+"""Rendered entries by ``id()`` of their immutable Observation, kept by a caller across renders."""
 
 
-def render_knowledge(doc: KnowledgeDoc) -> str:
-    """The text of knowledge.md for ``doc``; :func:`parse_knowledge` gives ``doc`` back."""
+def render_observations(observations: list[Observation], memo: Memo | None = None) -> str:
+    old = memo if memo is not None else {}
+    new: Memo = {}
+    parts = ["\n".join(["## " + OBSERVATIONS, *HEADER_COMMENTS, "", ""])]
+    for obs in observations:
+        hit = old.get(id(obs))
+        text = hit[1] if hit is not None and hit[0] is obs else _render_entry(obs)
+        new[id(obs)] = (obs, text)
+        parts.append(text)
+    if memo is not None:
+        memo.clear()
+        memo.update(new)
+    return "".join(parts)[:-1]
+
+
+def render_knowledge(doc: KnowledgeDoc, memo: Memo | None = None) -> str:
+    """The text of knowledge.md for ``doc``; :func:`parse_knowledge` gives ``doc`` back.
+
+    ``memo`` (optional, owned by the caller) makes re-rendering unchanged observations free.
+    """
     curated = curated_text(doc)
     if not doc.observations:
         return curated
-    return curated + ("\n" if curated else "") + render_observations(doc.observations)
+    return curated + ("\n" if curated else "") + render_observations(doc.observations, memo)
 
 
 def parse_knowledge(text: str, fallback: datetime = EPOCH) -> KnowledgeDoc:

@@ -295,6 +295,16 @@ class ActivityLog:
             ]
         return ActivityDetail(activity, tuple(logs))
 
+    def prune(self, before: datetime | str) -> int:
+        """Delete this agent's activities started before ``before`` (logs and index too).
+
+        Nothing prunes automatically; a retention job calls this (REFERENCE §14.3 item 23).
+        """
+        moment = self._moment(before)
+        if moment is None:
+            raise InvalidInputError("prune needs a 'before' timestamp")
+        return self.store.prune_activities(self.agent_id, before=moment)
+
     def _get_activity(self, activity_id: str) -> Activity:
         activity = self.store.get_activity(self.agent_id, self._id(activity_id))
         if activity is None:

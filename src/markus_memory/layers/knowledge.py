@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TypeVar
 
 from .._fs import AgentLock, atomic_write_text, read_text, signature, validate_key
@@ -29,13 +29,18 @@ from ._knowledge_format import (
     OBSERVATIONS,
     CuratedSection,
     KnowledgeDoc,
+    Memo,
     Observation,
+    check_content,
+    check_id,
+    check_tags,
+    check_text,
     clean_tag,
     curated_text,
     new_observation_id,
     parse_knowledge,
     render_knowledge,
-    tag_problem,
+    to_millis,
 )
 
 __all__ = [
@@ -48,9 +53,7 @@ __all__ = [
     "render_knowledge",
 ]
 
-MAX_OBSERVATION_CHARS = 50_000
-"""Longest observation content accepted (a bigger one belongs in a file, not in the buffer)."""
-MAX_ID_CHARS = 128
+NEW_FILE_PREAMBLE = "# Knowledge"
 WRITE_MODES = ("replace", "patch", "append")
 _T = TypeVar("_T")
 
@@ -68,53 +71,6 @@ class WriteResult:
     curated_limit: int = 0
 
 
-def _millis(moment: datetime) -> datetime:
-    """``moment`` in UTC, cut to whole milliseconds (what the file keeps)."""
-    utc = moment.astimezone(timezone.utc)
-    return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
-
-
-def _check_content(content: object) -> str:
-    if not isinstance(content, str):
-        raise InvalidInputError(
-            f"observation content must be a string, got {type(content).__name__}; "
-            "save one observation per call"
-        )
-    text = content.strip()
-    if not text:
-        raise InvalidInputError("observation content must be a non-empty string")
-    if len(text) > MAX_OBSERVATION_CHARS:
-        raise InvalidInputError(
-            f"observation content has {len(text)} chars, over {MAX_OBSERVATION_CHARS}; "
-            "save a summary instead"
-        )
-    return text
-
-
-def _check_tags(tags: object) -> tuple[str, ...]:
-    if isinstance(tags, str) or not isinstance(tags, Iterable):
-        raise InvalidInputError("tags must be a list of strings")
-    checked = []
-    for tag in tags:
-        if not isinstance(tag, str):
-            raise InvalidInputError(f"a tag must be a string, got {type(tag).__name__}")
-        stripped = tag.strip()
-        problem = tag_problem(stripped) if stripped else None
-        if problem:
-            raise InvalidInputError(f"tag {stripped[:40]!r} {problem}")
-        if stripped:
-            checked.append(stripped)
-    return tuple(checked)
-
-
-def _check_id(obs_id: object) -> str:
-    if not isinstance(obs_id, str) or not obs_id or len(obs_id) > MAX_ID_CHARS:
-        raise InvalidInputError(f"observation id must be a string of 1-{MAX_ID_CHARS} chars")
-    if len(obs_id.split()) != 1 or obs_id.split()[0] != obs_id:
-        raise InvalidInputError(f"observation id {obs_id[:40]!r} must not contain white space")
-    return obs_id
-
-
 def _check_limit(limit: object) -> int:
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
         raise InvalidInputError(f"limit must be a non-negative integer, got {limit!r}")
@@ -122,7 +78,7 @@ def _check_limit(limit: object) -> int:
 
 
 def _check_section_name(name: object) -> str:
-    checked = validate_key("section name", name)
+    checked = check_text("section name", validate_key("section name", name))
     if checked == OBSERVATIONS:
         raise InvalidInputError("'_observations' is the observation buffer, not a section name")
     return checked
@@ -139,6 +95,7 @@ class KnowledgeFile:
         self._limits = limits
         self._clock = clock
         self._cache: tuple[object, str, KnowledgeDoc] | None = None
+        self._memo: Memo = {}
 
     # ---- reading -------------------------------------------------------------------------
 
@@ -151,7 +108,7 @@ class KnowledgeFile:
         text = read_text(self.path)
         if text is None:
             self._cache = None
-            return KnowledgeDoc()
+            return KnowledgeDoc(NEW_FILE_PREAMBLE)
         if cached is not None and cached[1] == text:
             doc = cached[2]
         else:
@@ -187,9 +144,14 @@ class KnowledgeFile:
         index = doc.section_index(name)
         return None if index is None else doc.sections[index].body.strip()
 
-    def curated_text(self) -> str:
-        """The curated part (preamble and sections, no observation block), right-stripped."""
-        return curated_text(self.read()).rstrip()
+    def curated_text(self, exclude: Iterable[str] = ()) -> str:
+        """The curated part (preamble and sections, no observation block), right-stripped;
+        sections named in ``exclude`` are left out (the original's ``…Excluding(names)``).
+        """
+        doc = self.read()
+        skip = {exclude} if isinstance(exclude, str) else set(exclude)
+        doc.sections = [s for s in doc.sections if s.name not in skip]
+        return curated_text(doc).rstrip()
 
     # ---- writing -------------------------------------------------------------------------
 
@@ -201,7 +163,7 @@ class KnowledgeFile:
                 doc = self._load(verify_text=True)
                 result = change(doc)
                 doc.observations = doc.observations[-self._limits.max_observations :]
-                text = render_knowledge(doc)
+                text = render_knowledge(doc, self._memo)
                 # An editor that does not take the lock may have saved meanwhile: start again.
                 if signature(self.path) == seen:
                     break
@@ -212,13 +174,13 @@ class KnowledgeFile:
     def _new_observation(
         self, content: object, type: object, tags: object, obs_id: object, moment: object
     ) -> Observation:
-        text = _check_content(content)
+        text = check_content(content)
         kind = type if isinstance(type, str) and type in OBSERVATION_TYPES else "note"
         if moment is not None and not isinstance(moment, datetime):
             raise InvalidInputError("timestamp must be a datetime")
-        when = _millis(moment if moment is not None else self._clock())
-        checked_id = new_observation_id(when) if obs_id is None else _check_id(obs_id)
-        return Observation(checked_id, kind, text, when, _check_tags(tags))
+        when = to_millis(moment if moment is not None else self._clock())
+        checked_id = new_observation_id(when) if obs_id is None else check_id(obs_id)
+        return Observation(checked_id, kind, text, when, check_tags(tags))
 
     def save_observation(
         self,
@@ -241,17 +203,18 @@ class KnowledgeFile:
 
     def add_observations(self, observations: Iterable[Observation]) -> int:
         """Bulk import (legacy migration): skip empty content and ids already present, clean
-        tags instead of refusing them, keep the buffer chronological. Returns how many were added.
+        tags and invalid Unicode instead of refusing them, keep the buffer chronological.
+        Returns how many were added.
         """
         incoming = []
         for obs in observations:
-            content = obs.content.strip() if isinstance(obs.content, str) else ""
+            content = _valid_unicode(obs.content).strip() if isinstance(obs.content, str) else ""
             if not content:
                 continue
-            tags = tuple(t for t in (clean_tag(str(tag)) for tag in obs.tags) if t)
+            tags = tuple(t for t in (clean_tag(_valid_unicode(str(tag))) for tag in obs.tags) if t)
             kind = obs.type if obs.type in OBSERVATION_TYPES else "note"
             incoming.append(
-                Observation(_check_id(obs.id), kind, content, _millis(obs.timestamp), tags)
+                Observation(check_id(obs.id), kind, content, to_millis(obs.timestamp), tags)
             )
 
         def change(doc: KnowledgeDoc) -> int:
@@ -268,6 +231,8 @@ class KnowledgeFile:
 
     def remove_observations(self, ids: Iterable[str]) -> int:
         """Remove every observation whose id is in ``ids``; writes only if something matched."""
+        if isinstance(ids, str):
+            raise InvalidInputError("ids must be a list of observation ids, not one string")
         wanted = set(ids)
         return self._remove(lambda o: o.id in wanted)
 
@@ -310,6 +275,7 @@ class KnowledgeFile:
             raise InvalidInputError(
                 f"section content must be a string, got {type(content).__name__}"
             )
+        check_text("section content", content)
         if mode not in WRITE_MODES:
             raise InvalidInputError(f"mode must be one of {', '.join(WRITE_MODES)}; got {mode!r}")
 
@@ -379,7 +345,8 @@ class KnowledgeFile:
         Bodies are sanitised (``## `` → ``### ``) and the observation cap applied. An invalid
         observation or section name, a changed section over its cap, or a curated part grown
         past its cap raises :class:`InvalidInputError` and writes nothing; so does an exception
-        inside the block.
+        inside the block. Keep the block short (no model calls inside): the lock is held
+        throughout, and an editor that ignores the lock and saves meanwhile is overwritten.
         """
         with self._lock:
             original = self._load(verify_text=True)
@@ -394,7 +361,7 @@ class KnowledgeFile:
             CuratedSection(_check_section_name(s.name), sanitize_h2(s.body).strip("\n").rstrip())
             for s in doc.sections
         ]
-        checked = KnowledgeDoc(doc.preamble.rstrip(), sections)
+        checked = KnowledgeDoc(sanitize_h2(doc.preamble).rstrip(), sections)
         checked.observations = [
             self._new_observation(o.content, o.type, o.tags, o.id, o.timestamp)
             for o in doc.observations
@@ -409,6 +376,11 @@ class KnowledgeFile:
         if not result.ok:
             raise InvalidInputError(result.reason)
         return checked
+
+
+def _valid_unicode(text: str) -> str:
+    """``text`` with lone surrogates replaced, so that it can be written as UTF-8."""
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _assign(target: KnowledgeDoc, source: KnowledgeDoc) -> None:

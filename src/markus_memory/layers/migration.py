@@ -11,7 +11,8 @@ original's migration bugs (REFERENCE §3, §14.5 item 36):
   line) never moves a section: knowledge that is misrouted to state expires after 7 days, state
   that stays in knowledge only costs a few tokens.
 * Each state section gets a ``<!-- updatedAt: YYYY-MM-DD -->`` first body line (the newest ISO
-  date in the section, else today), the state.md entry format of REFERENCE §2.4.
+  date in the section, else today) and an escaped body: the entry format of the state layer
+  (REFERENCE §2.4), so ``mem.state`` reads it like its own entries.
 * An existing state.md is merged, never clobbered: a key already present with the same body is
   skipped, one with a different body is added as ``<key> (from MEMORY.md)``. Re-running a
   half-finished migration therefore adds nothing twice.
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 from .._fs import read_text, signature
-from .._markdown import Section, join_h2, split_h2
+from .._markdown import Section, escape_body, join_h2, split_h2
 from ..config import AgentPaths, from_epoch_ms, parse_iso
 from ..errors import CorruptFileError, MigrationError
 
@@ -41,8 +42,9 @@ STATE_WORDS = re.compile(
     re.IGNORECASE,
 )
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-_LEGACY_TITLE = re.compile(r"#\s*memory(?:\.md)?\s*", re.IGNORECASE)
+_LEGACY_TITLE = re.compile(r"\s*#\s*memory(?:\.md)?[ \t]*(?:\r?\n|\Z)", re.IGNORECASE)
 FROM_LEGACY = " (from MEMORY.md)"
+MAX_ID_CHARS = 128
 
 
 @dataclass(frozen=True)
@@ -122,9 +124,13 @@ def split_legacy_memory(text: str, today: date) -> LegacySplit:
             state.append(StateChunk(section.name, body, _latest_day(section.render()) or today))
         else:
             curated.append(_ended(section))
-    if not preamble.strip() or _LEGACY_TITLE.fullmatch(preamble.strip()):
-        preamble = "# Knowledge\n\n"
-    elif not preamble.endswith("\n"):
+    title = _LEGACY_TITLE.match(preamble)
+    if title:  # "# MEMORY" becomes the knowledge.md title; the rest of the preamble stays
+        preamble = preamble[title.end() :]
+    preamble = (
+        "# Knowledge\n\n" + preamble.lstrip("\n") if title or not preamble.strip() else preamble
+    )
+    if preamble.strip() and not preamble.endswith("\n"):
         preamble += "\n"
     return LegacySplit(join_h2(preamble, curated + observations), tuple(state))
 
@@ -135,12 +141,13 @@ def merge_state(existing: str | None, chunks: tuple[StateChunk, ...]) -> str | N
     bodies = {s.name: _without_updated(s.body) for s in present}
     added = []
     for chunk in chunks:
+        escaped = escape_body(chunk.body)
         for key in (chunk.key, chunk.key + FROM_LEGACY):
-            if bodies.get(key) == chunk.body:
+            if bodies.get(key) == escaped:
                 break
             if key not in bodies:
-                bodies[key] = chunk.body
-                body = f"<!-- updatedAt: {chunk.updated.isoformat()} -->\n{chunk.body}".rstrip()
+                bodies[key] = escaped
+                body = f"<!-- updatedAt: {chunk.updated.isoformat()} -->\n{escaped}".rstrip()
                 added.append(f"## {key}\n{body}\n")
                 break
     if not added:
@@ -180,7 +187,7 @@ def parse_memories_json(raw: str, fallback: datetime) -> tuple[LegacyObservation
         tags = metadata.get("tags") if isinstance(metadata, dict) else None
         found.append(
             LegacyObservation(
-                id="_".join(obs_id.split()),
+                id="_".join(obs_id.encode("utf-8", "replace").decode().split())[:MAX_ID_CHARS],
                 type=kind if kind in OBSERVATION_TYPES else "note",
                 content=content if isinstance(content, str) else "",
                 timestamp=(parse_iso(stamp) if isinstance(stamp, str) else None) or fallback,

@@ -82,6 +82,7 @@ def parse_notebook(text: str, default_time: datetime) -> NotebookDoc:
     order: list[str] = []
     found: dict[str, NotebookEntry] = {}
     current: tuple[str, list[str], Managed, datetime] | None = None
+    default_time = _to_ms(default_time)
 
     def finish() -> None:
         if current is None:
@@ -105,8 +106,8 @@ def parse_notebook(text: str, default_time: datetime) -> NotebookDoc:
         meta = meta_line(line)
         if meta is not None and meta[0] == "updated":
             moment = parse_iso(meta[1])
-            if moment is not None:
-                current = (current[0], current[1], current[2], moment)
+            if moment is not None and moment.year >= 1000:  # iso_ms writes 4-digit years
+                current = (current[0], current[1], current[2], _to_ms(moment))
             continue
         if meta is not None and meta[0] == "managed":
             if meta[1] in MANAGED_VALUES:
@@ -116,6 +117,12 @@ def parse_notebook(text: str, default_time: datetime) -> NotebookDoc:
     finish()
     preamble = "\n".join(preamble_lines).rstrip() or DEFAULT_PREAMBLE
     return NotebookDoc(preamble, tuple(found[key] for key in order))
+
+
+def _to_ms(moment: datetime) -> datetime:
+    """UTC, cut to the millisecond: what the file can hold."""
+    utc = moment.astimezone(timezone.utc)
+    return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
 
 
 def render_notebook(doc: NotebookDoc) -> str:
@@ -186,8 +193,11 @@ class Notebook:
 
     def read(self) -> NotebookDoc:
         """The parsed file (cached while its signature is unchanged)."""
+        return self._load(use_cache=True)
+
+    def _load(self, *, use_cache: bool) -> NotebookDoc:
         sig = signature(self.path)
-        if sig is not None and self._cache is not None and self._cache[0] == sig:
+        if use_cache and sig is not None and self._cache is not None and self._cache[0] == sig:
             return self._cache[1]
         text = read_text(self.path)
         if text is None:
@@ -232,7 +242,7 @@ class Notebook:
         if truncated:
             body = body[:limit].rstrip()
         with self._lock:
-            doc = self.read()
+            doc = self._load(use_cache=False)  # writes never trust a cache
             entries = list(doc.entries)
             index = next((i for i, e in enumerate(entries) if e.key == key), None)
             if index is not None and kind == "agent" and entries[index].managed != "agent":
@@ -244,7 +254,7 @@ class Notebook:
             evicted = None
             becomes_agent = kind == "agent" and (index is None or entries[index].managed != "agent")
             agents = [e for e in entries if e.managed == "agent" and e.key != key]
-            if becomes_agent and len(agents) >= self._limits.notebook_max_agent_entries:
+            if becomes_agent and agents and len(agents) >= self._limits.notebook_max_agent_entries:
                 victim = min(agents, key=lambda e: e.updated_at)  # min keeps the first tie
                 evicted = victim.key
                 entries = [e for e in entries if e.key != victim.key]
@@ -271,7 +281,7 @@ class Notebook:
             if all:
                 raise InvalidInputError("pass either key or all=True, not both")
         with self._lock:
-            doc = self.read()
+            doc = self._load(use_cache=False)  # writes never trust a cache
             if key is not None:
                 match = next((e for e in doc.entries if e.key == key), None)
                 if match is not None and match.managed != "agent" and not allow_system:
@@ -286,8 +296,7 @@ class Notebook:
         return removed
 
     def _now(self) -> datetime:
-        now = self._clock().astimezone(timezone.utc)
-        return now.replace(microsecond=now.microsecond // 1000 * 1000)  # the file keeps ms
+        return _to_ms(self._clock())
 
     def _write(self, doc: NotebookDoc) -> None:
         atomic_write_text(self.path, render_notebook(doc))

@@ -213,6 +213,11 @@ class ActivityRepo(Protocol):
         """Ranked full-text search over label, summary, keywords and log content."""
         ...
 
+    def prune_activities(self, agent_id: str, *, before: datetime) -> int:
+        """Delete the agent's activities started before ``before``, with their logs and search
+        documents; the number of activities removed (REFERENCE §14.3 item 23)."""
+        ...
+
     def activity_for_mailbox_item(self, agent_id: str, mailbox_item_id: str) -> Activity | None: ...
 
     def activities_for_mailbox_items(

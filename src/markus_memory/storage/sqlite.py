@@ -21,12 +21,20 @@ from .base import (
     search_terms,
 )
 from .migrations import Migrations
-from .sqlite_conn import EPOCH, from_iso, fts_match, json_obj, json_text, to_iso
-from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS, SLOT_SHIFT
+from .sqlite_conn import (
+    EPOCH,
+    SEARCH_CANDIDATES,
+    agent_span,
+    bounded_rank,
+    from_iso,
+    fts_match,
+    json_obj,
+    json_text,
+    next_rowid,
+    to_iso,
+)
+from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS
 from .sqlite_side import SqliteSideTables
-
-# Search ranks at most this many of the newest matching activities (see search_activities).
-SEARCH_CANDIDATES = 2000
 
 _ACTIVITY_COLUMNS = (
     "id, agent_id, type, label, started_at, task_id, mailbox_item_id, ended_at, "
@@ -34,30 +42,9 @@ _ACTIVITY_COLUMNS = (
 )
 
 
-def _agent_span(conn: sqlite3.Connection, agent_id: str) -> tuple[int, int] | None:
-    """The rowid range of an agent's search documents, None if it has none yet."""
-    row = conn.execute(
-        "SELECT slot FROM activity_search_agents WHERE agent_id = ?", (agent_id,)
-    ).fetchone()
-    if row is None:
-        return None
-    low = int(row[0]) << SLOT_SHIFT
-    return low, low + (1 << SLOT_SHIFT) - 1
-
-
 def _new_doc(conn: sqlite3.Connection, activity_id: str, agent_id: str) -> int:
     """Register a search document for an activity: the next rowid in its agent's span."""
-    conn.execute(
-        "INSERT OR IGNORE INTO activity_search_agents (agent_id, slot) "
-        "SELECT ?, COALESCE(MAX(slot), 0) + 1 FROM activity_search_agents",
-        (agent_id,),
-    )
-    span = _agent_span(conn, agent_id)
-    assert span is not None
-    last = conn.execute(
-        "SELECT MAX(rowid) FROM activity_search_docs WHERE rowid BETWEEN ? AND ?", span
-    ).fetchone()[0]
-    rowid = span[0] + 1 if last is None else int(last) + 1
+    rowid = next_rowid(conn, "activity_search_docs", "rowid", agent_id)
     conn.execute(
         "INSERT INTO activity_search_docs (rowid, activity_id, agent_id) VALUES (?, ?, ?)",
         (rowid, activity_id, agent_id),
@@ -95,8 +82,9 @@ class SqliteStore(SqliteSideTables):
         extra_migrations: Sequence[Migrations[sqlite3.Connection]] = (),
         search_candidates: int = SEARCH_CANDIDATES,
     ) -> None:
-        self.search_candidates = search_candidates
-        super().__init__(path, extra_migrations=extra_migrations)
+        super().__init__(
+            path, extra_migrations=extra_migrations, search_candidates=search_candidates
+        )
 
     # -- activities ---------------------------------------------------------------------------
 
@@ -286,7 +274,7 @@ class SqliteStore(SqliteSideTables):
         if not terms or limit <= 0:
             return []
         with self.read() as conn:
-            span = _agent_span(conn, agent_id)
+            span = agent_span(conn, agent_id)
             if span is None:
                 return []
             hits = self._ranked(conn, span, fts_match(terms), limit)
@@ -314,31 +302,27 @@ class SqliteStore(SqliteSideTables):
         self, conn: sqlite3.Connection, span: tuple[int, int], match: str, limit: int
     ) -> list[tuple[int, float]]:
         """(rowid, score) best first, within one agent's rowid span."""
-        where = "activity_fts MATCH ? AND activity_fts.rowid BETWEEN ? AND ?"
-        params = (match, *span)
-        newest = [
-            r[0]
-            for r in conn.execute(
-                f"SELECT rowid FROM activity_fts WHERE {where} ORDER BY rowid DESC LIMIT ?",
-                (*params, self.search_candidates + 1),
-            )
-        ]
-        if len(newest) <= self.search_candidates:
-            weights = ", ".join(str(w) for w in ACTIVITY_FTS_WEIGHTS)
-            rows = conn.execute(
-                f"SELECT rowid, bm25(activity_fts, {weights}) FROM activity_fts WHERE {where} "
-                "ORDER BY 2, rowid DESC LIMIT ?",
-                (*params, limit),
-            ).fetchall()
-            return [(int(r[0]), -float(r[1])) for r in rows]
+        ranked, newest = bounded_rank(
+            conn,
+            fts="activity_fts",
+            match=match,
+            span=span,
+            limit=limit,
+            candidates=self.search_candidates,
+            weights=", ".join(str(w) for w in ACTIVITY_FTS_WEIGHTS),
+        )
+        if newest is None:
+            return ranked
         strong = [
             int(r[0])
             for r in conn.execute(
-                f"SELECT rowid FROM activity_fts WHERE {where} ORDER BY rowid DESC LIMIT ?",
+                "SELECT rowid FROM activity_fts WHERE activity_fts MATCH ? "
+                "AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?",
                 ("{label keywords} : (" + match + ")", *span, limit),
             )
         ]
-        ordered = strong + [r for r in newest if r not in set(strong)]
+        seen = set(strong)
+        ordered = strong + [r for r in newest if r not in seen]
         return [(rowid, 0.0) for rowid in ordered[:limit]]
 
     def _activities_by_ids(self, agent_id: str, ids: Sequence[str]) -> dict[str, Activity]:
@@ -353,6 +337,28 @@ class SqliteStore(SqliteSideTables):
                 (*ids, agent_id),
             ).fetchall()
         return {r["id"]: _activity(r) for r in rows}
+
+    def prune_activities(self, agent_id: str, *, before: datetime) -> int:
+        cutoff = to_iso(before)
+        with self.write() as conn:
+            doomed = "SELECT id FROM agent_activities WHERE agent_id = ? AND started_at < ?"
+            conn.execute(
+                "DELETE FROM activity_fts WHERE rowid IN (SELECT rowid FROM "
+                f"activity_search_docs WHERE activity_id IN ({doomed}))",
+                (agent_id, cutoff),
+            )
+            conn.execute(
+                f"DELETE FROM activity_search_docs WHERE activity_id IN ({doomed})",
+                (agent_id, cutoff),
+            )
+            conn.execute(
+                f"DELETE FROM agent_activity_logs WHERE activity_id IN ({doomed})",
+                (agent_id, cutoff),
+            )
+            return conn.execute(
+                "DELETE FROM agent_activities WHERE agent_id = ? AND started_at < ?",
+                (agent_id, cutoff),
+            ).rowcount
 
     def activity_for_mailbox_item(self, agent_id: str, mailbox_item_id: str) -> Activity | None:
         with self.read() as conn:

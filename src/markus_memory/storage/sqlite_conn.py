@@ -20,9 +20,12 @@ from typing import Any
 from ..config import iso_ms, parse_iso
 from ..errors import InvalidInputError, StorageError
 from .migrations import Migrations, SqliteMigrationTarget
+from .sqlite_schema import SLOT_SHIFT
 from .sqlite_schema import migrations as markus_migrations
 
 BUSY_TIMEOUT_MS = 5000
+# A search ranks by bm25 only match sets up to this size (see bounded_rank).
+SEARCH_CANDIDATES = 2000
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
@@ -61,13 +64,83 @@ def fts_match(terms: Sequence[str], *, any_term: bool = False) -> str:
     return (" OR " if any_term else " ").join(quote_fts(t) for t in terms)
 
 
+def agent_span(conn: sqlite3.Connection, agent_id: str) -> tuple[int, int] | None:
+    """The rowid range of an agent's search documents (see m004), None if it has none yet."""
+    row = conn.execute("SELECT slot FROM agent_slots WHERE agent_id = ?", (agent_id,)).fetchone()
+    if row is None:
+        return None
+    low = int(row[0]) << SLOT_SHIFT
+    return low, low + (1 << SLOT_SHIFT) - 1
+
+
+def next_rowid(conn: sqlite3.Connection, table: str, column: str, agent_id: str) -> int:
+    """The next free rowid of ``agent_id``'s span in ``table`` (call inside a write)."""
+    conn.execute(
+        "INSERT OR IGNORE INTO agent_slots (agent_id, slot) "
+        "SELECT ?, COALESCE(MAX(slot), 0) + 1 FROM agent_slots",
+        (agent_id,),
+    )
+    span = agent_span(conn, agent_id)
+    if span is None:  # pragma: no cover - inserted just above
+        raise StorageError(f"no search slot for agent {agent_id!r}")
+    last = conn.execute(
+        f"SELECT MAX({column}) FROM {table} WHERE {column} BETWEEN ? AND ?", span
+    ).fetchone()[0]
+    return span[0] + 1 if last is None else int(last) + 1
+
+
+def bounded_rank(
+    conn: sqlite3.Connection,
+    *,
+    fts: str,
+    match: str,
+    span: tuple[int, int],
+    limit: int,
+    candidates: int,
+    weights: str = "",
+    join: str = "",
+    where: str = "",
+    params: tuple[Any, ...] = (),
+) -> tuple[list[tuple[int, float]], list[int] | None]:
+    """Rank one agent's FTS matches by bm25 if there are at most ``candidates`` of them.
+
+    Returns ``(ranked, None)`` — (rowid, -bm25) best first — or, when the match set is larger,
+    ``([], newest)``: the ``candidates`` newest rowids, for the caller to order by recency.
+    bm25 must count every posting of each phrase and score every match, which for a term in
+    most of a million rows costs most of a second; the newest-first probe stops early.
+    """
+    cond = f"{fts} MATCH ? AND {fts}.rowid BETWEEN ? AND ?{where}"
+    args = (match, *span, *params)
+    newest = [
+        int(r[0])
+        for r in conn.execute(
+            f"SELECT {fts}.rowid FROM {fts}{join} WHERE {cond} ORDER BY {fts}.rowid DESC LIMIT ?",
+            (*args, candidates + 1),
+        )
+    ]
+    if len(newest) > candidates:
+        return [], newest[:candidates]
+    sep = ", " if weights else ""
+    rows = conn.execute(
+        f"SELECT {fts}.rowid, bm25({fts}{sep}{weights}) AS score FROM {fts}{join} "
+        f"WHERE {cond} ORDER BY score, {fts}.rowid DESC LIMIT ?",
+        (*args, limit),
+    ).fetchall()
+    return [(int(r[0]), -float(r[1])) for r in rows], None
+
+
 class SqliteDatabase:
     """One SQLite file with the Markus schema applied; subclasses add the repositories."""
 
     def __init__(
-        self, path: Path | str, *, extra_migrations: Sequence[Migrations[sqlite3.Connection]] = ()
+        self,
+        path: Path | str,
+        *,
+        extra_migrations: Sequence[Migrations[sqlite3.Connection]] = (),
+        search_candidates: int = SEARCH_CANDIDATES,
     ) -> None:
         self.path = Path(path)
+        self.search_candidates = search_candidates
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._guard = threading.Lock()
@@ -119,6 +192,8 @@ class SqliteDatabase:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise StorageError(f"{self.path}: {exc}") from exc
+        except UnicodeEncodeError as exc:
+            raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -126,6 +201,8 @@ class SqliteDatabase:
             yield self.connection()
         except sqlite3.Error as exc:
             raise StorageError(f"{self.path}: {exc}") from exc
+        except UnicodeEncodeError as exc:
+            raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
 
     def migrate(self, migrations: Migrations[sqlite3.Connection]) -> list[str]:
         """Apply a migration set (the search index adds its own); returns the names applied."""

@@ -148,12 +148,13 @@ def m003_markus_indexes(conn: sqlite3.Connection) -> None:
 
 @migrations()
 def m004_activity_search(conn: sqlite3.Connection) -> None:
-    # Each agent owns a slot; its search documents get rowids slot << 32 | n, n growing with
-    # time. An agent filter is then a rowid range, which FTS5 applies inside its posting lists
-    # (no join), and "newest first" is rowid DESC. The integer rowid is also stable, unlike
-    # the implicit rowid of agent_activities (TEXT key), which VACUUM may renumber.
+    # Each agent owns a slot; its search documents (activities here, transcript messages in
+    # m005) get rowids slot << 32 | n, n growing with time. An agent filter is then a rowid
+    # range, which FTS5 applies inside its posting lists (no join), and "newest first" is
+    # rowid DESC. The integer rowid is also stable, unlike the implicit rowid of
+    # agent_activities (TEXT key), which VACUUM may renumber.
     conn.execute(
-        """CREATE TABLE activity_search_agents (
+        """CREATE TABLE agent_slots (
   agent_id TEXT PRIMARY KEY,
   slot INTEGER NOT NULL UNIQUE
 )"""
@@ -171,7 +172,7 @@ def m004_activity_search(conn: sqlite3.Connection) -> None:
     )
     # Backfill from a Markus database, oldest first within each agent.
     conn.execute(
-        "INSERT INTO activity_search_agents (agent_id, slot) "
+        "INSERT INTO agent_slots (agent_id, slot) "
         "SELECT agent_id, ROW_NUMBER() OVER (ORDER BY agent_id) "
         "FROM (SELECT DISTINCT agent_id FROM agent_activities)"
     )
@@ -179,7 +180,7 @@ def m004_activity_search(conn: sqlite3.Connection) -> None:
         "INSERT INTO activity_search_docs (rowid, activity_id, agent_id) "
         f"SELECT (s.slot << {SLOT_SHIFT}) + ROW_NUMBER() OVER "
         " (PARTITION BY a.agent_id ORDER BY a.started_at, a.id), a.id, a.agent_id "
-        "FROM agent_activities a JOIN activity_search_agents s ON s.agent_id = a.agent_id"
+        "FROM agent_activities a JOIN agent_slots s ON s.agent_id = a.agent_id"
     )
     conn.execute(
         "INSERT INTO activity_fts (rowid, label, summary, keywords, logs) "

@@ -14,7 +14,18 @@ from .base import (
     TranscriptHit,
     search_terms,
 )
-from .sqlite_conn import EPOCH, SqliteDatabase, from_iso, fts_match, json_obj, json_text, to_iso
+from .sqlite_conn import (
+    EPOCH,
+    SqliteDatabase,
+    agent_span,
+    bounded_rank,
+    from_iso,
+    fts_match,
+    json_obj,
+    json_text,
+    next_rowid,
+    to_iso,
+)
 
 
 def _opt_iso(moment: datetime | None) -> str | None:
@@ -243,12 +254,31 @@ class SqliteSideTables(SqliteDatabase):
         created_at: datetime,
     ) -> None:
         with self.write() as conn:
+            existing = conn.execute(
+                "SELECT id FROM transcript_messages WHERE agent_id = ? AND session_id = ? "
+                "AND seq = ?",
+                (agent_id, session_id, int(seq)),
+            ).fetchone()
+            if existing is not None:
+                conn.execute(
+                    "UPDATE transcript_messages SET role = ?, content = ?, created_at = ? "
+                    "WHERE id = ?",
+                    (role, content, to_iso(created_at), existing[0]),
+                )
+                return
+            # ids live in the agent's rowid span (see sqlite_schema m004).
             conn.execute(
-                "INSERT INTO transcript_messages (agent_id, session_id, seq, role, content, "
-                "created_at) VALUES (?,?,?,?,?,?) ON CONFLICT (agent_id, session_id, seq) "
-                "DO UPDATE SET role = excluded.role, content = excluded.content, "
-                "created_at = excluded.created_at",
-                (agent_id, session_id, int(seq), role, content, to_iso(created_at)),
+                "INSERT INTO transcript_messages (id, agent_id, session_id, seq, role, content, "
+                "created_at) VALUES (?,?,?,?,?,?,?)",
+                (
+                    next_rowid(conn, "transcript_messages", "id", agent_id),
+                    agent_id,
+                    session_id,
+                    int(seq),
+                    role,
+                    content,
+                    to_iso(created_at),
+                ),
             )
 
     def forget_session(self, agent_id: str, session_id: str) -> int:
@@ -271,19 +301,15 @@ class SqliteSideTables(SqliteDatabase):
     ) -> list[TranscriptHit]:
         """Messages containing any query term, best bm25 first (fusion is the search layer's).
 
-        Any-term (OR) matching: a transcript recall query is a description of what was said,
-        and bm25 already puts messages with more of the terms first.
+        Any-term (OR) matching: a transcript recall query describes what was said, and bm25
+        already puts messages with more of the terms first. Ranking covers every match when
+        there are at most ``search_candidates``; beyond that, the newest matches (score 0.0).
         """
         terms = search_terms(query)
         if not terms or limit <= 0:
             return []
-        sql = (
-            "SELECT t.agent_id, t.session_id, t.seq, t.role, t.content, t.created_at, "
-            "bm25(transcript_fts) AS score FROM transcript_fts "
-            "CROSS JOIN transcript_messages t ON t.id = transcript_fts.rowid "
-            "WHERE transcript_fts MATCH ? AND t.agent_id = ?"
-        )
-        params: list[Any] = [fts_match(terms, any_term=True), agent_id]
+        where = ""
+        params: list[Any] = []
         for column, op, value in (
             ("session_id", "=", session_id),
             ("role", "=", role),
@@ -291,21 +317,45 @@ class SqliteSideTables(SqliteDatabase):
             ("created_at", "<", None if until is None else to_iso(until)),
         ):
             if value is not None:
-                sql += f" AND t.{column} {op} ?"
+                where += f" AND t.{column} {op} ?"
                 params.append(value)
-        sql += " ORDER BY score, t.created_at DESC LIMIT ?"
-        params.append(int(limit))
         with self.read() as conn:
-            rows = conn.execute(sql, params).fetchall()
+            span = agent_span(conn, agent_id)
+            if span is None:
+                return []
+            ranked, newest = bounded_rank(
+                conn,
+                fts="transcript_fts",
+                match=fts_match(terms, any_term=True),
+                span=span,
+                limit=limit,
+                candidates=self.search_candidates,
+                join=" CROSS JOIN transcript_messages t ON t.id = transcript_fts.rowid"
+                if where
+                else "",
+                where=where,
+                params=tuple(params),
+            )
+            order = ranked if newest is None else [(r, 0.0) for r in newest[:limit]]
+            if not order:
+                return []
+            rows = {
+                int(r["id"]): r
+                for r in conn.execute(
+                    f"SELECT * FROM transcript_messages WHERE id IN ({','.join('?' * len(order))})",
+                    [rowid for rowid, _ in order],
+                )
+            }
         return [
             TranscriptHit(
-                agent_id=r["agent_id"],
-                session_id=r["session_id"],
-                seq=int(r["seq"]),
-                role=r["role"],
-                content=r["content"],
-                created_at=from_iso(r["created_at"]) or EPOCH,
-                score=-float(r["score"]),
+                agent_id=rows[rowid]["agent_id"],
+                session_id=rows[rowid]["session_id"],
+                seq=int(rows[rowid]["seq"]),
+                role=rows[rowid]["role"],
+                content=rows[rowid]["content"],
+                created_at=from_iso(rows[rowid]["created_at"]) or EPOCH,
+                score=score,
             )
-            for r in rows
+            for rowid, score in order
+            if rowid in rows
         ]

@@ -1,0 +1,1 @@
+"""Search: keyword, bm25 and vector ranking over memory and transcripts."""
