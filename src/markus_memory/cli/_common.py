@@ -68,6 +68,17 @@ def settings_of(ctx: click.Context) -> Settings:
     return ctx.ensure_object(Options).settings()
 
 
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One doctor finding."""
+
+    subject: str
+    check: str
+    ok: bool
+    detail: str = ""
+    fixable: bool = False
+
+
 def agent_option(func: F) -> F:
     return click.option(
         "--agent",
