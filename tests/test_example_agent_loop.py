@@ -142,6 +142,16 @@ def test_agent_loop_saves_memory_and_notebook_to_disk(
     second_turn_system = server.requests[2]["messages"][0]["content"]
     assert "## Notebook" in second_turn_system and "current-task" in second_turn_system
     assert "relevant-context" in second_turn_system and "green tea" in second_turn_system
+    # the follow-up request is valid OpenAI wire format
+    sent = server.requests[1]["messages"]
+    assistant = next(m for m in sent if m["role"] == "assistant")
+    assert [c["function"]["name"] for c in assistant["tool_calls"]] == [
+        "memory_save",
+        "update_notebook",
+        "memory_save",
+    ]
+    assert all(isinstance(c["function"]["arguments"], str) for c in assistant["tool_calls"])
+    assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == ["c1", "c2", "c3"]
     # tool results went back to the model: the array call got a structured error
     tool_results = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert json.loads(tool_results[0]["content"])["status"] == "saved"

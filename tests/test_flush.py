@@ -34,7 +34,7 @@ def _saves(*contents: str) -> ChatResponse:
     )
 
 
-def test_flush_sees_the_transcript_and_saves(memory: AgentMemory) -> None:
+def test_14_5_item35_flush_sees_the_transcript_and_saves(memory: AgentMemory) -> None:
     """§14.5 item 35: the original flush ran in an empty session and saw nothing."""
     _fill(memory)
     model = ScriptedChatModel(
@@ -119,7 +119,7 @@ def test_model_failure_is_reported_not_raised(memory: AgentMemory) -> None:
     assert not report.ran and "model failed" in report.reason
 
 
-def test_tracker_marks_flushed_only_when_the_flush_ran(memory: AgentMemory) -> None:
+def test_14_5_item35_marked_flushed_only_when_the_flush_ran(memory: AgentMemory) -> None:
     """§14.5 item 35: the original marked the session flushed even when it skipped."""
     tracker = FlushTracker()
     model = ScriptedChatModel(["No important information to save."])
@@ -133,7 +133,7 @@ def test_tracker_marks_flushed_only_when_the_flush_ran(memory: AgentMemory) -> N
     assert tracker.maybe_flush(memory, model, SESSION) is None  # once per session
 
 
-def test_tracker_maps_are_bounded() -> None:
+def test_14_5_item35_tracker_maps_are_bounded() -> None:
     tracker = FlushTracker(max_sessions=3)
     for i in range(10):
         tracker.record_usage(f"chat_{i}", 90.0)

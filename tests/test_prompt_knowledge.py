@@ -45,7 +45,7 @@ def test_A_knowledge_heading_demote_stale_goes_last_under_a_small_cap() -> None:
     assert len(out.text) <= 80
 
 
-def test_subsections_stay_with_their_parent_when_reordering() -> None:
+def test_14_4_item32_subsections_stay_with_their_parent() -> None:
     raw = "## timeout diagnosis\nnotes\n### Step 1\nstale detail\n## Good\nfresh\n"
     out = prepare_knowledge(raw, 1500, 6000, HEURISTIC)
     assert out.text.index("### Good") < out.text.index("### timeout diagnosis")
@@ -86,7 +86,7 @@ def test_A_knowledge_cap_holds_in_tokens_for_every_script(raw: str, max_tokens: 
         assert used > 0.9, "the cut should use most of the room of the cap that binds"
 
 
-def test_cjk_knowledge_no_longer_overshoots_like_the_original() -> None:
+def test_14_4_item32_cjk_knowledge_no_longer_overshoots() -> None:
     """§14.4 item 32: 4 chars/token let CJK text reach ~2.7x its token cap."""
     out = prepare_knowledge(CJK, 1500, 6000, HEURISTIC)
     assert len(out.text) < 6000 / 2

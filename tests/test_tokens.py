@@ -68,3 +68,21 @@ def test_largest_prefix_fits_both_caps(text: str, max_tokens: int, max_chars: in
     assert est.count(prefix) <= max_tokens
     if len(text) <= max_chars and est.count(text) <= max_tokens:
         assert prefix == text
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=100))
+def test_cjk_ratio_matches_the_original_ranges(text: str) -> None:
+    ranges = [
+        (0x4E00, 0x9FFF),
+        (0x3400, 0x4DBF),
+        (0x3000, 0x303F),
+        (0xFF00, 0xFFEF),
+        (0x2E80, 0x2EFF),
+        (0x3100, 0x312F),
+        (0x31A0, 0x31BF),
+        (0xFE30, 0xFE4F),
+    ]
+    expected = sum(any(lo <= ord(c) <= hi for lo, hi in ranges) for c in text)
+    assert cjk_ratio(text) == (expected / len(text) if text else 0.0)
+    assert cjk_ratio("ぁ한") == 0.0  # no kana, no hangul

@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+from collections.abc import Iterator, Mapping
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from ._fs import AgentLock, atomic_write_text, signature, validate_id
-from .config import AgentPaths, Settings
+from .config import AgentPaths, Settings, parse_iso
 from .errors import MarkusMemoryError, MigrationError
 from .layers.activities import ActivityLog
 from .layers.daily_log import DailyLog
@@ -17,11 +20,14 @@ from .layers.knowledge import KnowledgeFile, Observation
 from .layers.migration import plan_migration
 from .layers.notebook import Notebook
 from .layers.procedural import RoleLoader
-from .layers.sessions import SessionStore
+from .layers.sessions import AppendedMessage, SessionStore, message_text
 from .layers.state import StateFile
+from .search.conversation import Turn
+from .search.embedders import Embedder
 from .search.index import SearchIndex, open_index
 from .search.memory_search import MemorySearcher, SearchResult
-from .search.vectors import Embedder
+from .search.recall import ConversationHit, TranscriptRecall, speaker_of
+from .search.transcript_vectors import TranscriptVectorStore
 from .storage.base import EpisodicStore
 from .storage.sqlite import SqliteStore
 
@@ -45,9 +51,16 @@ class AgentMemory:
         self.daily_log = DailyLog(*layer_args, agent_id=self.agent_id)
         self.roles = RoleLoader(*layer_args)
         self.knowledge = KnowledgeFile(*layer_args)
-        self.sessions = SessionStore(*layer_args, agent_id=self.agent_id)
         self.embedder = embedder
         self._searcher: MemorySearcher | None = None
+        self._transcripts = TranscriptRecall(
+            self._stored_turns,
+            embedder=embedder,
+            vector_store=None
+            if embedder is None
+            else TranscriptVectorStore(settings.database_path, self.agent_id),
+        )
+        self.sessions = SessionStore(*layer_args, agent_id=self.agent_id, on_append=self._on_append)
         self._closed = False
         self._store: EpisodicStore | None = None
         self._activities: ActivityLog | None = None
@@ -146,12 +159,77 @@ class AgentMemory:
             log.warning("search index unavailable, keyword search only: %s", exc)
             return None
 
+    def recall_conversation(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        role: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 10,
+        neighbours: int = 1,
+    ) -> list[ConversationHit]:
+        """Search this agent's past session transcripts, best hit first.
+
+        ``role`` matches a message role (``user``, ``assistant`` …) or the speaker name in
+        ``metadata["speaker"]``; ``since``/``until`` bound the message time (inclusive); each hit
+        carries up to ``neighbours`` turns of its session on each side. Ranked by bm25 with
+        speaker, neighbour and session re-ranking, fused with vectors when the agent was opened
+        with an embedder. Raises InvalidInputError for bad arguments.
+        """
+        if session_id is not None:
+            validate_id("session id", session_id)
+        return self._transcripts.recall(
+            query,
+            session_id=session_id,
+            role=role,
+            since=since,
+            until=until,
+            limit=limit,
+            neighbours=neighbours,
+        )
+
+    def _on_append(self, record: AppendedMessage) -> None:
+        """Keep the transcript index in step with every durable append."""
+        if record.text.strip():
+            self._transcripts.add(
+                _turn(
+                    record.session_id,
+                    record.index,
+                    record.role,
+                    record.text,
+                    record.timestamp,
+                    record.metadata,
+                )
+            )
+
+    def _stored_turns(self) -> Iterator[Turn]:
+        """Every stored transcript message (read once, at the first recall).
+
+        Session files keep no per-message time: a message without ``metadata["timestamp"]``
+        takes its session's start time.
+        """
+        for info in self.sessions.list():
+            session = self.sessions.get(info.id)
+            if session is None:
+                continue
+            for index, message in enumerate(session.messages):
+                text = message_text(message)
+                if not text.strip():
+                    continue
+                raw = message.get("metadata")
+                metadata = raw if isinstance(raw, Mapping) else None
+                stamp = _metadata_time(metadata) or session.started_at
+                yield _turn(session.id, index, str(message.get("role")), text, stamp, metadata)
+
     def close(self) -> None:
         """Flush and release everything this handle holds. Safe to call twice."""
         self.sessions.close()
         if self._searcher is not None and self._searcher.index is not None:
             self._searcher.index.conn.close()
         self._searcher = None
+        self._transcripts.close()
         with self._store_guard:
             store, self._store = self._store, None
             self._activities = None
@@ -174,6 +252,22 @@ class AgentMemory:
         return f"AgentMemory({self.agent_id!r}, home={str(self.settings.home)!r})"
 
 
+def _turn(
+    session_id: str,
+    index: int,
+    role: str,
+    text: str,
+    timestamp: datetime | None,
+    metadata: Mapping[str, Any] | None,
+) -> Turn:
+    return Turn(session_id, index, role, text, timestamp, speaker_of(metadata), metadata or {})
+
+
+def _metadata_time(metadata: Mapping[str, Any] | None) -> datetime | None:
+    value = (metadata or {}).get("timestamp")
+    return parse_iso(value) if isinstance(value, str) else None
+
+
 def open_agent(
     agent_id: str,
     home: Path | str | None = None,
@@ -184,6 +278,8 @@ def open_agent(
     """Open (creating if needed) the memory of ``agent_id`` under ``home``.
 
     ``home`` defaults to ``$MARKUS_HOME`` or ``~/.markus``; ``settings`` overrides everything.
+    ``embedder`` (e.g. ``MiniLMEmbedder()`` from the ``[semantic]`` extra) adds vectors to
+    :meth:`AgentMemory.recall_conversation`; without one it ranks by bm25 alone.
     """
     resolved = settings if settings is not None else Settings.from_env(home=home)
     return AgentMemory(agent_id, resolved, embedder=embedder)

@@ -9,7 +9,6 @@ refreshes the system-managed ``relevant-context`` notebook entry (automatic reca
 from __future__ import annotations
 
 import logging
-import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from .config import Limits
 from .errors import MarkusMemoryError
+from .layers.notebook import age_label
 from .tokens import TokenEstimator, default_estimator, largest_prefix_within
 
 if TYPE_CHECKING:
@@ -135,17 +135,6 @@ def render_state_lines(memory: AgentMemory) -> str:
     if not snapshot:
         return ""
     return f"{STATE_HEADING}\n" + "\n".join(snapshot.splitlines()[:max_lines])
-
-
-def age_label(updated_at: datetime, now: datetime) -> str:
-    """just now / recent / ~Nh ago / Nh ago (half hours round up, like JavaScript)."""
-    age_ms = (now - updated_at).total_seconds() * 1000
-    if age_ms < 5 * 60_000:
-        return "just now"
-    if age_ms < 30 * 60_000:
-        return "recent"
-    hours = math.floor(age_ms / 3_600_000 + 0.5)
-    return f"~{hours}h ago" if age_ms < 2 * 3_600_000 else f"{hours}h ago"
 
 
 def render_notebook(memory: AgentMemory, now: datetime | None = None) -> str:

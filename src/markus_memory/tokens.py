@@ -9,6 +9,7 @@ otherwise the heuristic ``chars / (4 − 2.5·cjk_ratio)``.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
@@ -25,6 +26,7 @@ _CJK_RANGES = (
     (0x31A0, 0x31BF),
     (0xFE30, 0xFE4F),
 )
+_CJK = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES) + "]")
 
 
 @runtime_checkable
@@ -36,16 +38,11 @@ class TokenEstimator(Protocol):
     def count(self, text: str) -> int: ...
 
 
-def _is_cjk(ch: str) -> bool:
-    code = ord(ch)
-    return any(lo <= code <= hi for lo, hi in _CJK_RANGES)
-
-
 def cjk_ratio(text: str) -> float:
     """Share of characters in the CJK ranges the original counts (no kana, no hangul)."""
     if not text:
         return 0.0
-    return sum(1 for ch in text if _is_cjk(ch)) / len(text)
+    return len(_CJK.findall(text)) / len(text)
 
 
 class HeuristicEstimator:

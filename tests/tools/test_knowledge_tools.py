@@ -92,7 +92,7 @@ def test_memory_search_finds_observations_and_curated_sections(memory: AgentMemo
 
 
 @pytest.mark.parametrize("limit", [0, -1, 51, "5", 2.5, True, [3]])
-def test_memory_search_validates_limit(memory: AgentMemory, limit: object) -> None:
+def test_14_5_item38_memory_search_validates_limit(memory: AgentMemory, limit: object) -> None:
     result = call(memory, "memory_search", {"query": "x", "limit": limit})
     assert result["status"] == "error" and "limit" in result["error"]
     assert "memory_search {" in result["error"]
@@ -134,7 +134,7 @@ def test_memory_update_longterm_replace_and_patch(memory: AgentMemory) -> None:
     assert memory.knowledge.section("s") == "### Key Lessons\nthree"
 
 
-def test_memory_update_replace_without_content_never_wipes_the_section(
+def test_14_5_item38_replace_without_content_never_wipes_the_section(
     memory: AgentMemory,
 ) -> None:
     """§14.5 item 38: replace with no content wiped the section in the original."""
@@ -151,7 +151,7 @@ def test_memory_update_replace_without_content_never_wipes_the_section(
     assert memory.knowledge.section("procedures") == "step 1"
 
 
-def test_memory_update_longterm_without_content_or_with_delete_is_refused(
+def test_14_5_item38_longterm_without_content_or_with_delete_is_refused(
     memory: AgentMemory,
 ) -> None:
     """§14.5 item 38: the original threw on missing content and treated delete as replace."""
@@ -166,7 +166,9 @@ def test_memory_update_longterm_without_content_or_with_delete_is_refused(
 
 
 @pytest.mark.parametrize("mode", ["overwrite", 3, "", "del"])
-def test_unknown_modes_are_refused_not_echoed(memory: AgentMemory, mode: object) -> None:
+def test_14_5_item38_unknown_modes_are_refused_not_echoed(
+    memory: AgentMemory, mode: object
+) -> None:
     """§14.5 item 38: unknown modes were echoed back and ran as replace."""
     before = files_digest(memory.directory)
     result = call(memory, "memory_update", {"section": "s", "content": "x", "mode": mode})
@@ -229,3 +231,9 @@ def test_memory_list_and_delete(memory: AgentMemory) -> None:
     }
     assert call(memory, "memory_delete", {"tag": "temp"})["removed"] == 1
     assert [o.id for o in memory.knowledge.observations()] == [ids[0]]
+
+
+def test_awkward_tags_are_cleaned_not_refused(memory: AgentMemory) -> None:
+    result = call(memory, "memory_save", {"content": "c", "tags": ["a-->b", "x\ny", 3, "a-->b"]})
+    assert result["status"] == "saved"
+    assert memory.knowledge.observations()[0].tags == ("a->b", "x y", "3")

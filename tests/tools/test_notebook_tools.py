@@ -56,21 +56,21 @@ def test_update_working_memory_alias(memory: AgentMemory) -> None:
     assert memory.notebook.get("k").managed == "agent"
 
 
-def test_system_entries_are_not_the_agents_to_change(memory: AgentMemory) -> None:
+def test_14_2_item17_system_entries_are_not_the_agents_to_change(memory: AgentMemory) -> None:
     """§14.2 item 17: agents could overwrite or delete system keys."""
-    memory.notebook.upsert("triage-decision", "Decision: item 1", managed="system")
+    memory.notebook.upsert("ops-banner", "Decision: item 1", managed="cpp")
     before = files_digest(memory.directory)
     for name, args in [
-        ("update_notebook", {"key": "triage-decision", "content": "mine"}),
-        ("clear_notebook", {"key": "triage-decision"}),
-        ("clear_working_memory", {"key": "triage-decision"}),
+        ("update_notebook", {"key": "ops-banner", "content": "mine"}),
+        ("clear_notebook", {"key": "ops-banner"}),
+        ("clear_working_memory", {"key": "ops-banner"}),
     ]:
         result = call(memory, name, args)
-        assert result["status"] == "error" and "managed by the system" in result["error"]
+        assert result["status"] == "error" and "managed by the system (cpp)" in result["error"]
     assert files_digest(memory.directory) == before
 
 
-def test_clear_notebook_never_wipes_system_entries(memory: AgentMemory) -> None:
+def test_14_2_item17_clear_notebook_never_wipes_system_entries(memory: AgentMemory) -> None:
     """§14.2 item 17: clear without key (or all) wiped system and cpp entries."""
     memory.notebook.upsert("relevant-context", "- fact", managed="system")
     call(memory, "update_notebook", {"key": "a", "content": "1"})
@@ -101,3 +101,12 @@ def test_state_update_and_clear(memory: AgentMemory) -> None:
     assert call(memory, "state_clear", {"key": "freeze"})["cleared"] == 0
     bad = call(memory, "state_update", {"key": "k"})
     assert bad["status"] == "error" and bad["store"] == "state.md" and "content" in bad["error"]
+
+
+@pytest.mark.parametrize("key", ["relevant-context", "triage-decision", "reflection"])
+def test_14_2_item17_system_keys_are_reserved_even_when_absent(
+    memory: AgentMemory, key: str
+) -> None:
+    result = call(memory, "update_notebook", {"key": key, "content": "mine"})
+    assert result["status"] == "error" and "reserved" in result["error"]
+    assert not memory.paths.notebook.exists()

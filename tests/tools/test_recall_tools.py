@@ -63,7 +63,9 @@ def test_get_without_activity_id_errors_clearly(memory: AgentMemory) -> None:
     assert "error" not in result
 
 
-def test_get_of_another_agents_activity_is_refused(memory: AgentMemory, activity: str) -> None:
+def test_14_4_item33_get_of_another_agents_activity_is_refused(
+    memory: AgentMemory, activity: str
+) -> None:
     """§14.4 item 33: the original had no ownership check."""
     with open_agent("agt_other", home=memory.settings.home) as other:
         result = call(other, "recall_activity", {"activity_id": activity})

@@ -18,8 +18,20 @@ NOTEBOOK_EXAMPLE = {"key": "current-task", "content": "Migrating the billing ser
 STATE_EXAMPLE = {"key": "deploy-freeze", "content": "No deploys until Friday (release week)"}
 
 
+SYSTEM_KEYS = frozenset(
+    {"relevant-context", "triage-decision", "deliberation", "cognitive-context", "reflection"}
+)
+"""Keys the runtime writes itself (REFERENCE §5.5); an agent entry there would be overwritten."""
+
+
 def _check_agent_key(memory: AgentMemory, key: str, hint: str) -> None:
     """System-managed entries (relevant-context, triage …) are not the agent's to change."""
+    if key in SYSTEM_KEYS:
+        raise ToolCallError(
+            f'notebook key "{key}" is reserved for entries the system writes; choose another '
+            f"key. {hint}",
+            key=key,
+        )
     entry = memory.notebook.get(key)
     if entry is not None and entry.managed != "agent":
         raise ToolCallError(

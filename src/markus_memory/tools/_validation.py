@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,6 +11,7 @@ from ._results import ToolCallError
 
 OBSERVATION_TYPES = ("fact", "note", "task_result", "conversation", "insight")
 SAVE_TYPES = ("fact", "note", "insight")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def example(name: str, args: Mapping[str, Any]) -> str:
@@ -116,7 +118,8 @@ def id_list(value: Any, key: str, hint: str) -> list[str]:
 def tag_list(value: Any) -> tuple[str, ...]:
     """Tags: an array (each stringified) or a comma-separated string; blanks dropped.
 
-    Commas inside an array item split it too (a tag cannot hold a comma in knowledge.md).
+    Commas inside an array item split it too, control characters become spaces and ``-->``
+    becomes ``->`` (knowledge.md keeps tags in an HTML comment line).
     """
     if isinstance(value, str):
         items: list[str] = [value]
@@ -124,5 +127,5 @@ def tag_list(value: Any) -> tuple[str, ...]:
         items = [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in value]
     else:
         return ()
-    parts = (part.strip() for item in items for part in item.split(","))
-    return tuple(dict.fromkeys(p for p in parts if p))
+    parts = (_CONTROL.sub(" ", part).replace("-->", "->") for i in items for part in i.split(","))
+    return tuple(dict.fromkeys(" ".join(p.split()) for p in parts if p.strip()))

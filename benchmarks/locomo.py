@@ -1,0 +1,153 @@
+"""LoCoMo retrieval benchmark for recall_conversation, with the Markus keyword search as baseline.
+
+Usage: python benchmarks/locomo.py PATH/locomo.json [--out results.json] [--no-vectors]
+
+Every conversation becomes one agent (one session per LoCoMo session, its turns appended as
+messages at the session's date with ``metadata = {dia_id, speaker}``) through the public API.
+Every question of categories 1-4 is asked through ``AgentMemory.recall_conversation`` against
+that agent only. A turn counts as found only when its dia_id is among the top-k hits
+themselves (neighbouring turns returned with a hit do not count). The baseline ranks the same
+turns with the original Markus keyword algorithm (REFERENCE §6.1-6.2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import _markus_keyword as markus  # noqa: E402
+from _locomo_data import CATEGORIES, LocomoConversation, load  # noqa: E402
+from _metrics import KS, summarize  # noqa: E402
+from markus_memory import open_agent  # noqa: E402
+from markus_memory.config import Settings  # noqa: E402
+
+DEPTH = max(KS)
+
+
+class _Clock:
+    """The agent's clock, set to each LoCoMo session's date while its turns are appended."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now().astimezone()
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def run_memory(
+    conversations: list[LocomoConversation], home: Path, embedder: object | None
+) -> dict[str, object]:
+    results: list[tuple[int, list[str], set[str]]] = []
+    latencies: list[float] = []
+    ingest = 0.0
+    for conv in conversations:
+        clock = _Clock()
+        started = time.perf_counter()
+        mem = open_agent(
+            f"locomo-{conv.sample_id}",
+            settings=Settings(home=home, clock=clock),
+            embedder=embedder,  # type: ignore[arg-type]
+        )
+        for turn in conv.turns:
+            clock.now = turn.date
+            sid = f"session_{turn.session}"
+            if turn.position == 0:
+                mem.sessions.get_or_create(sid)
+            role = "user" if turn.speaker == conv.speakers[0] else "assistant"
+            metadata = {"dia_id": turn.dia_id, "speaker": turn.speaker}
+            mem.sessions.append(sid, {"role": role, "content": turn.text, "metadata": metadata})
+        mem.recall_conversation("index warm-up", limit=1)  # builds the index: part of ingest
+        ingest += time.perf_counter() - started
+        for question in conv.questions:
+            started = time.perf_counter()
+            hits = mem.recall_conversation(question.question, limit=DEPTH, neighbours=0)
+            latencies.append((time.perf_counter() - started) * 1000)
+            ranked = [str(hit.metadata.get("dia_id")) for hit in hits]
+            results.append((question.category, ranked, set(question.evidence)))
+        mem.close()
+    summary = summarize(results, latencies)
+    summary["ingest_seconds"] = round(ingest, 3)
+    summary["turns"] = sum(len(conv.turns) for conv in conversations)
+    return summary
+
+
+def run_markus(conversations: list[LocomoConversation]) -> dict[str, object]:
+    results: list[tuple[int, list[str], set[str]]] = []
+    latencies: list[float] = []
+    for conv in conversations:
+        texts = [turn.text for turn in conv.turns]
+        for question in conv.questions:
+            started = time.perf_counter()
+            positions = markus.search(texts, question.question)[:DEPTH]
+            latencies.append((time.perf_counter() - started) * 1000)
+            ranked = [conv.turns[p].dia_id for p in positions]
+            results.append((question.category, ranked, set(question.evidence)))
+    return summarize(results, latencies)
+
+
+def _embedder(enabled: bool) -> object | None:
+    if not enabled:
+        return None
+    try:
+        from markus_memory.search.embedders import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    except ImportError:
+        print("[semantic] extra not installed: vectors skipped", file=sys.stderr)
+        return None
+
+
+def _row(name: str, summary: dict[str, object]) -> str:
+    cells = [f"{summary[f'recall_any@{k}']:.3f}" for k in KS]
+    cells += [f"{summary[f'recall_all@{k}']:.3f}" for k in KS]
+    cells += [f"{summary['ndcg@10']:.3f}", f"{summary['latency_median_ms']:.2f}"]
+    cells += [f"{summary['latency_p95_ms']:.2f}"]
+    return f"{name:<22}" + " ".join(f"{cell:>7}" for cell in cells)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("path", type=Path, help="a LoCoMo-format JSON file")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/locomo.json"))
+    parser.add_argument("--no-vectors", action="store_true", help="skip the hybrid run")
+    args = parser.parse_args(argv)
+    conversations = load(args.path)
+    report: dict[str, object] = {"data": str(args.path), "categories": CATEGORIES}
+    with tempfile.TemporaryDirectory() as tmp:
+        report["markus_keyword"] = run_markus(conversations)
+        report["bm25"] = run_memory(conversations, Path(tmp) / "bm25", None)
+        embedder = _embedder(not args.no_vectors)
+        if embedder is not None:
+            report["hybrid"] = run_memory(conversations, Path(tmp) / "hybrid", embedder)
+            report["hybrid"]["embedder"] = getattr(embedder, "model", "?")  # type: ignore[index]
+    base = report["markus_keyword"]["recall_any@10"]  # type: ignore[index]
+    header = [f"any@{k}" for k in KS] + [f"all@{k}" for k in KS] + ["ndcg10", "p50ms", "p95ms"]
+    print(f"{'':<22}" + " ".join(f"{h:>7}" for h in header))
+    for name in ("markus_keyword", "bm25", "hybrid"):
+        if name in report:
+            summary = report[name]
+            print(_row(name, summary))  # type: ignore[arg-type]
+            if name != "markus_keyword":
+                ratio = summary["recall_any@10"] / base if base else float("inf")  # type: ignore[index]
+                summary["recall_any@10_vs_markus"] = round(ratio, 3)  # type: ignore[index]
+                print(
+                    f"{'':<22}recall_any@10 x{ratio:.2f} vs markus; ingest "
+                    f"{summary['ingest_seconds']}s for {summary['turns']} turns; "  # type: ignore[index]
+                    f"by category {summary['recall_any@10_by_category']}"  # type: ignore[index]
+                )
+    print(f"markus_keyword by category {report['markus_keyword']['recall_any@10_by_category']}")  # type: ignore[index]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"written {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

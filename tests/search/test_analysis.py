@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from markus_memory.search.analysis import STOP_WORDS, query_terms, quote_fts, words
+
+
+def test_query_terms_drop_stop_words_and_question_words() -> None:
+    assert query_terms("When did Caroline go to the LGBTQ support group?") == [
+        "caroline",
+        "go",
+        "lgbtq",
+        "support",
+        "group",
+    ]
+
+
+def test_possessive_and_punctuation_split() -> None:
+    assert query_terms("What is Caroline's identity?") == ["caroline", "identity"]
+    assert words("bip-39, entropy_check") == ["bip", "39", "entropy", "check"]
+
+
+def test_digits_kept_and_duplicates_removed() -> None:
+    assert query_terms("in 2023 and 2023 a 5 k") == ["2023", "5"]
+
+
+def test_only_stop_words_falls_back_to_plain_words() -> None:
+    assert query_terms("what was it?") == ["what", "was", "it"]
+    assert query_terms("?!") == []
+
+
+@given(st.text(max_size=60))
+def test_query_terms_are_distinct_lower_words(query: str) -> None:
+    terms = query_terms(query)
+    assert len(terms) == len(set(terms))
+    assert all(term == term.lower() and term in words(query) for term in terms)
+    if any(w not in STOP_WORDS and (len(w) > 1 or w.isdigit()) for w in words(query)):
+        assert not any(term in STOP_WORDS for term in terms)
+
+
+def test_quote_fts_escapes_quotes() -> None:
+    assert quote_fts('say "hi" OR') == '"say ""hi"" OR"'

@@ -1,0 +1,178 @@
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from markus_memory.search.conversation import ConversationIndex, RankingOptions, Turn
+from markus_memory.search.embedders import FakeEmbedder
+
+T0 = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+
+DIALOGUE = [
+    ("s1", "Caroline", "Hey Mel! How have you been?"),
+    ("s1", "Melanie", "Busy with the kids. What's new with you?"),
+    ("s1", "Caroline", "I went to a support group yesterday, it was so powerful."),
+    ("s1", "Melanie", "That is wonderful, I am proud of you."),
+    ("s2", "Melanie", "We went camping in the mountains last weekend."),
+    ("s2", "Caroline", "Sounds lovely! Did the kids enjoy it?"),
+    ("s2", "Melanie", "They loved roasting marshmallows by the fire."),
+    ("s2", "Caroline", "I am researching adoption agencies these days."),
+]
+
+
+def turns() -> list[Turn]:
+    out = []
+    counters: dict[str, int] = {}
+    for n, (session, speaker, text) in enumerate(DIALOGUE):
+        index = counters.get(session, 0)
+        counters[session] = index + 1
+        role = "user" if speaker == "Caroline" else "assistant"
+        stamp = T0 + timedelta(days=0 if session == "s1" else 14, minutes=n)
+        out.append(Turn(session, index, role, text, stamp, speaker, {"n": n}))
+    return out
+
+
+# Every re-ranking stage off: each test below switches on the stage it is about.
+PLAIN = {"speaker_boost": 0.0, "neighbour_weight": 0.0, "session_weight": 0.0}
+
+
+def index(**options: object) -> ConversationIndex:
+    built = ConversationIndex(options=RankingOptions(**{**PLAIN, **options}))  # type: ignore[arg-type]
+    built.add(turns())
+    return built
+
+
+def ns(hits: list) -> list[int]:
+    return [hit.turn.metadata["n"] for hit in hits]
+
+
+def test_bm25_ranks_the_matching_turn_first_and_ignores_stop_words() -> None:
+    idx = index()
+    assert ns(idx.search("When did Caroline go to the support group?"))[0] == 2
+    assert ns(idx.search("camping in the mountains", limit=1)) == [4]
+    only_stop_words = idx.search("the of and what")
+    assert only_stop_words, "a query of stop words alone still searches its plain words"
+    assert all(
+        {"the", "of", "and", "what"} & set(h.turn.text.lower().split())
+        or "what's" in h.turn.text.lower()
+        for h in only_stop_words
+    )
+    assert idx.search("zebra") == []
+
+
+def test_porter_stemming_matches_inflections() -> None:
+    assert ns(index().search("marshmallow roasted", limit=1)) == [6]
+
+
+def test_filters_session_role_speaker_and_time() -> None:
+    idx = index()
+    assert set(ns(idx.search("kids", session_id="s2"))) == {5}
+    assert ns(idx.search("kids", role="assistant")) == [1]
+    assert ns(idx.search("kids", role="melanie")) == [1]
+    assert ns(idx.search("kids", until=T0 + timedelta(days=1))) == [1]
+    assert ns(idx.search("kids", since=T0 + timedelta(days=1))) == [5]
+    assert idx.search("kids", session_id="nope") == []
+    assert idx.search("kids", limit=0) == []
+
+
+def test_speaker_name_in_query_boosts_that_speakers_turns() -> None:
+    plain = index(strip_speaker_names=False)
+    boosted = index(speaker_boost=1.0)
+    query = "What did Melanie say about the kids?"
+    assert ns(plain.search(query, limit=1)) != [5] or ns(boosted.search(query, limit=1)) == [1]
+    assert ns(boosted.search(query, limit=1)) == [1]
+
+
+def test_neighbour_weight_lifts_the_reply_to_a_hit() -> None:
+    without = index()
+    with_neighbours = index(neighbour_weight=0.5, neighbour_window=1)
+    assert 3 not in ns(without.search("support group"))
+    assert 3 in ns(with_neighbours.search("support group"))
+    assert ns(with_neighbours.search("support group", limit=1)) == [2]
+    assert 3 not in ns(with_neighbours.search("support group", session_id="s1", until=T0))
+
+
+def test_readding_a_turn_replaces_it() -> None:
+    idx = index()
+    idx.add([Turn("s1", 2, "user", "I adopted a cat named Oscar.", T0, "Caroline", {"n": 99})])
+    assert len(idx) == len(DIALOGUE)
+    assert ns(idx.search("support group")) != [99]
+    assert ns(idx.search("Oscar")) == [99]
+    assert idx.get("s1", 2) is not None and idx.get("s1", 2).text.endswith("Oscar.")  # type: ignore[union-attr]
+
+
+def test_hostile_query_syntax_is_literal() -> None:
+    idx = index()
+    for query in ['"', "NOT OR AND", "kids*", "speaker:kids", "NEAR(kids fire)"]:
+        idx.search(query)
+    assert set(ns(idx.search("speaker:kids"))) == {1, 5}
+
+
+def test_vectors_fuse_with_bm25_and_find_paraphrase_free_matches() -> None:
+    pytest.importorskip("numpy")
+    fake = FakeEmbedder()
+    idx = ConversationIndex(embedder=fake, options=RankingOptions(**PLAIN, vector_weight=1.0))
+    idx.add(turns())
+    assert ns(idx.search("adoption agencies", limit=1)) == [7]
+    dense_only = idx.search("agencies adoption researching", session_id="s2", limit=2)
+    assert ns(dense_only)[0] == 7
+
+
+def test_model_change_reembeds_and_never_mixes_dimensions() -> None:
+    pytest.importorskip("numpy")
+    small, large = FakeEmbedder(dimension=16), FakeEmbedder(dimension=48)
+    idx = ConversationIndex(embedder=small, options=RankingOptions(**PLAIN, vector_weight=1.0))
+    idx.add(turns())
+    idx.set_embedder(large)
+    assert large.calls == 1
+    assert ns(idx.search("camping mountains", limit=1)) == [4]
+    same = FakeEmbedder(dimension=48)
+    idx.set_embedder(same)
+    assert same.calls == 0, "same model and dimension: nothing re-embedded"
+    assert ns(idx.search("camping mountains", limit=1)) == [4]
+    idx.set_embedder(None)
+    assert ns(idx.search("camping mountains", limit=1)) == [4]
+
+
+def test_embedder_returning_wrong_dimension_is_refused() -> None:
+    pytest.importorskip("numpy")
+
+    class Liar(FakeEmbedder):
+        @property
+        def dimension(self) -> int:
+            return 3
+
+    with pytest.raises(ValueError, match="dimensions"):
+        ConversationIndex(embedder=Liar()).add(turns())
+
+
+def test_session_weight_prefers_turns_from_the_best_matching_session() -> None:
+    query = "kids proud"
+    plain = ns(index().search(query))
+    assert plain[0] == 3 and plain.index(5) < plain.index(1)
+    weighted = ns(index(session_weight=1.0).search(query))
+    assert weighted[0] == 3 and weighted.index(1) < weighted.index(5)
+
+
+def test_wider_neighbour_window_decays_with_distance() -> None:
+    hits = index(neighbour_weight=0.5, neighbour_window=2).search("support group")
+    scores = {hit.turn.metadata["n"]: hit.score for hit in hits}
+    assert scores[2] > scores[3] > 0 and scores[1] > scores[0] > 0
+    assert scores[3] == 0.5 * scores[2] and scores[0] == 0.25 * scores[2]
+
+
+def test_default_options_run_every_stage() -> None:
+    idx = ConversationIndex()
+    idx.add(turns())
+    assert ns(idx.search("What did Melanie say about camping?", limit=1)) == [4]
+    assert ConversationIndex().search("anything") == []
+
+
+def test_rrf_fusion_mode() -> None:
+    pytest.importorskip("numpy")
+    idx = ConversationIndex(
+        embedder=FakeEmbedder(), options=RankingOptions(**PLAIN, fusion="rrf", vector_weight=1.0)
+    )
+    idx.add(turns())
+    assert ns(idx.search("adoption agencies", limit=1)) == [7]

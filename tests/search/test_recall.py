@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from markus_memory.errors import InvalidInputError
+from markus_memory.search.recall import ConversationHit, TranscriptRecall, speaker_of
+
+from .test_conversation import T0, turns
+
+
+def recall() -> TranscriptRecall:
+    history = turns()
+    return TranscriptRecall(lambda: iter(history[:-1]))
+
+
+def test_hits_carry_session_index_role_time_text_and_neighbours() -> None:
+    hits = recall().recall("support group", limit=1, neighbours=1)
+    assert len(hits) == 1
+    hit = hits[0]
+    assert isinstance(hit, ConversationHit)
+    assert (hit.session_id, hit.index, hit.role, hit.speaker) == ("s1", 2, "user", "Caroline")
+    assert hit.timestamp is not None and hit.timestamp >= T0
+    assert "support group" in hit.text
+    assert [t.index for t in hit.before] == [1] and [t.index for t in hit.after] == [3]
+    with pytest.raises(AttributeError):
+        hit.text = "changed"  # type: ignore[misc]
+
+
+def test_neighbours_stop_at_session_edges() -> None:
+    hit = recall().recall("camping mountains", limit=1, neighbours=2)[0]
+    assert (hit.session_id, hit.index) == ("s2", 0)
+    assert hit.before == () and [t.index for t in hit.after] == [1, 2]
+    assert recall().recall("camping", limit=1, neighbours=0)[0].after == ()
+
+
+def test_backfill_is_lazy_and_new_turns_are_indexed() -> None:
+    calls = []
+    history = turns()
+
+    def backfill():  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return iter(history[:-1])
+
+    engine = TranscriptRecall(backfill)
+    engine.add(history[-1])
+    assert calls == []
+    assert engine.recall("adoption agencies", limit=1)[0].index == 3
+    assert calls == [1]
+    engine.recall("adoption", limit=1)
+    assert calls == [1]
+    engine.forget()
+    engine.recall("adoption", limit=1)
+    assert calls == [1, 1]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"query": ""},
+        {"query": "  "},
+        {"query": "x", "limit": 0},
+        {"query": "x", "limit": 51},
+        {"query": "x", "limit": True},
+        {"query": "x", "neighbours": -1},
+        {"query": "x", "neighbours": 6},
+        {"query": "x", "role": " "},
+        {"query": "x", "since": datetime(2023, 1, 1)},
+        {
+            "query": "x",
+            "since": datetime(2024, 1, 1, tzinfo=timezone.utc),
+            "until": datetime(2023, 1, 1, tzinfo=timezone.utc),
+        },
+    ],
+)
+def test_bad_arguments_raise_before_searching(kwargs: dict) -> None:
+    def never():  # type: ignore[no-untyped-def]
+        raise AssertionError("searched")
+
+    with pytest.raises(InvalidInputError):
+        TranscriptRecall(never).recall(**kwargs)
+
+
+def test_speaker_of_reads_metadata() -> None:
+    assert speaker_of({"speaker": " Mel "}) == "Mel"
+    assert speaker_of(None) is None and speaker_of({"speaker": 3}) is None
+    assert speaker_of({"speaker": "  "}) is None
+
+
+def test_pending_turns_are_embedded_once_at_load() -> None:
+    pytest.importorskip("numpy")
+    from markus_memory.search.embedders import FakeEmbedder
+
+    history = turns()
+    embedded: list[str] = []
+
+    class Counting(FakeEmbedder):
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            embedded.extend(texts)
+            return super().embed(texts)
+
+    engine = TranscriptRecall(lambda: iter(history), embedder=Counting())
+    for turn in history[-3:]:
+        engine.add(turn)
+    engine.recall("adoption", limit=1)
+    assert len(embedded) == len(history) + 1, "every turn once, plus the query"

@@ -1,0 +1,122 @@
+"""AgentMemory.recall_conversation through the public API (sessions feed the index)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from markus_memory import open_agent
+from markus_memory.config import Settings
+from markus_memory.errors import InvalidIdError, InvalidInputError
+from markus_memory.search.embedders import FakeEmbedder
+
+T0 = datetime(2023, 5, 8, 12, 0, tzinfo=timezone.utc)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def fill(mem, clock: Clock) -> None:  # type: ignore[no-untyped-def]
+    first = mem.sessions.get_or_create("chat_1")
+    for role, speaker, text in [
+        ("user", "Caroline", "I went to an LGBTQ support group yesterday."),
+        ("assistant", "Melanie", "That sounds powerful, how did it feel?"),
+        ("user", "Caroline", "Inspiring. I want to work in counseling."),
+    ]:
+        mem.sessions.append(
+            first.id, {"role": role, "content": text, "metadata": {"speaker": speaker}}
+        )
+    clock.now = T0 + timedelta(days=30)
+    second = mem.sessions.get_or_create("chat_2")
+    mem.sessions.append(second.id, {"role": "assistant", "content": "We went camping at the lake."})
+    mem.sessions.append(second.id, {"role": "user", "content": "Camping with kids is fun!"})
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def settings(tmp_path, clock: Clock) -> Settings:  # type: ignore[no-untyped-def]
+    return Settings(home=tmp_path, clock=clock)
+
+
+def test_recall_finds_appended_messages_with_context(tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
+    with open_agent("alice", settings=settings(tmp_path, clock)) as mem:
+        fill(mem, clock)
+        hits = mem.recall_conversation("support group", limit=3, neighbours=1)
+        top = hits[0]
+        assert (top.session_id, top.index, top.role) == ("chat_1", 0, "user")
+        assert top.speaker == "Caroline" and top.timestamp == T0
+        assert top.text == "I went to an LGBTQ support group yesterday."
+        assert top.before == () and [t.index for t in top.after] == [1]
+        assert top.metadata == {"speaker": "Caroline"}
+
+
+def test_filters(tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
+    with open_agent("alice", settings=settings(tmp_path, clock)) as mem:
+        fill(mem, clock)
+        assert {h.session_id for h in mem.recall_conversation("camping", session_id="chat_2")} == {
+            "chat_2"
+        }
+        assert mem.recall_conversation("camping", session_id="chat_1") == []
+        assert [h.index for h in mem.recall_conversation("camping", role="user")] == [1]
+        by_name = mem.recall_conversation("counseling", role="caroline")
+        assert by_name[0].index == 2 and {h.speaker for h in by_name} == {"Caroline"}
+        later = mem.recall_conversation("camping", since=T0 + timedelta(days=1))
+        assert later and all(h.session_id == "chat_2" for h in later)
+        assert mem.recall_conversation("camping", until=T0) == []
+
+
+def test_history_is_read_back_after_reopening(tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
+    with open_agent("alice", settings=settings(tmp_path, clock)) as mem:
+        fill(mem, clock)
+    with open_agent("alice", settings=settings(tmp_path, clock)) as mem:
+        top = mem.recall_conversation("support group", limit=1)[0]
+        assert (top.session_id, top.index, top.speaker) == ("chat_1", 0, "Caroline")
+        assert top.timestamp is not None
+        mem.sessions.append("chat_2", {"role": "user", "content": "We saw a heron at the lake."})
+        assert mem.recall_conversation("heron", limit=1)[0].index == 2
+
+
+def test_agents_do_not_see_each_other(tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
+    with open_agent("alice", settings=settings(tmp_path, clock)) as alice:
+        fill(alice, clock)
+    with open_agent("bob", settings=settings(tmp_path, clock)) as bob:
+        assert bob.recall_conversation("camping") == []
+
+
+def test_vectors_with_a_fake_embedder(tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("numpy")
+    fake = FakeEmbedder()
+    with open_agent("alice", settings=settings(tmp_path, clock), embedder=fake) as mem:
+        fill(mem, clock)
+        assert mem.recall_conversation("lake camping", limit=1)[0].session_id == "chat_2"
+        assert fake.calls >= 2
+
+
+def test_bad_arguments(tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
+    with open_agent("alice", settings=settings(tmp_path, clock)) as mem:
+        with pytest.raises(InvalidInputError):
+            mem.recall_conversation("")
+        with pytest.raises(InvalidIdError):
+            mem.recall_conversation("x", session_id="../etc")
+        with pytest.raises(InvalidInputError):
+            mem.recall_conversation("x", limit=0)
+
+
+def test_vectors_are_stored_with_the_model_and_reused_after_reopening(tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("numpy")
+    with open_agent("alice", settings=settings(tmp_path, clock), embedder=FakeEmbedder()) as mem:
+        fill(mem, clock)
+        mem.recall_conversation("lake", limit=1)
+    again = FakeEmbedder()
+    with open_agent("alice", settings=settings(tmp_path, clock), embedder=again) as mem:
+        assert mem.recall_conversation("lake camping", limit=1)[0].session_id == "chat_2"
+        assert again.calls == 1, "only the query was embedded"
