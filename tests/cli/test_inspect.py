@@ -90,3 +90,30 @@ def test_prompt_prints_the_rendered_context(invoke: Invoke) -> None:
     data = as_json(invoke("prompt", "-a", "al", "--json"))
     assert "Ana leads" in data["stable"] and "ship the importer" in data["volatile"]
     invoke("prompt", "-a", "al", "--profile", "chatty", code=2)
+
+
+def test_recall_conversation_finds_a_turn_with_its_context(invoke: Invoke) -> None:
+    with open_agent("al") as mem:
+        session = mem.sessions.create()
+        for role, text, speaker in [
+            ("user", "Where did you go last summer?", "Mel"),
+            ("assistant", "We went camping at Lake Tahoe.", "Caroline"),
+            ("user", "Sounds lovely.", "Mel"),
+        ]:
+            mem.sessions.append(
+                session.id, {"role": role, "content": text, "metadata": {"speaker": speaker}}
+            )
+    hits = as_json(invoke("recall", "conversation", "camping Tahoe", "-a", "al", "--json"))
+    assert hits[0]["text"] == "We went camping at Lake Tahoe."
+    assert [t["text"] for t in hits[0]["before"]] == ["Where did you go last summer?"]
+    by_speaker = as_json(
+        invoke("recall", "conversation", "camping", "-a", "al", "--role", "Mel", "--json")
+    )
+    assert all(h["speaker"] == "Mel" for h in by_speaker)
+    later = as_json(
+        invoke("recall", "conversation", "camping", "-a", "al", "--since", "2999-01-01", "--json")
+    )
+    assert later == []
+    text = invoke("recall", "conversation", "Tahoe", "-a", "al").output
+    assert "> [Caroline] We went camping at Lake Tahoe." in text
+    assert "[Mel] Where did you go last summer?" in text

@@ -205,7 +205,7 @@ def sessions(ctx: click.Context, agent: str, show_id: str | None, last: int, as_
 
 @click.group()
 def recall() -> None:
-    """Search or read past activities (and conversations, when indexed)."""
+    """Search past activities and conversations."""
 
 
 @recall.command("activities")
@@ -275,6 +275,71 @@ def recall_activity(ctx: click.Context, activity_id: str, agent: str, as_json: b
         click.echo(f"summary: {a.summary}")
     for entry in detail.logs:
         click.echo(f"  #{entry.seq} [{entry.type}] {entry.content}")
+
+
+DATE_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"]
+
+
+@recall.command("conversation")
+@click.argument("query")
+@agent_option
+@click.option("--session", "session_id", help="Only this session.")
+@click.option("--role", help="A message role (user, assistant …) or a speaker name.")
+@click.option("--since", type=click.DateTime(DATE_FORMATS), help="Not before (UTC).")
+@click.option("--until", type=click.DateTime(DATE_FORMATS), help="Not after (UTC).")
+@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option(
+    "--context",
+    "neighbours",
+    type=click.IntRange(0, 10),
+    default=1,
+    show_default=True,
+    help="Turns of context shown on each side of a hit.",
+)
+@json_option
+@click.pass_context
+def recall_conversation(
+    ctx: click.Context,
+    query: str,
+    agent: str,
+    session_id: str | None,
+    role: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    limit: int,
+    neighbours: int,
+    as_json: bool,
+) -> None:
+    """Search past session transcripts for QUERY, best hit first."""
+    with memory_of(ctx, agent, create=False) as mem:
+        hits = mem.recall_conversation(
+            query,
+            session_id=session_id,
+            role=role,
+            since=_utc(since),
+            until=_utc(until),
+            limit=limit,
+            neighbours=neighbours,
+        )
+    if as_json:
+        emit_json(hits)
+        return
+    if not hits:
+        click.echo("No matching messages.")
+    for hit in hits:
+        who = hit.speaker or hit.role
+        click.secho(
+            f"{hit.session_id} #{hit.index}  {when(hit.timestamp)}  ({hit.score:.3f})", bold=True
+        )
+        for turn in hit.before:
+            click.echo(f"    [{turn.speaker or turn.role}] {short(turn.text, 100)}")
+        click.echo(f"  > [{who}] {short(hit.text, 200)}")
+        for turn in hit.after:
+            click.echo(f"    [{turn.speaker or turn.role}] {short(turn.text, 100)}")
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    return None if moment is None else moment.replace(tzinfo=timezone.utc)
 
 
 @click.command()
