@@ -66,7 +66,13 @@ def as_managed(value: str) -> Managed:
 @click.argument("key")
 @click.argument("text")
 @agent_option
-@click.option("--managed", type=click.Choice(MANAGED_VALUES), default="agent", show_default=True)
+@click.option(
+    "--managed",
+    type=click.Choice(MANAGED_VALUES),
+    default="agent",
+    show_default=True,
+    help="Who owns the entry (agent entries share 4 slots).",
+)
 @click.option("--force", is_flag=True, help="Replace an entry managed by the system.")
 @json_option
 @click.pass_context
@@ -110,7 +116,12 @@ def notebook_clear(
 @click.argument("content")
 @agent_option
 @click.option(
-    "--type", "kind", type=click.Choice(OBSERVATION_TYPES), default="fact", show_default=True
+    "--type",
+    "kind",
+    type=click.Choice(OBSERVATION_TYPES),
+    default="fact",
+    show_default=True,
+    help="Kind of observation.",
 )
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @json_option

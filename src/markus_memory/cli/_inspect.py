@@ -212,7 +212,9 @@ def recall() -> None:
 @click.argument("query", required=False)
 @agent_option
 @click.option("--type", "types", help="Comma-separated activity types (with no QUERY).")
-@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Most activities."
+)
 @json_option
 @click.pass_context
 def recall_activities(
@@ -287,7 +289,9 @@ DATE_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"]
 @click.option("--role", help="A message role (user, assistant …) or a speaker name.")
 @click.option("--since", type=click.DateTime(DATE_FORMATS), help="Not before (UTC).")
 @click.option("--until", type=click.DateTime(DATE_FORMATS), help="Not after (UTC).")
-@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Most hits."
+)
 @click.option(
     "--context",
     "neighbours",
@@ -344,7 +348,13 @@ def _utc(moment: datetime | None) -> datetime | None:
 
 @click.command()
 @agent_option
-@click.option("--profile", type=click.Choice(PROFILES), default="default", show_default=True)
+@click.option(
+    "--profile",
+    type=click.Choice(PROFILES),
+    default="default",
+    show_default=True,
+    help="Which scenario's caps apply (reflex: state lines instead of knowledge).",
+)
 @click.option("--query", help="The current user message: refreshes relevant-context first.")
 @json_option
 @click.pass_context

@@ -30,7 +30,9 @@ from ._inspect import agent_ids
 @click.command()
 @click.argument("query", required=False)
 @agent_option
-@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Most hits."
+)
 @click.option("--type", "kind", help="Only observations of this type.")
 @json_option
 @click.pass_context

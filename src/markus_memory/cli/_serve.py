@@ -20,7 +20,9 @@ TOKEN_ENV = "MARKUS_MCP_TOKEN"
     show_default=True,
     help="HTTP bind address; anything but loopback needs --token.",
 )
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="HTTP port."
+)
 @click.option(
     "--token",
     envvar=TOKEN_ENV,
