@@ -107,7 +107,7 @@ def shape(value: Any) -> Any:
 
 
 @pytest.mark.parametrize("tool", list(REGISTRY), ids=lambda t: t.name)
-def test_every_tool_answers_exactly_like_dispatch(tool: Any, tmp_path: Path) -> None:
+def test_every_tool_answers_like_dispatch(tool: Any, tmp_path: Path) -> None:
     with (
         open_agent("alice", home=tmp_path / "a") as served,
         open_agent("alice", home=tmp_path / "b") as twin,

@@ -27,7 +27,7 @@ try:
     import mcp.types as types
     import uvicorn
     from mcp import MCPError
-    from mcp.server import Server
+    from mcp.server import Server, ServerRequestContext
     from mcp.server.stdio import stdio_server
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ExtraNotInstalledError("mcp", exc.name or "mcp") from exc
@@ -44,6 +44,8 @@ DEFAULT_PORT = 8765
 HTTP_PATH = "/mcp"
 PROMPT_NAME = "memory_context"
 
+Context = ServerRequestContext[Any, Any]
+Paging = types.PaginatedRequestParams | None
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -108,10 +110,10 @@ def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[A
     async def run_sync(func: Callable[[], Any]) -> Any:
         return await anyio.to_thread.run_sync(func, limiter=limiter)
 
-    async def list_tools(ctx: Any, params: Any) -> Any:
+    async def list_tools(ctx: Context, params: Paging) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx: Any, params: Any) -> Any:
+    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
         name, arguments = params.name, params.arguments
         try:
             text = await run_sync(lambda: dispatch(memory, name, arguments))
@@ -122,7 +124,7 @@ def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[A
             content=[types.TextContent(text=text)], is_error=is_tool_error_result(text)
         )
 
-    async def list_resources(ctx: Any, params: Any) -> Any:
+    async def list_resources(ctx: Context, params: Paging) -> types.ListResourcesResult:
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
@@ -135,7 +137,9 @@ def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[A
             ]
         )
 
-    async def read_resource(ctx: Any, params: Any) -> Any:
+    async def read_resource(
+        ctx: Context, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
         uri = str(params.uri)
         try:
             name = _resource_name(memory, uri)
@@ -146,7 +150,7 @@ def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[A
             contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)]
         )
 
-    async def list_prompts(ctx: Any, params: Any) -> Any:
+    async def list_prompts(ctx: Context, params: Paging) -> types.ListPromptsResult:
         return types.ListPromptsResult(
             prompts=[
                 types.Prompt(
@@ -170,7 +174,9 @@ def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[A
             ]
         )
 
-    async def get_prompt(ctx: Any, params: Any) -> Any:
+    async def get_prompt(
+        ctx: Context, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
         arguments = params.arguments or {}
         if params.name != PROMPT_NAME:
             raise MCPError(
