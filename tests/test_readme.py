@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from markus_memory.cli import cli
 
@@ -129,9 +130,18 @@ def command_at(path: tuple[str, ...]) -> click.Command:
 DOCS = README + "".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs").glob("*.md"))
 
 
+PRINTS_NO_DATA = {("serve",), ("dream", "diff")}  # a server; a diff is already plain text
+
+
 @pytest.mark.parametrize("path", command_paths(cli), ids=" ".join)
 def test_every_command_has_help_and_is_documented(path: tuple[str, ...]) -> None:
     command = command_at(path)
+    shown = CliRunner().invoke(cli, [*path, "--help"])
+    assert command.help, f"{' '.join(path)} has no help text"
+    first_line = command.help.strip().splitlines()[0]
+    assert shown.exit_code == 0 and first_line in " ".join(shown.output.split())
+    if not isinstance(command, click.Group) and path not in PRINTS_NO_DATA:
+        assert "--json" in shown.output, f"{' '.join(path)} has no --json"
     assert command.help and command.help.strip(), f"{' '.join(path)} has no help text"
     for param in command.params:
         if isinstance(param, click.Option):
