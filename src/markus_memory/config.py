@@ -98,6 +98,7 @@ class Limits:
     dream_max_promote: int = 20
     dream_min_promote_sources: int = 3
     dream_heavy_runs_per_day: int = 4
+    dream_heavy_min_observations: int = 450
     # memory flush
     memory_flush_threshold_percent: float = 75.0
     memory_flush_min_messages: int = 20

@@ -1,0 +1,265 @@
+"""One dream: gather, plan (model or offline), validate, apply in one write, prune, record.
+
+The model is called directly (no mailbox), with no tools and a deadline, outside the agent
+lock; at most ``MAX_CONCURRENT_DREAMS`` model calls run at once in a process and a slot is
+always released (REFERENCE §14.1 item 11). The plan is then applied to a fresh copy of
+knowledge.md inside ``KnowledgeFile.transaction()`` and written once; state.md is pruned; the
+run is recorded with before/after text. A failed run writes nothing and is recorded as failed,
+so it does not use up the day's slot.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+
+from .._fs import atomic_write_text, read_text
+from ..config import epoch_ms
+from ..errors import LLMError, MarkusMemoryError
+from ..layers.knowledge import KnowledgeDoc, parse_knowledge, render_knowledge
+from ..layers.state import prune_text
+from ..llm import ChatModel
+from ..memory import AgentMemory
+from .apply import Applied, apply_plan
+from .audit import AuditLog, DreamRun, SqliteAuditLog
+from .offline import TextEmbedder, offline_plan
+from .plan import CheckedPlan, Plan, Rejection, parse_reply
+from .prompt import build_request
+from .report import DreamReport, changes_json, file_diff, summarise
+from .trigger import TriggerDecision, decide
+
+MAX_CONCURRENT_DREAMS = 3
+DEFAULT_TIMEOUT_SECONDS = 300.0
+_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_DREAMS)
+
+
+def audit_log(memory: AgentMemory) -> AuditLog:
+    """The audit log of ``memory``'s home: ``<home>/data.db``."""
+    return SqliteAuditLog(memory.settings.database_path)
+
+
+def should_dream(
+    memory: AgentMemory, now: datetime | None = None, *, audit: AuditLog | None = None
+) -> TriggerDecision:
+    """Whether the trigger policy wants a dream now (successful runs come from the audit)."""
+    log = audit if audit is not None else audit_log(memory)
+    moment = now if now is not None else memory.settings.clock()
+    runs = [r.started_at for r in log.runs(memory.agent_id) if r.status != "failed"]
+    count = len(memory.knowledge.observations())
+    return decide(count, runs, moment, memory.settings.limits)
+
+
+def dream_if_due(
+    memory: AgentMemory,
+    llm: ChatModel | None = None,
+    *,
+    now: datetime | None = None,
+    audit: AuditLog | None = None,
+    embedder: TextEmbedder | None = None,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> DreamReport | None:
+    """Run :func:`dream` when :func:`should_dream` says so (for a scheduler); else None."""
+    log = audit if audit is not None else audit_log(memory)
+    if not should_dream(memory, now, audit=log).run:
+        return None
+    return dream(memory, llm, audit=log, now=now, embedder=embedder, timeout=timeout)
+
+
+@dataclass(frozen=True)
+class FileTexts:
+    """The exact text of knowledge.md and state.md (None: the file does not exist)."""
+
+    knowledge: str | None
+    state: str | None
+
+
+def _texts(memory: AgentMemory) -> FileTexts:
+    return FileTexts(read_text(memory.paths.knowledge), read_text(memory.paths.state))
+
+
+def _restore(path: Path, text: str | None) -> None:
+    if text is None:
+        path.unlink(missing_ok=True)
+    else:
+        atomic_write_text(path, text)
+
+
+def restore_files(memory: AgentMemory, texts: FileTexts) -> None:
+    """Write knowledge.md and state.md back exactly as ``texts`` (None: no file). Hold the lock."""
+    _restore(memory.paths.knowledge, texts.knowledge)
+    _restore(memory.paths.state, texts.state)
+
+
+def _plan(
+    memory: AgentMemory,
+    llm: ChatModel | None,
+    embedder: TextEmbedder | None,
+    timeout: float,
+) -> CheckedPlan:
+    doc = memory.knowledge.read()
+    limits = memory.settings.limits
+    if llm is None:
+        plan = offline_plan(
+            doc.observations, embedder=embedder, max_content_chars=limits.section_max_chars
+        )
+        return CheckedPlan(plan)
+    curated = render_knowledge(KnowledgeDoc(doc.preamble, doc.sections))
+    request = build_request(doc.observations, curated, limits)
+    if not _SLOTS.acquire(timeout=timeout):
+        raise LLMError(f"all {MAX_CONCURRENT_DREAMS} dream slots stayed busy for {timeout:g}s")
+    try:
+        answer = llm.complete(list(request.messages), tools=None, timeout=timeout)
+    except LLMError:
+        raise
+    except Exception as exc:  # any ChatModel implementation: its failure is a failed dream
+        raise LLMError(f"the chat model failed: {exc!r}") from exc
+    finally:
+        _SLOTS.release()
+    return parse_reply(answer.text, request.batch, limits)
+
+
+def dream(
+    memory: AgentMemory,
+    llm: ChatModel | None = None,
+    dry_run: bool = False,
+    *,
+    embedder: TextEmbedder | None = None,
+    audit: AuditLog | None = None,
+    now: datetime | None = None,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> DreamReport:
+    """Consolidate ``memory`` once: with ``llm`` (a ChatModel) or, without one, offline.
+
+    ``dry_run`` returns the plan and the diff and writes nothing (not even the audit).
+    The offline consolidator also compares embeddings when ``embedder`` (default: the memory's
+    own, if it has one) is given.
+    Never raises for a model failure: the report says ``failed`` and why.
+    """
+    log = audit if audit is not None else audit_log(memory)
+    started = now if now is not None else memory.settings.clock()
+    mode = "offline" if llm is None else "llm"
+    run_id = f"dream_{epoch_ms(started)}_{secrets.token_hex(3)}"
+    checked: CheckedPlan | None = None
+    try:
+        vectors = embedder if embedder is not None else memory.embedder
+        checked = _plan(memory, llm, vectors, timeout)
+        if checked.failure is not None:
+            raise LLMError(f"unusable reply: {checked.failure}")
+    except LLMError as exc:
+        rejected = checked.rejections if checked is not None else ()
+        return _failed(memory, log, run_id, mode, started, Plan(), rejected, str(exc), dry_run)
+    if dry_run:
+        return _dry_run(memory, checked, mode, started)
+    with memory.lock:
+        try:
+            before = _texts(memory)
+            with memory.knowledge.transaction() as doc:
+                applied = apply_plan(doc, checked.plan, memory.settings.limits, started)
+        except MarkusMemoryError as exc:
+            return _failed(
+                memory, log, run_id, mode, started, checked.plan, checked.rejections, str(exc)
+            )
+        try:
+            state_removed = tuple(memory.state.prune())
+        except (MarkusMemoryError, OSError) as exc:
+            restore_files(memory, before)
+            error = f"state.md could not be pruned, knowledge.md was put back: {exc}"
+            return _failed(
+                memory, log, run_id, mode, started, checked.plan, checked.rejections, error
+            )
+        after = _texts(memory)
+        rejections = checked.rejections + applied.rejections
+        run = DreamRun(
+            run_id,
+            memory.agent_id,
+            started,
+            memory.settings.clock(),
+            mode,
+            "applied",
+            changes_json(applied, rejections, state_removed),
+            None,
+            before.knowledge,
+            after.knowledge,
+            before.state,
+            after.state,
+        )
+        try:
+            log.record(run)
+        except MarkusMemoryError:
+            # A dream that is not recorded could never be undone: put the files back first.
+            restore_files(memory, before)
+            raise
+    return _report("applied", mode, run_id, checked, applied, state_removed, before, after)
+
+
+def _report(
+    status: str,
+    mode: str,
+    run_id: str | None,
+    checked: CheckedPlan,
+    applied: Applied,
+    state_removed: tuple[str, ...],
+    before: FileTexts,
+    after: FileTexts,
+) -> DreamReport:
+    diff = file_diff("knowledge.md", before.knowledge, after.knowledge) + file_diff(
+        "state.md", before.state, after.state
+    )
+    return DreamReport(
+        status,
+        mode,
+        run_id,
+        checked.plan,
+        checked.rejections + applied.rejections,
+        state_removed=state_removed,
+        observations_before=_count(before.knowledge),
+        observations_after=_count(after.knowledge),
+        diff=diff,
+        **summarise(applied),
+    )
+
+
+def _count(text: str | None) -> int:
+    return 0 if text is None else len(parse_knowledge(text).observations)
+
+
+def _dry_run(memory: AgentMemory, checked: CheckedPlan, mode: str, now: datetime) -> DreamReport:
+    before = _texts(memory)
+    doc = memory.knowledge.read()
+    applied = apply_plan(doc, checked.plan, memory.settings.limits, now)
+    state_after, removed = before.state, list[str]()
+    if before.state is not None:
+        state_after, removed = prune_text(before.state, now, memory.settings.limits.state_ttl_days)
+    after = FileTexts(render_knowledge(doc), state_after)
+    return _report("dry_run", mode, None, checked, applied, tuple(removed), before, after)
+
+
+def _failed(
+    memory: AgentMemory,
+    log: AuditLog,
+    run_id: str,
+    mode: str,
+    started: datetime,
+    plan: Plan,
+    rejections: tuple[Rejection, ...],
+    error: str,
+    dry_run: bool = False,
+) -> DreamReport:
+    if not dry_run:
+        log.record(
+            DreamRun(
+                run_id,
+                memory.agent_id,
+                started,
+                memory.settings.clock(),
+                mode,
+                "failed",
+                {"rejections": [asdict(r) for r in rejections]},
+                error,
+            )
+        )
+    run = None if dry_run else run_id
+    return DreamReport("failed", mode, run, plan, rejections, error=error)

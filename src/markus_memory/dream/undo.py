@@ -1,0 +1,70 @@
+"""Undo, history and diff of dream runs, read from the audit log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._fs import read_text
+from ..errors import NotFoundError
+from ..memory import AgentMemory
+from .audit import AuditLog, DreamRun
+from .cycle import FileTexts, audit_log, restore_files
+from .report import file_diff
+
+
+@dataclass(frozen=True)
+class UndoResult:
+    """``ok`` when the files were restored; otherwise ``reason`` says why nothing changed."""
+
+    ok: bool
+    run_id: str | None
+    reason: str | None = None
+
+
+def dream_history(
+    memory: AgentMemory, limit: int | None = None, *, audit: AuditLog | None = None
+) -> list[DreamRun]:
+    """Recorded runs of this agent, newest first (failed and undone ones included)."""
+    return (audit if audit is not None else audit_log(memory)).runs(memory.agent_id, limit)
+
+
+def dream_diff(memory: AgentMemory, run_id: str, *, audit: AuditLog | None = None) -> str:
+    """The unified diff of what run ``run_id`` did to knowledge.md and state.md."""
+    run = (audit if audit is not None else audit_log(memory)).get(memory.agent_id, run_id)
+    if run is None:
+        raise NotFoundError(f"no dream run {run_id!r} for agent {memory.agent_id!r}")
+    return file_diff("knowledge.md", run.knowledge_before, run.knowledge_after) + file_diff(
+        "state.md", run.state_before, run.state_after
+    )
+
+
+def undo_last_dream(memory: AgentMemory, *, audit: AuditLog | None = None) -> UndoResult:
+    """Restore knowledge.md and state.md as they were before the last applied dream.
+
+    Refused (``ok=False``, nothing written) when either file changed since that dream, so an
+    undo never throws away later work. Undoing again goes one dream further back.
+    """
+    log = audit if audit is not None else audit_log(memory)
+    last = next((r for r in log.runs(memory.agent_id) if r.status == "applied"), None)
+    if last is None:
+        return UndoResult(False, None, "no applied dream to undo")
+    paths = memory.paths
+    with memory.lock:
+        changed = [
+            name
+            for name, path, expected in (
+                ("knowledge.md", paths.knowledge, last.knowledge_after),
+                ("state.md", paths.state, last.state_after),
+            )
+            if read_text(path) != expected
+        ]
+        if changed:
+            return UndoResult(
+                False,
+                last.run_id,
+                f"{' and '.join(changed)} changed since dream {last.run_id}; undo refused so "
+                "that those changes are kept",
+            )
+        restore_files(memory, FileTexts(last.knowledge_before, last.state_before))
+        log.mark_undone(memory.agent_id, last.run_id, memory.settings.clock())
+    return UndoResult(True, last.run_id)
