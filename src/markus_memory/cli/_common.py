@@ -11,7 +11,7 @@ import dataclasses
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
@@ -162,6 +162,14 @@ def progress(enabled: bool = True) -> Progress:
         transient=True,
         disable=not enabled,
     )
+
+
+def spinner(enabled: bool, text: str) -> AbstractContextManager[object]:
+    """A spinner on stderr while something of unknown length runs (only on a terminal)."""
+    err = Console(stderr=True)
+    if not enabled or not err.is_terminal:
+        return nullcontext()
+    return err.status(text)
 
 
 def read_text_argument(text: str) -> str:
