@@ -152,15 +152,16 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
 
 
 def progress(enabled: bool = True) -> Progress:
-    """A progress bar on stderr, drawn only on a terminal (plain output stays clean)."""
+    """A progress bar on stderr, drawn only on a terminal (piped output stays clean)."""
+    err = Console(stderr=True)
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=Console(stderr=True),
+        console=err,
         transient=True,
-        disable=not enabled,
+        disable=not enabled or not err.is_terminal,
     )
 
 
