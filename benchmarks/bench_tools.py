@@ -45,12 +45,19 @@ def main() -> None:
             mem.knowledge.save_observation(f"observation {i} about deploy and staging", "fact")
         mem.notebook.upsert("plan", "step 2 of 5 " * 40)
 
-        n = iter(range(10**9))
-        direct = median_ms(lambda: mem.knowledge.save_observation(f"direct {next(n)}"), args.repeat)
-        tool = median_ms(
-            lambda: dispatch(mem, "memory_save", {"content": f"tool {next(n)}", "tags": "a,b"}),
-            args.repeat,
-        )
+        # interleaved, so both see the same file size (a save rewrites the observation block)
+        direct_times, tool_times = [], []
+        for i in range(args.repeat):
+            direct_times.append(
+                median_ms(lambda i=i: mem.knowledge.save_observation(f"direct {i}", tags=("a",)), 1)
+            )
+            tool_times.append(
+                median_ms(
+                    lambda i=i: dispatch(mem, "memory_save", {"content": f"tool {i}", "tags": "a"}),
+                    1,
+                )
+            )
+        direct, tool = statistics.median(direct_times), statistics.median(tool_times)
         refused = median_ms(lambda: dispatch(mem, "memory_save", [{"content": "x"}]), args.repeat)
         print(f"save_observation (baseline)      {direct:8.3f} ms")
         print(f"dispatch memory_save             {tool:8.3f} ms  ratio {tool / direct:5.2f}")

@@ -15,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.search_fixture import Fixture, build  # noqa: E402
+from markus_memory.search.embedders import Embedder  # noqa: E402
 from markus_memory.search.index import STOP_WORDS, SearchIndex, create_schema  # noqa: E402
 from markus_memory.search.keyword import tokenize  # noqa: E402
 from markus_memory.search.memory_search import (  # noqa: E402
@@ -24,7 +25,7 @@ from markus_memory.search.memory_search import (  # noqa: E402
     MemorySearcher,
     fuse_rrf,
 )
-from markus_memory.search.vectors import Embedder, embed_matrix  # noqa: E402
+from markus_memory.search.vectors import embed_matrix  # noqa: E402
 
 Ranker = Callable[[str], list[str]]
 
@@ -89,7 +90,7 @@ def rankers(fixture: Fixture, embedder: Embedder | None = None) -> dict[str, Ran
     ]
     if embedder is not None:
         hybrid = MemorySearcher("a", default, embedder)
-        hybrid.search("warm up", fixture.observations, fixture.sections, version="v")
+        hybrid.sync(hybrid.corpus(fixture.observations, fixture.sections, "v"), "v")
         out["vectors only (min similarity 0)"] = lambda q: _vector_ranking(hybrid, fixture, q)
         for weight in (1.0, 0.5):
             searcher = MemorySearcher(
@@ -124,7 +125,7 @@ def _fused(first: Ranker, second: Ranker, weight: float) -> Ranker:
 def main(embedder: Embedder | None = None) -> None:
     fixture = build()
     if embedder is None and "--minilm" in sys.argv:
-        from markus_memory.search.embedders import MiniLMEmbedder  # type: ignore[import-not-found]
+        from markus_memory.search.embedders import MiniLMEmbedder
 
         embedder = MiniLMEmbedder()
     print(

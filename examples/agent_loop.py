@@ -17,14 +17,13 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import httpx
-
 from markus_memory import AgentMemory, open_agent
+from markus_memory.errors import LLMError
 from markus_memory.flush import FlushTracker
-from markus_memory.llm import ChatModel, ChatResponse, Message, ToolCall, ToolSchema
+from markus_memory.llm import ChatModel, OpenAIChatModel
 from markus_memory.prompt import render_memory_context
 from markus_memory.tokens import default_estimator
 from markus_memory.tools import dispatch, tool_schemas
@@ -34,71 +33,6 @@ BASE_PROMPT = (
     "memory_save, keep your working state in the notebook with update_notebook, and look "
     "things up with memory_search before saying you do not know."
 )
-
-
-class OpenAICompatibleChat:
-    """ChatModel over ``POST {base_url}/chat/completions`` (OpenAI function calling)."""
-
-    def __init__(self, base_url: str, model: str, api_key: str | None = None) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers)
-        self.model = model
-
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSchema] | None = None,
-        timeout: float | None = None,
-    ) -> ChatResponse:
-        body: dict[str, Any] = {"model": self.model, "messages": [_wire(m) for m in messages]}
-        if tools:
-            body["tools"] = list(tools)
-        reply = self._client.post("/chat/completions", json=body, timeout=timeout or 60.0)
-        reply.raise_for_status()
-        message = reply.json()["choices"][0]["message"]
-        calls = tuple(
-            ToolCall(c["id"], c["function"]["name"], _arguments(c["function"].get("arguments")))
-            for c in message.get("tool_calls") or ()
-        )
-        return ChatResponse(message.get("content") or "", calls)
-
-    def close(self) -> None:
-        self._client.close()
-
-
-def _arguments(raw: Any) -> Mapping[str, Any]:
-    """Tool-call arguments as a dict; text that is not a JSON object is passed on as-is so
-    that ``dispatch`` can tell the model how to call the tool correctly."""
-    if isinstance(raw, Mapping):
-        return raw
-    try:
-        parsed = json.loads(raw or "{}")
-    except ValueError:
-        return {"__raw__": raw}
-    return parsed if isinstance(parsed, dict) else {"__raw__": parsed}
-
-
-def _wire(message: Message) -> dict[str, Any]:
-    """A Markus LLMMessage in OpenAI wire form."""
-    out: dict[str, Any] = {"role": message["role"], "content": message.get("content") or ""}
-    if message.get("toolCalls"):
-        out["tool_calls"] = [
-            {
-                "id": c["id"],
-                "type": "function",
-                "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
-            }
-            for c in message["toolCalls"]
-        ]
-    if message.get("toolCallId"):
-        out["tool_call_id"] = message["toolCallId"]
-    return out
-
-
-def _call_arguments(call: ToolCall) -> Any:
-    raw = call.arguments.get("__raw__") if isinstance(call.arguments, Mapping) else None
-    return raw if raw is not None else call.arguments
 
 
 def chat_turn(
@@ -134,7 +68,7 @@ def chat_turn(
         if not response.tool_calls:
             break
         for call in response.tool_calls:
-            result = dispatch(memory, call.name, _call_arguments(call))
+            result = dispatch(memory, call.name, call.arguments)
             memory.sessions.append(
                 session_id, {"role": "tool", "content": result, "toolCallId": call.id}
             )
@@ -155,7 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--home", default=None, help="memory home (default $MARKUS_HOME)")
     parser.add_argument("--context-window", type=int, default=32_000)
     args = parser.parse_args(argv)
-    model = OpenAICompatibleChat(args.base_url, args.model, os.environ.get("OPENAI_API_KEY"))
+    model = OpenAIChatModel(
+        args.model, base_url=args.base_url, api_key=os.environ.get("OPENAI_API_KEY")
+    )
     tracker = FlushTracker()
     try:
         with open_agent(args.agent, home=args.home) as memory:
@@ -169,6 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     context_window=args.context_window,
                 )
                 print(f"> {text}\n{reply}\n")
+    except LLMError as exc:  # the memory is consistent: every write was already durable
+        print(f"model error: {exc}", file=sys.stderr)
+        return 1
     finally:
         model.close()
     return 0

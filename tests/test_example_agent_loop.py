@@ -109,7 +109,7 @@ def test_agent_loop_saves_memory_and_notebook_to_disk(
                     "c1", "memory_save", {"content": "User prefers green tea", "tags": "user"}
                 ),
                 _tool_call("c2", "update_notebook", {"key": "current-task", "content": "chatting"}),
-                _tool_call("c3", "memory_save", [{"content": "an array is refused"}]),
+                _tool_call("c3", "memory_save", {"content": "   ", "summary": "no content"}),
             ],
         ),
         lambda body: _completion("Noted: green tea."),
@@ -135,7 +135,7 @@ def test_agent_loop_saves_memory_and_notebook_to_disk(
     assert "You prefer green tea." in capsys.readouterr().out
     agent_dir = home / "agents" / "alice"
     assert "User prefers green tea" in (agent_dir / "knowledge.md").read_text()
-    assert "an array is refused" not in (agent_dir / "knowledge.md").read_text()
+    assert "no content" not in (agent_dir / "knowledge.md").read_text()
     assert "## current-task" in (agent_dir / "NOTEBOOK.md").read_text()
     # the model saw the memory tools, and its second turn saw the notebook and recall
     assert {"memory_save", "memory_search", "update_notebook"} <= _tools_offered(server.requests[0])
@@ -152,11 +152,11 @@ def test_agent_loop_saves_memory_and_notebook_to_disk(
     ]
     assert all(isinstance(c["function"]["arguments"], str) for c in assistant["tool_calls"])
     assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == ["c1", "c2", "c3"]
-    # tool results went back to the model: the array call got a structured error
+    # tool results went back to the model: the empty save got a structured error
     tool_results = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert json.loads(tool_results[0]["content"])["status"] == "saved"
     refused = json.loads(tool_results[2]["content"])
-    assert refused["status"] == "error" and "array" in refused["error"]
+    assert refused["status"] == "error" and '"content" is required' in refused["error"]
     search = json.loads(
         [m for m in server.requests[3]["messages"] if m["role"] == "tool"][-1]["content"]
     )
@@ -222,3 +222,24 @@ def test_agent_loop_flushes_before_the_context_fills(example: ModuleType, tmp_pa
     assert "Decision: Postgres 16" in (agent_dir / "knowledge.md").read_text()
     sys_files = list((agent_dir / "sessions").glob("sys_*"))
     assert sys_files, "the flush turn is recorded as a sys_ session"
+
+
+def test_agent_loop_reports_a_model_failure_and_exits_1(
+    example: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script: list[Reply] = [lambda body: _completion(None, [_tool_call("c", "memory_save", [])])]
+    with FakeOpenAI(script) as server:
+        code = example.main(
+            [
+                "--base-url",
+                server.base_url,
+                "--model",
+                "fake",
+                "--agent",
+                "carol",
+                "--home",
+                str(tmp_path / "home"),
+                "hello",
+            ]
+        )
+    assert code == 1 and "model error" in capsys.readouterr().err

@@ -3,6 +3,8 @@ import markus_memory
 EXPECTED = {
     "AgentMemory",
     "BackendUnavailableError",
+    "ContextTurn",
+    "ConversationHit",
     "CorruptFileError",
     "ExtraNotInstalledError",
     "InvalidIdError",

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from markus_memory import AgentMemory, open_agent
+from markus_memory import AgentMemory, Settings, open_agent
 from markus_memory.flush import FLUSH_HEADER, FlushTracker, memory_flush
 from markus_memory.llm import ChatResponse, ScriptedChatModel, ToolCall
 
@@ -146,3 +147,14 @@ def test_flush_results_are_json_the_model_can_read(memory: AgentMemory) -> None:
     report = memory_flush(memory, model, SESSION)
     assert json.loads(report.calls[0].result)["status"] == "saved"
     assert json.loads(report.calls[1].result)["status"] == "error"
+
+
+def test_two_flushes_in_the_same_millisecond_get_their_own_sys_sessions(tmp_path: Path) -> None:
+    frozen = datetime(2026, 5, 1, tzinfo=timezone.utc)
+    settings = Settings(home=tmp_path / "frozen", clock=lambda: frozen)
+    with open_agent("agt_flush", settings=settings) as mem:
+        _fill(mem)
+        first = memory_flush(mem, ScriptedChatModel(["nothing"]), SESSION)
+        second = memory_flush(mem, ScriptedChatModel(["nothing"]), SESSION)
+        assert first.flush_session_id != second.flush_session_id
+        assert len(mem.sessions.get(second.flush_session_id).messages) == 3

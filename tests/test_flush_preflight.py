@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from markus_memory.config import Limits
-from markus_memory.flush import should_memory_flush_preflight, skip_reason
+from markus_memory.flush import render_transcript, should_memory_flush_preflight, skip_reason
 
 BASE = "chat_agent1_123"
 
@@ -64,3 +64,20 @@ def test_needs_a_substantial_assistant_message_in_the_last_twenty() -> None:
     assert skip_reason(_session(40, 39, "x" * 100), limits) is not None  # not > 100
     assert skip_reason(_session(40, 39, [{"type": "text", "text": LONG}]), limits) is not None
     assert skip_reason(_session(40, None), limits) is not None
+
+
+def test_transcript_keeps_the_newest_messages_within_its_budget() -> None:
+    msgs = [{"role": "user", "content": f"m{i} " + "x" * 50} for i in range(10)]
+    msgs.append(
+        {
+            "role": "assistant",
+            "content": "y" * 5000,
+            "toolCalls": [{"id": "c", "name": "memory_save", "arguments": {"content": "z"}}],
+        }
+    )
+    text = render_transcript(msgs, max_chars=100, total_chars=400)
+    blocks = text.split("\n\n")
+    assert blocks[-1].startswith("assistant: " + "y" * 100 + " …[clipped]")
+    assert "memory_save" in blocks[-1]
+    assert "m9 " in text and "m0 " not in text and len(text) <= 400
+    assert render_transcript(msgs[:2], 100).startswith("user: m0 ")

@@ -127,3 +127,10 @@ NOW = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
 )
 def test_age_labels_round_half_up(age: timedelta, label: str) -> None:
     assert age_label(NOW - age, NOW) == label
+
+
+def test_a_cut_part_ends_on_a_whole_line_when_that_keeps_most_of_it() -> None:
+    raw = "## A\n" + "".join(f"line {i:03d} of the procedure\n" for i in range(100))
+    out = prepare_knowledge(raw, 1500, 400, HEURISTIC)
+    assert out.truncated and out.text.splitlines()[-1].endswith("of the procedure")
+    assert len(out.text) > 300

@@ -15,12 +15,15 @@ from .errors import (
     StorageError,
 )
 from .memory import AgentMemory, open_agent
+from .search.recall import ContextTurn, ConversationHit
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AgentMemory",
     "BackendUnavailableError",
+    "ContextTurn",
+    "ConversationHit",
     "CorruptFileError",
     "ExtraNotInstalledError",
     "InvalidIdError",

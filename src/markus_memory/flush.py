@@ -10,6 +10,7 @@ turn is recorded as a ``sys_`` session, which itself is never flushed.
 from __future__ import annotations
 
 import json
+import secrets
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ FLUSH_HEADER = "[MEMORY FLUSH — System Request]"
 NOTHING_TO_SAVE = "No important information to save."
 TRANSCRIPT_MESSAGES = 40
 TRANSCRIPT_MESSAGE_CHARS = 2000
+TRANSCRIPT_TOTAL_CHARS = 24_000
 MAX_ROUNDS = 3
 
 FLUSH_PROMPT = f"""{FLUSH_HEADER}
@@ -86,10 +88,14 @@ def skip_reason(messages: Sequence[Mapping[str, Any]], limits: Limits) -> str | 
     )
 
 
-def render_transcript(messages: Sequence[Mapping[str, Any]], max_chars: int) -> str:
-    """The transcript as plain text lines ``role: content`` (each message clipped)."""
-    lines = []
-    for message in messages:
+def render_transcript(
+    messages: Sequence[Mapping[str, Any]], max_chars: int, total_chars: int = 10**9
+) -> str:
+    """The transcript as ``role: content`` blocks, each clipped to ``max_chars``; the oldest
+    messages are left out when the whole would exceed ``total_chars``."""
+    lines: list[str] = []
+    used = 0
+    for message in reversed(messages):
         role = str(message.get("role", "?"))
         text = _text(message)
         if text is None:
@@ -99,8 +105,12 @@ def render_transcript(messages: Sequence[Mapping[str, Any]], max_chars: int) -> 
         calls = message.get("toolCalls")
         if calls:
             text += " [tool calls: " + json.dumps(calls, ensure_ascii=False, default=str) + "]"
-        lines.append(f"{role}: {text}")
-    return "\n\n".join(lines)
+        line = f"{role}: {text}"
+        if lines and used + len(line) > total_chars:
+            break
+        lines.append(line)
+        used += len(line) + 2
+    return "\n\n".join(reversed(lines))
 
 
 @dataclass(frozen=True)
@@ -179,7 +189,9 @@ def memory_flush(
     skip = skip_reason(history, limits)
     if skip is not None:
         return FlushReport(False, skip)
-    transcript = render_transcript(history[-transcript_messages:], TRANSCRIPT_MESSAGE_CHARS)
+    transcript = render_transcript(
+        history[-transcript_messages:], TRANSCRIPT_MESSAGE_CHARS, TRANSCRIPT_TOTAL_CHARS
+    )
     allowed = tool_names(FLUSH_SCENARIO)
     tools = tool_schemas("openai", scenario=FLUSH_SCENARIO)
     conversation = _flush_messages(transcript)
@@ -216,7 +228,10 @@ def _session_messages(memory: AgentMemory, session_id: str) -> list[Mapping[str,
 
 
 def _record(memory: AgentMemory, conversation: Sequence[Message]) -> str:
-    flush_id = f"{SYS_PREFIX}{memory.agent_id}_{epoch_ms(memory.settings.clock())}"
+    """Store the flush turn as a new ``sys_<agent>_<ms>_<rand>`` session (never flushed)."""
+    stamp = epoch_ms(memory.settings.clock())
+    suffix = "".join(secrets.choice("0123456789abcdefghijklmnopqrstuvwxyz") for _ in range(6))
+    flush_id = f"{SYS_PREFIX}{memory.agent_id}_{stamp}_{suffix}"
     memory.sessions.get_or_create(flush_id)
     for message in conversation:
         memory.sessions.append(flush_id, dict(message))

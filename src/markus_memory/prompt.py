@@ -89,7 +89,11 @@ def prepare_knowledge(
             text = candidate
             continue
         room = largest_prefix_within(candidate, max_tokens, max_chars, estimator)
-        text = room if len(room) > len(text) else text
+        if len(room) > len(text):
+            line_end = room.rfind("\n", len(text))
+            added = len(room) - len(text)
+            # end on a whole line when that keeps at least half of what fits
+            text = room[:line_end] if line_end - len(text) >= added // 2 else room
         truncated = True
         break
     return PreparedKnowledge(text.rstrip(), truncated)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -196,3 +197,18 @@ def test_sections_after_the_observation_block_stay_curated(
     assert parsed.observations == doc.observations
     curated = curated_text(parsed)
     assert render_knowledge(parsed).startswith(curated + "\n## _observations\n")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "## _observations\n### obs_1\n\\\n\\",
+        "## _observations\n### obs_1\n\\\nx",
+        "## _observations\n### obs_1\n\\\n\\\\",
+    ],
+)
+def test_hand_written_escape_only_lines_render_stably(text: str) -> None:
+    """Found by hypothesis: a lone escape backslash unescapes to a blank line, which the
+    renderer used to keep and the next parse stripped, so render was not a fixed point."""
+    once = render_knowledge(parse_knowledge(text, FALLBACK))
+    assert render_knowledge(parse_knowledge(once, FALLBACK + timedelta(days=1))) == once

@@ -61,6 +61,9 @@ def test_item30_trimming_and_deletion_leave_no_ghost_hits(isolated_home: Path) -
             Observation(f"obs_{i:04d}", "fact", f"entry {i} marker{i}", T0 + timedelta(minutes=i))
             for i in range(480)
         )
+        mem.rebuild_search_index()  # every observation gets a vector, so trimming must drop some
+        index = mem._memory_searcher().index
+        assert index is not None and len(index.vectors("alice", "fake:256")) == 480
         assert ids(mem, "marker3") != []
         for i in range(480, 510):  # the buffer keeps the newest 500
             mem.knowledge.save_observation(
@@ -72,9 +75,8 @@ def test_item30_trimming_and_deletion_leave_no_ghost_hits(isolated_home: Path) -
             assert set(ids(mem, query, limit=50)) <= live, query
         mem.knowledge.remove_observations(["obs_0509"])
         assert "obs_0509" not in ids(mem, "marker509")
-        assert {d for d, _ in mem._memory_searcher().index.vectors("alice", "fake:256")} == live - {
-            "obs_0509"
-        }  # type: ignore[union-attr]
+        raw = index.conn.execute("SELECT doc_id FROM search_vectors WHERE agent_id = 'alice'")
+        assert {row[0] for row in raw} <= live - {"obs_0509"}  # the rows are gone, not hidden
 
 
 def test_rebuild_and_reopen(isolated_home: Path) -> None:
@@ -95,7 +97,21 @@ def test_agents_do_not_see_each_other(isolated_home: Path) -> None:
 
 def test_hybrid_through_the_facade(isolated_home: Path) -> None:
     with open_agent("alice", embedder=FakeEmbedder()) as mem:
-        mem.knowledge.save_observation("database migrations run before deploy")
+        obs = mem.knowledge.save_observation("database migrations run first", tags=["db"])
         result = mem.search("database migrations")
         assert result.method == "hybrid"
-        assert result.hits[0].similarity is not None
+        hit = result.hits[0]
+        assert hit.similarity is not None
+        # item 30: semantic hits keep the observation's timestamp and tags
+        assert (hit.id, hit.timestamp, hit.tags) == (obs.id, obs.timestamp, ("db",))
+
+
+def test_item29_cjk_and_tag_removal_through_the_facade(isolated_home: Path) -> None:
+    with open_agent("alice") as mem:
+        cn = mem.knowledge.save_observation("我们决定把数据库迁移推迟到下个季度", tags=["决定"])
+        jp = mem.knowledge.save_observation("本番環境のデプロイは金曜日には行わない")
+        assert ids(mem, "数据库的迁移") == [cn.id]
+        assert ids(mem, "金曜日のデプロイ") == [jp.id]
+        assert ids(mem, "猫") == []
+        mem.knowledge.remove_observations_by_tag("决定")
+        assert ids(mem, "数据库的迁移") == []

@@ -176,3 +176,17 @@ def test_rrf_fusion_mode() -> None:
     )
     idx.add(turns())
     assert ns(idx.search("adoption agencies", limit=1)) == [7]
+
+
+def test_very_common_terms_are_pruned_only_in_large_histories() -> None:
+    bounded = index(common_docs=2, common_share=0.0, recent_window=3)
+    # "kids" is in 2 turns (kept), "went" in 2 (kept): nothing is pruned at the bound.
+    assert set(ns(bounded.search("kids"))) == {1, 5}
+    bounded.add(
+        [Turn("s3", i, "user", f"the kids again {i}", T0, None, {"n": 10 + i}) for i in range(3)]
+    )
+    # Now "kids" is in 5 turns: a query with a rarer term ranks by that term alone.
+    assert ns(bounded.search("kids marshmallows")) == [6]
+    # Every term common: only the rarest is searched, and only among the newest turns.
+    assert set(ns(bounded.search("kids"))) == {10, 11, 12}
+    assert set(ns(index().search("kids"))) == {1, 5}

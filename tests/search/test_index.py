@@ -46,9 +46,13 @@ def test_sync_adds_updates_removes_and_skips_on_same_version(index: SearchIndex)
 
 def test_agents_are_separate(index: SearchIndex) -> None:
     index.sync("a", docs(("o1", "alpha beta")))
-    index.sync("b", docs(("o1", "gamma")))
-    assert ids(index, "alpha", "a") == ["o1"]
-    assert ids(index, "alpha", "b") == []
+    index.sync("b", docs(("o1", "gamma alpha")))
+    assert ids(index, "beta", "a") == ["o1"]
+    assert ids(index, "beta", "b") == []
+    assert ids(index, "alpha", "unknown") == []
+    index.drop("a")
+    assert ids(index, "alpha", "a") == []
+    assert ids(index, "alpha", "b") == ["o1"]
 
 
 def test_porter_stemming_matches_word_forms(index: SearchIndex) -> None:
@@ -157,10 +161,56 @@ def test_schema_is_versioned_and_reopening_is_idempotent(tmp_path: Path) -> None
     rows = again.conn.execute(
         "SELECT name FROM _markus_migrations WHERE migration_set = 'search-index'"
     ).fetchall()
-    assert rows == [("m001_knowledge_index",)]
+    assert rows == [("m001_knowledge_index",), ("m002_agent_slots",)]
     assert ensure_schema(again.conn) == []
+
+
+def test_m002_empties_an_m001_index_and_the_next_sync_refills_it(tmp_path: Path) -> None:
+    from markus_memory.search.index import connect, migrations
+    from markus_memory.storage.migrations import SqliteMigrationTarget
+
+    conn = connect(tmp_path / "old.db")
+    migrations.apply(SqliteMigrationTarget(conn), stop_before="m002_agent_slots")
+    conn.execute(
+        "INSERT INTO search_docs (agent_id, doc_id, kind, digest) VALUES ('a','x','k','d')"
+    )
+    conn.execute("INSERT INTO search_state (agent_id, version) VALUES ('a', 'v1')")
+    assert ensure_schema(conn) == ["m002_agent_slots"]
+    index = SearchIndex(conn)
+    assert index.version("a") is None and index.doc_ids("a") == set()
+    assert index.sync("a", docs(("x", "back again")), "v1").added == 1
+    assert ids(index, "again") == ["x"]
 
 
 def test_needs_autocommit_connection() -> None:
     with pytest.raises(StorageError):
         SearchIndex(sqlite3.connect(":memory:"))
+
+
+def _sync_many(path: str, worker: int) -> None:
+    index = open_index(path)
+    for round_ in range(15):
+        texts = [(f"o{i}", f"worker{worker} round{round_} item{i}") for i in range(20)]
+        index.sync("a", docs(*texts), f"w{worker}r{round_}")
+        index.bm25("a", tokenize(f"worker{worker} item3"))
+
+
+@pytest.mark.slow
+def test_processes_syncing_one_agent_never_corrupt_the_index(tmp_path: Path) -> None:
+    import multiprocessing
+
+    path = str(tmp_path / "data.db")
+    open_index(path)  # migrations applied once up front
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_sync_many, args=(path, n)) for n in range(3)]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(60)
+        assert process.exitcode == 0
+    index = open_index(path)
+    final = [(f"o{i}", f"final item{i}") for i in range(5)]
+    index.sync("a", docs(*final), "final")
+    assert index.doc_ids("a") == {f"o{i}" for i in range(5)}
+    assert index.conn.execute("SELECT count(*) FROM search_fts").fetchone()[0] == 5
+    assert ids(index, "item3") == ["o3"]

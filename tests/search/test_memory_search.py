@@ -98,6 +98,7 @@ def test_item30_no_ghost_hits_after_trimming_and_deletion(
         k.add(f"observation {i} about topic{i % 7} token{i}")
     embedder = FakeEmbedder()
     searcher = MemorySearcher("a", index, embedder)
+    searcher.sync(searcher.corpus(k.observations, k.sections, k.version), k.version)
     assert run(searcher, k, "token3").hits
     k.trim(500)
     live = {o.id for o in k.observations}
@@ -107,6 +108,25 @@ def test_item30_no_ghost_hits_after_trimming_and_deletion(
     assert index.doc_ids("a") == live
     vector_ids = {doc_id for doc_id, _ in index.vectors("a", "fake:256")}
     assert vector_ids == live
+
+
+def test_embedding_inside_search_is_bounded_and_backfills(
+    index: SearchIndex,
+) -> None:
+    k = FakeKnowledge()
+    for i in range(150):
+        k.add(f"observation {i} token{i}")
+    embedder = FakeEmbedder()
+    searcher = MemorySearcher("a", index, embedder, embed_budget=64)
+    assert run(searcher, k, "token149").method == "hybrid"
+    assert embedder.texts_embedded == 64 + 1  # the 64 newest documents, then the query
+    stored = {doc_id for doc_id, _ in index.vectors("a", "fake:256")}
+    assert "obs_000149" in stored and "obs_000000" not in stored
+    run(searcher, k, "token1")
+    run(searcher, k, "token2")
+    assert len(index.vectors("a", "fake:256")) == 150
+    run(searcher, k, "token3")
+    assert embedder.texts_embedded == 150 + 4  # nothing embedded twice
 
 
 def test_hybrid_uses_vectors_and_reports_methods(

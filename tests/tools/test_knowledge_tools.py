@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from markus_memory import AgentMemory
+from markus_memory import AgentMemory, open_agent
+from markus_memory.search.embedders import FakeEmbedder
 from markus_memory.tools import dispatch, is_tool_error_result
 
 from .conftest import call, files_digest
@@ -237,3 +238,14 @@ def test_awkward_tags_are_cleaned_not_refused(memory: AgentMemory) -> None:
     result = call(memory, "memory_save", {"content": "c", "tags": ["a-->b", "x\ny", 3, "a-->b"]})
     assert result["status"] == "saved"
     assert memory.knowledge.observations()[0].tags == ("a->b", "x y", "3")
+
+
+def test_memory_search_reports_the_semantic_method_with_an_embedder(tmp_path) -> None:
+    """§13.2: with semantic search, searchMethod says semantic(+keyword) and hits carry it."""
+    with open_agent("agt_sem", home=tmp_path / "sem", embedder=FakeEmbedder()) as mem:
+        call(mem, "memory_save", {"content": "the staging cluster runs kubernetes 1.30"})
+        call(mem, "memory_save", {"content": "lunch menu for friday"})
+        result = call(mem, "memory_search", {"query": "staging kubernetes cluster"})
+    assert result["searchMethod"] in ("semantic", "semantic+keyword")
+    assert result["results"][0]["content"].startswith("the staging cluster")
+    assert all(r["type"] == "fact" for r in result["results"])

@@ -122,3 +122,10 @@ def test_reflex_tool_definitions_fit_the_reflex_budget() -> None:
     """A-budget-contract-reflex: tool defs ≤ 3000 tokens at ceil(len(json)/3.5)."""
     blob = json.dumps(tool_schemas("openai", scenario="reflex"), separators=(",", ":"))
     assert -(-len(blob) // 3.5) <= 3000
+
+
+def test_mcp_schemas_validate_against_the_mcp_sdk() -> None:
+    types = pytest.importorskip("mcp.types")
+    for schema in tool_schemas("mcp", legacy=True):
+        tool = types.Tool.model_validate(schema)
+        assert tool.name == schema["name"] and tool.input_schema == schema["inputSchema"]

@@ -284,7 +284,7 @@ def _parse_entry(chunk: list[str], fallback: datetime) -> Observation | None:
             moment = parse_iso(meta[1]) or moment
         else:
             content.append(line)
-    body = unescape_body("\n".join(content).strip())
+    body = unescape_body("\n".join(content).strip()).strip()
     if not body:
         return None
     when = moment or time_from_id(obs_id) or fallback

@@ -12,6 +12,7 @@ from typing import Any
 from ..config import epoch_ms
 from .analysis import query_terms, quote_fts, words
 from .embedders import Embedder
+from .filters import TurnFilter, sql_filters
 from .hybrid import min_max, rrf, weighted_sum
 from .transcript_vectors import TranscriptVectorStore, model_key, text_digest
 
@@ -48,6 +49,8 @@ class RankingOptions:
     * ``neighbour_weight`` / ``neighbour_window``: a hit lends ``weight ** distance`` of its
       score to the turns up to ``window`` away in its session (question and reply around it).
     * ``session_weight``: every candidate gains this share of its session's best score.
+    * ``common_docs`` / ``common_share`` / ``recent_window``: query-cost bounds for large
+      histories (see ``ConversationIndex._prune_common``).
     * ``vector_weight``: weight of the min-max scaled cosine scores against the max-scaled
       lexical scores (``fusion="score"``) or of the vector list in reciprocal rank fusion
       (``fusion="rrf"``); used only with an embedder.
@@ -64,6 +67,9 @@ class RankingOptions:
     smooth_dense: bool = False
     fusion: str = "score"
     rrf_k: int = 60
+    common_docs: int = 2_000
+    common_share: float = 0.02
+    recent_window: int = 20_000
 
 
 class ConversationIndex:
@@ -97,6 +103,7 @@ class ConversationIndex:
         self._turns: dict[int, Turn] = {}
         self._ids: dict[tuple[str, int], int] = {}
         self._speakers: set[str] = set()
+        self._df: dict[str, int] = {}
         self._embedder = embedder
         self._vectors: dict[int, Any] = {}
         self._matrix: Any = None
@@ -137,10 +144,32 @@ class ConversationIndex:
         rowid = int(cursor.lastrowid or 0)
         self._db.execute("INSERT INTO turns_fts (rowid, text) VALUES (?, ?)", (rowid, turn.text))
         if existing is not None:
-            del self._turns[existing]
+            self._count_words(self._turns.pop(existing).text, -1)
+        self._count_words(turn.text, 1)
         self._turns[rowid] = turn
         self._ids[key] = rowid
         self._speakers.update(words(speaker))
+
+    def _count_words(self, text: str, delta: int) -> None:
+        df = self._df
+        for word in set(words(text)):
+            df[word] = df.get(word, 0) + delta
+
+    def _prune_common(self, terms: list[str]) -> tuple[list[str], bool]:
+        """Drop terms so common that ranking all their rows would dominate the query cost.
+
+        A term in more than ``max(common_docs, common_share * N)`` turns (by its unstemmed
+        document frequency, a lower bound) adds little to bm25 (its idf is near 0) but costs a
+        walk over its whole posting list. Small histories never prune. If every term is that
+        common, the rarest one is kept and only the newest ``recent_window`` turns are ranked
+        (the second value says so); ``recent_window`` bounds that.
+        """
+        total = len(self._turns)
+        limit = max(self.options.common_docs, self.options.common_share * total)
+        kept = [term for term in terms if self._df.get(term, 0) <= limit]
+        if kept or not terms:
+            return kept, False
+        return [min(terms, key=lambda term: self._df.get(term, 0))], True
 
     def set_embedder(self, embedder: Embedder | None) -> None:
         """Use another embedder; a different model re-embeds every indexed turn."""
@@ -218,8 +247,8 @@ class ConversationIndex:
         if limit <= 0:
             return []
         with self._lock:
-            where, params = _filters(session_id, role, since, until)
-            allowed = None if not where else self._allowed(where, params)
+            where, params = sql_filters(session_id, role, since, until)
+            allowed = None if not where else TurnFilter(session_id, role, since, until, self._turns)
             lexical = self._smooth(self._bm25(query, where, params), allowed)
             dense = self._dense(query, allowed)
             if self.options.dense_speaker_boost and dense:
@@ -247,26 +276,28 @@ class ConversationIndex:
             order = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[:limit]
             return [RankedTurn(self._turns[rowid], scores[rowid]) for rowid in order]
 
-    def _allowed(self, where: str, params: list[Any]) -> set[int]:
-        rows = self._db.execute(f"SELECT id FROM turns t WHERE {where}", params)
-        return {int(row[0]) for row in rows}
-
     def _bm25(self, query: str, where: str, params: list[Any]) -> dict[int, float]:
         terms = query_terms(query)
         options = self.options
         boost_speakers = [term for term in terms if term in self._speakers]
         if options.strip_speaker_names and len(boost_speakers) < len(terms):
             terms = [term for term in terms if term not in self._speakers]
+        terms, recent_only = self._prune_common(terms)
         if not terms:
             return {}
         match = " OR ".join(quote_fts(term) for term in terms)
+        clauses = [where] if where else []
+        extra: list[Any] = list(params)
+        if recent_only:
+            clauses.append("f.rowid > ?")
+            extra.append(max(self._turns) - self.options.recent_window)
         sql = (
             "SELECT f.rowid, bm25(turns_fts) AS score, t.speaker FROM turns_fts f "
             "JOIN turns t ON t.id = f.rowid WHERE turns_fts MATCH ?"
-            + (f" AND {where}" if where else "")
+            + "".join(f" AND {clause}" for clause in clauses)
             + " ORDER BY score LIMIT ?"
         )
-        rows = self._db.execute(sql, [match, *params, options.candidates])
+        rows = self._db.execute(sql, [match, *extra, options.candidates])
         scores: dict[int, float] = {}
         for rowid, score, speaker in rows:
             value = -float(score)
@@ -275,7 +306,7 @@ class ConversationIndex:
             scores[int(rowid)] = value
         return scores
 
-    def _dense(self, query: str, allowed: set[int] | None) -> dict[int, float]:
+    def _dense(self, query: str, allowed: TurnFilter | None) -> dict[int, float]:
         if self._embedder is None or self.options.vector_weight <= 0 or not self._vectors:
             return {}
         import numpy as np
@@ -286,7 +317,7 @@ class ConversationIndex:
         vector = np.asarray(self._embedder.embed([query])[0], dtype=np.float32)
         sims = self._matrix @ vector
         if allowed is not None:
-            mask = np.fromiter((rowid in allowed for rowid in self._matrix_ids), dtype=bool)
+            mask = np.fromiter((allowed(rowid) for rowid in self._matrix_ids), dtype=bool)
             sims = np.where(mask, sims, -np.inf)
         count = min(self.options.candidates, len(self._matrix_ids))
         top = np.argpartition(-sims, count - 1)[:count]
@@ -308,7 +339,7 @@ class ConversationIndex:
             return rrf(rankings, k=self.options.rrf_k, weights=[1.0, weight])
         return weighted_sum([lexical, min_max(dense)], [1.0, weight])
 
-    def _smooth(self, scores: dict[int, float], allowed: set[int] | None) -> dict[int, float]:
+    def _smooth(self, scores: dict[int, float], allowed: TurnFilter | None) -> dict[int, float]:
         beta = self.options.neighbour_weight
         if beta <= 0 or not scores:
             return scores
@@ -320,30 +351,10 @@ class ConversationIndex:
             window = self.options.neighbour_window
             for delta in [d for d in range(-window, window + 1) if d]:
                 other = self._ids.get((turn.session_id, turn.index + delta))
-                if other is None or (allowed is not None and other not in allowed):
+                if other is None or (allowed is not None and not allowed(other)):
                     continue
                 out[other] = out.get(other, 0.0) + beta ** abs(delta) * value
         return out
 
     def close(self) -> None:
         self._db.close()
-
-
-def _filters(
-    session_id: str | None, role: str | None, since: datetime | None, until: datetime | None
-) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if session_id is not None:
-        clauses.append("t.session = ?")
-        params.append(session_id)
-    if role is not None:
-        clauses.append("(lower(t.role) = ? OR t.speaker = ?)")
-        params.extend([role.lower(), role.lower()])
-    if since is not None:
-        clauses.append("t.ts >= ?")
-        params.append(epoch_ms(since))
-    if until is not None:
-        clauses.append("t.ts <= ?")
-        params.append(epoch_ms(until))
-    return " AND ".join(clauses), params

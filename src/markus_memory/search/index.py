@@ -22,24 +22,19 @@ from pathlib import Path
 
 from ..errors import StorageError
 from ..storage.migrations import Migrations, SqliteMigrationTarget
+from .analysis import STOP_WORDS
+from .analysis import quote_fts as quote
 from .keyword import CJK_RUN
 
 DEFAULT_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
-# Function words that carry no topic, dropped from BM25 queries. Measured on the labelled store
-# of benchmarks/search_quality.py (48 queries, 500 observations, curated part at its cap), MRR@10:
-# porter+stop 0.958, porter 0.917, unicode61+stop 0.847, unicode61 0.822, original keyword 0.787.
-# Stemming and stop words each help; "how"/"the" no longer pull every document into the OR.
-STOP_WORDS = frozenset(
-    """a about above after again all also am an and any are as at be because been before being
-    below between both but by can could did do does doing done down during each few for from
-    further had has have having he her here hers him his how i if in into is it its itself just
-    me more most my no nor not of off on once only or other our ours out over own same she should
-    so some such than that the their theirs them then there these they this those through to too
-    under until up us very was we were what when where which while who whom why will with would
-    you your yours""".split()
-)
-
+# Stop words are dropped from BM25 queries (search.analysis, shared with transcript recall).
+# Measured on the labelled store of benchmarks/search_quality.py (48 lexical queries, 500
+# observations, curated part at its cap), MRR@10: porter+stop 0.958, porter 0.917,
+# unicode61+stop 0.847, unicode61 0.822, original keyword 0.787. Stemming and stop words each
+# help; "how"/"the" no longer pull every document into the OR. This module's earlier 120-word
+# list and analysis' 173-word list score the same (0.958).
+SLOT_BITS = 32
 _ALNUM_RUN = re.compile(r"[^\W_]+")
 
 
@@ -85,11 +80,6 @@ def _grams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
-def quote(term: str) -> str:
-    """A term as an FTS5 string literal: nothing inside it is query syntax."""
-    return '"' + term.replace("\0", "").replace('"', '""') + '"'
-
-
 def fts_terms(tokens: Sequence[str], *, stop_words: frozenset[str] = STOP_WORDS) -> list[str]:
     """The quoted FTS5 terms for search tokens (see :func:`keyword.tokenize`).
 
@@ -128,10 +118,11 @@ def create_schema(conn: sqlite3.Connection, tokenizer: str = DEFAULT_TOKENIZER) 
         " digest TEXT NOT NULL,"
         " UNIQUE (agent_id, doc_id))"
     )
+    if not re.fullmatch(r"[a-z0-9_ ]+", tokenizer):
+        raise StorageError(f"unexpected FTS5 tokenizer spec {tokenizer!r}")
+    # DDL takes no parameters; the spec is one of our constants, checked above.
     conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(body, tokenize=?)".replace(
-            "?", quote(tokenizer).replace('"', "'")
-        )
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(body, tokenize='{tokenizer}')"
     )
     conn.execute(
         "CREATE TABLE IF NOT EXISTS search_vectors ("
@@ -145,6 +136,14 @@ def create_schema(conn: sqlite3.Connection, tokenizer: str = DEFAULT_TOKENIZER) 
     conn.execute(
         "CREATE TABLE IF NOT EXISTS search_state ("
         " agent_id TEXT PRIMARY KEY, version TEXT NOT NULL)"
+    )
+    _create_agent_slots(conn)
+
+
+def _create_agent_slots(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS search_agents ("
+        " agent_id TEXT PRIMARY KEY, slot INTEGER NOT NULL UNIQUE)"
     )
 
 
@@ -167,6 +166,7 @@ class SearchIndex:
         self.conn = conn
         self.stop_words = stop_words
         self._lock = threading.RLock()
+        self._slots: dict[str, int] = {}
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -195,6 +195,11 @@ class SearchIndex:
                     (doc_id, rowid) for doc_id, (rowid, _) in have.items() if doc_id not in wanted
                 ]
                 added = updated = 0
+                low, high = self._writable_span(agent_id)
+                row = self.conn.execute(
+                    "SELECT max(rowid) FROM search_docs WHERE rowid BETWEEN ? AND ?", (low, high)
+                ).fetchone()
+                next_rowid = low if row[0] is None else int(row[0]) + 1
                 for doc_id, rowid in removed:
                     self._delete(agent_id, doc_id, rowid)
                 for doc in wanted.values():
@@ -207,15 +212,18 @@ class SearchIndex:
                         updated += 1
                     else:
                         added += 1
-                    cursor = self.conn.execute(
-                        "INSERT INTO search_docs (agent_id, doc_id, kind, digest)"
-                        " VALUES (?, ?, ?, ?)",
-                        (agent_id, doc.id, doc.kind, digest),
+                    if next_rowid > high:
+                        raise StorageError(f"search index slot of {agent_id!r} is full; rebuild")
+                    self.conn.execute(
+                        "INSERT INTO search_docs (rowid, agent_id, doc_id, kind, digest)"
+                        " VALUES (?, ?, ?, ?, ?)",
+                        (next_rowid, agent_id, doc.id, doc.kind, digest),
                     )
                     self.conn.execute(
                         "INSERT INTO search_fts (rowid, body) VALUES (?, ?)",
-                        (cursor.lastrowid, fts_text(doc.text)),
+                        (next_rowid, fts_text(doc.text)),
                     )
+                    next_rowid += 1
                 self._set_version(agent_id, version)
             return SyncReport(added, updated, len(removed), skipped=False)
 
@@ -230,14 +238,49 @@ class SearchIndex:
     def drop(self, agent_id: str) -> None:
         """Forget ``agent_id`` entirely."""
         with self._lock, self._write():
-            self.conn.execute(
-                "DELETE FROM search_fts WHERE rowid IN"
-                " (SELECT rowid FROM search_docs WHERE agent_id = ?)",
-                (agent_id,),
-            )
-            self.conn.execute("DELETE FROM search_docs WHERE agent_id = ?", (agent_id,))
+            low, high = self._writable_span(agent_id)
+            self.conn.execute("DELETE FROM search_fts WHERE rowid BETWEEN ? AND ?", (low, high))
+            self.conn.execute("DELETE FROM search_docs WHERE rowid BETWEEN ? AND ?", (low, high))
             self.conn.execute("DELETE FROM search_vectors WHERE agent_id = ?", (agent_id,))
             self.conn.execute("DELETE FROM search_state WHERE agent_id = ?", (agent_id,))
+
+    def _span(self, agent_id: str, *, create: bool = True) -> tuple[int, int] | None:
+        """The rowid range of ``agent_id``'s documents (its slot, assigned on first use).
+
+        Each agent owns ``[slot << 32, (slot + 1) << 32)``, so a BM25 query is a rowid range
+        scan of one agent's postings instead of a filter over every agent's matches.
+        """
+        slot = self._slots.get(agent_id)
+        if slot is None and not create:
+            row = self.conn.execute(
+                "SELECT slot FROM search_agents WHERE agent_id = ?", (agent_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            slot = int(row[0])
+            self._slots[agent_id] = slot
+        if slot is None:
+            with self._write():
+                row = self.conn.execute(
+                    "SELECT slot FROM search_agents WHERE agent_id = ?", (agent_id,)
+                ).fetchone()
+                if row is None and not create:
+                    return None
+                if row is None:
+                    row = self.conn.execute(
+                        "INSERT INTO search_agents (agent_id, slot) VALUES"
+                        " (?, (SELECT coalesce(max(slot), 0) + 1 FROM search_agents))"
+                        " RETURNING slot",
+                        (agent_id,),
+                    ).fetchone()
+                slot = int(row[0])
+            self._slots[agent_id] = slot
+        return slot << SLOT_BITS, ((slot + 1) << SLOT_BITS) - 1
+
+    def _writable_span(self, agent_id: str) -> tuple[int, int]:
+        span = self._span(agent_id)
+        assert span is not None
+        return span
 
     def _delete(self, agent_id: str, doc_id: str, rowid: int) -> None:
         self.conn.execute("DELETE FROM search_fts WHERE rowid = ?", (rowid,))
@@ -276,12 +319,16 @@ class SearchIndex:
         if not terms or limit <= 0:
             return []
         with self._lock:
+            span = self._span(agent_id, create=False)
+            if span is None:
+                return []
+            low, high = span
             rows = self.conn.execute(
                 "SELECT d.doc_id, bm25(search_fts) AS rank FROM search_fts"
                 " JOIN search_docs d ON d.rowid = search_fts.rowid"
-                " WHERE search_fts MATCH ? AND d.agent_id = ?"
+                " WHERE search_fts MATCH ? AND search_fts.rowid BETWEEN ? AND ?"
                 " ORDER BY rank LIMIT ?",
-                (" OR ".join(terms), agent_id, limit),
+                (" OR ".join(terms), low, high, limit),
             ).fetchall()
         return [(str(r[0]), -float(r[1])) for r in rows]
 
@@ -351,6 +398,15 @@ migrations: Migrations[sqlite3.Connection] = Migrations("search-index")
 @migrations()
 def m001_knowledge_index(conn: sqlite3.Connection) -> None:
     create_schema(conn)
+
+
+@migrations()
+def m002_agent_slots(conn: sqlite3.Connection) -> None:
+    # Documents move to per-agent rowid ranges. The index is derived: empty it and let the next
+    # search of each agent re-index (its version no longer matches).
+    for table in ("search_fts", "search_docs", "search_vectors", "search_state"):
+        conn.execute(f"DELETE FROM {table}")
+    _create_agent_slots(conn)
 
 
 def ensure_schema(conn: sqlite3.Connection) -> list[str]:

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..errors import InvalidInputError, MarkusMemoryError
+from .embedders import Embedder
+from .hybrid import RRF_K as RRF_K_DEFAULT
+from .hybrid import ranked, rrf
 from .index import IndexDoc, SearchIndex
 from .keyword import (
     CURATED_TYPE,
@@ -35,11 +38,11 @@ from .keyword import (
     section_haystack,
     tokenize,
 )
-from .vectors import Embedder, VectorSet, embed_matrix, model_key, sync_vectors
+from .vectors import VectorSet, embed_matrix, model_key, sync_vectors
 
 log = logging.getLogger(__name__)
 
-RRF_K = 60
+RRF_K = RRF_K_DEFAULT
 CHUNK_CHARS = 400
 # Fusion weights of the keyword, BM25 and vector rankings. On the labelled store in
 # benchmarks/search_quality.py the original keyword ranking fused at weight 1 lowers MRR@10 from
@@ -50,6 +53,10 @@ CHUNK_CHARS = 400
 # the lexical ones stay at 0.958; weight 2 gains paraphrases (0.51) but costs lexical (0.924),
 # floors 0-0.2 cost both.
 KEYWORD_WEIGHT = 0.25
+# Documents embedded inside one search call (newest first): the first hybrid search of a full
+# store would otherwise embed ~550 texts (10-20 s with MiniLM on 2 busy cores). The rest follow
+# over the next searches, or at once with sync()/rebuild() (AgentMemory.rebuild_search_index).
+EMBED_BUDGET = 64
 BM25_WEIGHT = 1.0
 VECTOR_WEIGHT = 1.0
 DEFAULT_MIN_SIMILARITY = 0.3
@@ -207,14 +214,10 @@ def fuse_rrf(
     k: int = RRF_K,
     weights: Sequence[float] | None = None,
 ) -> list[tuple[str, float]]:
-    """Weighted reciprocal rank fusion: Σ w/(k + rank); ties keep the order of first appearance."""
-    scores: dict[str, float] = {}
-    for n, ranking in enumerate(rankings):
-        weight = 1.0 if weights is None else weights[n]
-        for rank, doc_id in enumerate(ranking, start=1):
-            scores[doc_id] = scores.get(doc_id, 0.0) + weight / (k + rank)
-    order = {doc_id: i for i, doc_id in enumerate(scores)}
-    return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
+    """Weighted reciprocal rank fusion (:func:`hybrid.rrf`) as ``(id, score)`` best first; ties
+    keep the order of first appearance."""
+    scores = rrf(rankings, k=k, weights=weights)
+    return [(doc_id, scores[doc_id]) for doc_id in ranked(scores)]
 
 
 def recent(
@@ -242,6 +245,7 @@ class MemorySearcher:
         min_similarity: float = DEFAULT_MIN_SIMILARITY,
         rrf_k: int = RRF_K,
         weights: tuple[float, float, float] = (KEYWORD_WEIGHT, BM25_WEIGHT, VECTOR_WEIGHT),
+        embed_budget: int | None = EMBED_BUDGET,
     ) -> None:
         self.agent_id = agent_id
         self.index = index
@@ -251,6 +255,7 @@ class MemorySearcher:
         self.min_similarity = min_similarity
         self.rrf_k = rrf_k
         self.weights = weights
+        self.embed_budget = embed_budget
         self._corpus: tuple[str, Corpus] | None = None
         self._vectors: tuple[str, str, VectorSet] | None = None
 
@@ -359,14 +364,18 @@ class MemorySearcher:
             )
         return SearchResult(hits, method, text, fallback)
 
-    def _vector_set(self, corpus: Corpus, version: str | None) -> VectorSet:
+    def _vector_set(
+        self, corpus: Corpus, version: str | None, budget: int | None = None
+    ) -> VectorSet:
         assert self.index is not None and self.embedder is not None
         key = model_key(self.embedder)
         cached = self._vectors
         if version is not None and cached is not None and cached[:2] == (version, key):
             return cached[2]
-        vectors = sync_vectors(self.index, self.agent_id, self.embedder, corpus.docs)
-        self._vectors = None if version is None else (version, key, vectors)
+        vectors = sync_vectors(self.index, self.agent_id, self.embedder, corpus.docs, budget)
+        self._vectors = None
+        if version is not None and vectors.complete:
+            self._vectors = (version, key, vectors)
         return vectors
 
     def _semantic(
@@ -378,7 +387,7 @@ class MemorySearcher:
         allowed: Callable[[str], bool],
     ) -> dict[str, float]:
         assert self.embedder is not None
-        vectors = self._vector_set(corpus, version)
+        vectors = self._vector_set(corpus, version, self.embed_budget)
         query = embed_matrix(self.embedder, [text])[0]
         best: dict[str, float] = {}
         for doc_id, sim in vectors.top(query, depth * 2, self.min_similarity):

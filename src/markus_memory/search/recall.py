@@ -86,16 +86,24 @@ class TranscriptRecall:
         return self._index
 
     def add(self, turn: Turn) -> None:
-        """Index one new turn (buffered until the first recall loads the history)."""
+        """Index one new turn (buffered until the first recall loads the history).
+
+        A new turn at a position the session already had means the session was rewritten
+        (compaction renumbers its messages): the index is dropped and re-read at the next
+        recall, so it never mixes old and new numbering.
+        """
         with self._lock:
-            if self._loaded:
-                self._index.add([turn])
-            else:
+            if not self._loaded:
                 self._pending.append(turn)
+            elif self._index.get(turn.session_id, turn.index) is not None:
+                self.forget()
+            else:
+                self._index.add([turn])
 
     def forget(self) -> None:
         """Drop the index; the next recall re-reads the history."""
         with self._lock:
+            self._pending = []
             embedder, options = self._index.embedder, self._index.options
             self._index.close()
             self._index = ConversationIndex(

@@ -9,27 +9,16 @@ re-embeds everything instead of ever comparing vectors of two different spaces.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ExtraNotInstalledError, LLMError
+from .embedders import Embedder
 from .index import IndexDoc, SearchIndex
 
 if TYPE_CHECKING:
     import numpy
 
 EMBED_BATCH = 64
-
-
-class Embedder(Protocol):
-    """Texts to fixed-size vectors; ``model`` names the vector space (as in search.embedders)."""
-
-    @property
-    def model(self) -> str: ...
-
-    @property
-    def dimension(self) -> int: ...
-
-    def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]: ...
 
 
 def _numpy() -> Any:
@@ -76,9 +65,10 @@ def embed_matrix(embedder: Embedder, texts: Sequence[str]) -> numpy.ndarray:
 class VectorSet:
     """The vectors of one agent's documents under one model, loaded as one matrix."""
 
-    def __init__(self, ids: list[str], matrix: numpy.ndarray) -> None:
+    def __init__(self, ids: list[str], matrix: numpy.ndarray, complete: bool = True) -> None:
         self.ids = ids
         self.matrix = matrix
+        self.complete = complete
 
     def top(
         self, query: numpy.ndarray, limit: int, min_similarity: float
@@ -95,13 +85,21 @@ class VectorSet:
 
 
 def sync_vectors(
-    index: SearchIndex, agent_id: str, embedder: Embedder, docs: Sequence[IndexDoc]
+    index: SearchIndex,
+    agent_id: str,
+    embedder: Embedder,
+    docs: Sequence[IndexDoc],
+    budget: int | None = None,
 ) -> VectorSet:
-    """Embed every document whose vector is missing or stale, store it, and load the set."""
+    """Embed documents whose vector is missing or stale (newest first, at most ``budget``),
+    store them, and load the set; :attr:`VectorSet.complete` says whether every doc has one."""
     np = _numpy()
     key = model_key(embedder)
     stored = index.vector_digests(agent_id, key)
-    missing = [doc for doc in docs if stored.get(doc.id) != doc.digest]
+    missing = [doc for doc in reversed(docs) if stored.get(doc.id) != doc.digest]
+    complete = budget is None or len(missing) <= budget
+    if not complete:
+        missing = missing[:budget]
     if missing:
         matrix = embed_matrix(embedder, [doc.text for doc in missing])
         index.put_vectors(
@@ -115,6 +113,6 @@ def sync_vectors(
     ids = [doc_id for doc_id, blob in rows if doc_id in wanted and len(blob) == 4 * dims]
     blobs = [blob for doc_id, blob in rows if doc_id in wanted and len(blob) == 4 * dims]
     if not ids:
-        return VectorSet([], np.zeros((0, dims), dtype=np.float32))
+        return VectorSet([], np.zeros((0, dims), dtype=np.float32), complete)
     matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), dims)
-    return VectorSet(ids, matrix)
+    return VectorSet(ids, matrix, complete)

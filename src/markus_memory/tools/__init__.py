@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from . import _knowledge_tools, _notebook_tools, _recall_tools
+from . import _deliberation, _knowledge_tools, _notebook_tools, _recall_tools
 from ._dispatch import run
 from ._errors import is_tool_error_result
 from ._recall_normalize import RecallArgs, normalize_recall_args
@@ -29,6 +29,11 @@ REGISTRY = Registry(
 def dispatch(memory: AgentMemory, name: str, arguments: Any) -> str:
     """Run tool ``name`` with ``arguments`` (dict or JSON text): a JSON string; never raises."""
     return run(REGISTRY, memory, name, arguments)
+
+
+def apply_memory_updates(memory: AgentMemory, updates: Any) -> list[str]:
+    """Deliberation ``memory_updates``: working → notebook, longterm → curated patch."""
+    return _deliberation.apply_memory_updates(memory, updates, dispatch)
 
 
 def tool_names(scenario: str | None = None, *, legacy: bool = False) -> tuple[str, ...]:
@@ -68,6 +73,7 @@ __all__ = [
     "SCENARIO_TOOLS",
     "RecallArgs",
     "ToolDefinition",
+    "apply_memory_updates",
     "dispatch",
     "is_tool_error_result",
     "normalize_recall_args",

@@ -250,7 +250,8 @@ TOOLS = (
             "Update a curated section of knowledge.md; curated sections appear in your prompt "
             "as '## Your Knowledge'. Use it for procedures and durable lessons. Prefer "
             "mode 'patch' (adds to the section; 'append' is the same) over 'replace' (rewrites "
-            "it). '##' headings inside content become '###'. mode 'delete' removes observations "
+            "it). A section holds up to 3000 chars, all sections together 15000. '##' headings "
+            "inside content become '###'. mode 'delete' removes observations "
             'by ids. Success looks like {"status":"updated","store":"knowledge.md"}; if a write '
             "is refused the result says why and how large the section and file are."
         ),

@@ -1,0 +1,74 @@
+"""The LoCoMo benchmark script on a tiny hand-made conversation (the real data is not shipped)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from benchmarks import locomo
+from benchmarks._locomo_data import load, parse_date
+from benchmarks._metrics import ndcg, summarize
+
+SAMPLE = [
+    {
+        "sample_id": "tiny-1",
+        "conversation": {
+            "speaker_a": "Ana",
+            "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a puppy named Biscuit."},
+                {"speaker": "Ben", "dia_id": "D1:2", "text": "Lovely! I started learning violin."},
+            ],
+            "session_2_date_time": "10:00 am on 20 June, 2023",
+            "session_2": [
+                {"speaker": "Ben", "dia_id": "D2:1", "text": "My violin recital went well."},
+                {"speaker": "Ana", "dia_id": "D2:2", "text": "Biscuit chewed my shoes again."},
+                {"speaker": "Ben", "dia_id": "D2:3", "text": "Ha, how is work going?"},
+                {"speaker": "Ana", "dia_id": "D2:4", "text": "Busy with the new project."},
+                {"speaker": "Ben", "dia_id": "D2:5", "text": "Good luck, talk soon!"},
+                {"speaker": "Ana", "dia_id": "D2:6", "text": "Thanks, see you next week."},
+            ],
+        },
+        "qa": [
+            {"question": "What is the name of Ana's puppy?", "evidence": ["D1:1"], "category": 4},
+            {
+                "question": "How is Ben doing with violin?",
+                "evidence": ["D1:2; D2:1"],
+                "category": 1,
+            },
+            {"question": "Unanswerable?", "evidence": ["D1:1"], "category": 5},
+        ],
+    }
+]
+
+
+def test_parse_date_and_loader(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(SAMPLE))
+    (conv,) = load(path)
+    assert parse_date("1:56 pm on 8 May, 2023").isoformat() == "2023-05-08T13:56:00+00:00"
+    assert [t.dia_id for t in conv.turns][:4] == ["D1:1", "D1:2", "D2:1", "D2:2"]
+    assert [q.evidence for q in conv.questions] == [("D1:1",), ("D1:2", "D2:1")]
+
+
+def test_metrics_by_hand() -> None:
+    assert ndcg(["x", "a"], {"a"}) == pytest.approx(1 / math.log2(3))
+    summary = summarize([(4, ["a", "b"], {"a"}), (1, ["c"], {"b", "c"})], [1.0, 3.0])
+    assert summary["recall_any@1"] == 1.0 and summary["recall_all@1"] == 0.5
+    assert summary["recall_any@10_by_category"] == {"1": 1.0, "4": 1.0}
+    assert summary["latency_median_ms"] == 2.0
+
+
+def test_benchmark_runs_through_the_public_api(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    path, out = tmp_path / "tiny.json", tmp_path / "out.json"
+    path.write_text(json.dumps(SAMPLE))
+    assert locomo.main([str(path), "--no-vectors", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["bm25"]["questions"] == 2 and report["bm25"]["turns"] == 8
+    assert report["bm25"]["recall_any@1"] == 1.0
+    assert report["bm25"]["recall_all@5"] == 1.0
+    assert "markus_keyword" in report and "hybrid" not in report
+    assert "recall_any@10_vs_markus" in report["bm25"]
+    assert "bm25" in capsys.readouterr().out
