@@ -104,7 +104,8 @@ def index_checks(settings: Settings, agent: str) -> list[Check]:
         return []
     with open_agent(agent, settings=settings) as mem:
         doc = mem.knowledge.read()
-        version = knowledge_version(mem.paths.knowledge)
+        seen = mem.documents.version(mem.knowledge.store_name)  # files or PostgreSQL
+        version = None if seen is None else seen.token
     wanted = {d.id: d.digest for d in Corpus(doc.observations, doc.sections).docs}
     conn = sqlite3.connect(settings.database_path)
     try:

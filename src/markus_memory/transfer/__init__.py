@@ -170,12 +170,13 @@ def _copy_agent(
     rows = _rows_to_copy(source, target, agent_id)
     src_docs, dst_docs = source.documents(agent_id), target.documents(agent_id)
     src_root, dst_root = source.paths(agent_id).root, target.paths(agent_id).root
+    same_dir = src_root.expanduser().resolve() == dst_root.expanduser().resolve()
     try:
         with src_docs.lock(), dst_docs.lock():
             texts = src_docs.dump()
             present = dst_docs.names()
-            files = list(_plain_files(src_root))
-            existing = list(_plain_files(dst_root))
+            files = [] if same_dir else list(_plain_files(src_root))  # already in place
+            existing = [] if same_dir else list(_plain_files(dst_root))
             if (present or existing) and not replace:
                 raise InvalidInputError(
                     f"agent {agent_id!r} already has memory at the destination; "
