@@ -69,10 +69,14 @@ class AgentMemory:
 
     @property
     def store(self) -> EpisodicStore:
-        """The episodic backend (``<home>/data.db``), opened on first use so opening is cheap."""
+        """The episodic backend, opened on first use so opening is cheap.
+
+        PostgreSQL when ``settings.database_url`` (``MARKUS_DATABASE_URL``) is set, else
+        ``<home>/data.db``; :class:`BackendUnavailableError` if the server cannot be reached.
+        """
         with self._store_guard:
             if self._store is None:
-                self._store = SqliteStore(self.settings.database_path)
+                self._store = open_store(self.settings)
             return self._store
 
     @property
@@ -266,6 +270,16 @@ def _turn(
 def _metadata_time(metadata: Mapping[str, Any] | None) -> datetime | None:
     value = (metadata or {}).get("timestamp")
     return parse_iso(value) if isinstance(value, str) else None
+
+
+def open_store(settings: Settings) -> EpisodicStore:
+    """The episodic backend the settings select: a database URL wins over the SQLite file."""
+    url = settings.database_url
+    if url:
+        from .storage.postgres import PostgresStore  # the [postgres] extra, imported lazily
+
+        return PostgresStore(url)
+    return SqliteStore(settings.database_path)
 
 
 def open_agent(

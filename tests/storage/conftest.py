@@ -8,18 +8,38 @@ import pytest
 from markus_memory.storage.base import EpisodicStore
 from markus_memory.storage.sqlite import SqliteStore
 
-# The conformance suite runs once per backend; PostgreSQL joins this list when it lands.
-BACKENDS = ["sqlite"]
+from .pg import empty_schema, postgres_schema_url
+
+# The conformance suite runs once per backend. The PostgreSQL parameter needs
+# MARKUS_TEST_POSTGRES_URL and a reachable server; otherwise it skips with the reason.
+BACKENDS = ["sqlite", "postgres"]
 
 
-def open_backend(name: str, tmp_path: Path) -> EpisodicStore:
-    if name == "sqlite":
-        return SqliteStore(tmp_path / "data.db")
-    raise AssertionError(f"unknown backend {name}")
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A URL whose search_path is a fresh schema of the test server, dropped afterwards."""
+    with postgres_schema_url() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def pg_session_url() -> Iterator[str]:
+    """One migrated schema for this test session (emptied before each test that uses it)."""
+    with postgres_schema_url() as url:
+        yield url
 
 
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EpisodicStore]:
-    backend = open_backend(request.param, tmp_path)
+    if request.param == "sqlite":
+        backend: EpisodicStore = SqliteStore(tmp_path / "data.db")
+        yield backend
+        backend.close()
+        return
+    from markus_memory.storage.postgres import PostgresStore
+
+    url = request.getfixturevalue("pg_session_url")
+    backend = PostgresStore(url)
+    empty_schema(url)
     yield backend
     backend.close()
