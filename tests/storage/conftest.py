@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +28,34 @@ def pg_session_url() -> Iterator[str]:
     """One migrated schema for this test session (emptied before each test that uses it)."""
     with postgres_schema_url() as url:
         yield url
+
+
+StoreFactory = Callable[..., EpisodicStore]
+
+
+@pytest.fixture(params=BACKENDS)
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
+    """Opens stores (keyword options such as ``search_candidates``) on one fresh database."""
+    opened: list[EpisodicStore] = []
+    if request.param == "postgres":
+        from markus_memory.storage.postgres import PostgresStore
+
+        url = request.getfixturevalue("pg_session_url")
+        PostgresStore(url).close()
+        empty_schema(url)
+
+    def open_store(**options: Any) -> EpisodicStore:
+        backend: EpisodicStore
+        if request.param == "sqlite":
+            backend = SqliteStore(tmp_path / "data.db", **options)
+        else:
+            backend = PostgresStore(url, **options)
+        opened.append(backend)
+        return backend
+
+    yield open_store
+    for backend in opened:
+        backend.close()
 
 
 @pytest.fixture(params=BACKENDS)

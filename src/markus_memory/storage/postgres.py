@@ -268,40 +268,37 @@ class PostgresStore(PostgresSideTables):
         any_term: bool,
         limit: int,
     ) -> list[tuple[str, float]]:
-        """(activity id, score) best first among one agent's matches."""
+        """(activity id, score) best first among one agent's matches.
+
+        One probe fetches the newest ``search_candidates + 1`` matches with their ``ts_rank``
+        (newest first lets the planner walk the agent's (agent_id, started_at) index and stop
+        early when a term is everywhere, or use the GIN index when it is rare). A complete
+        candidate set is ordered by score; an overflowing one by recency, as on SQLite.
+        """
         query, params = tsquery_sql(terms, any_term=any_term)
         match = f"agent_id = %s AND document @@ {query}"
-        count = conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM activity_search WHERE {match} LIMIT %s) m",
-            (agent_id, *params, self.search_candidates + 1),
-        ).fetchone()
-        if count is not None and int(count[0]) <= self.search_candidates:
-            rows = conn.execute(
-                f"SELECT activity_id, ts_rank('{ACTIVITY_RANK_WEIGHTS}', document, {query}) "
-                f"AS score FROM activity_search WHERE {match} "
-                "ORDER BY score DESC, started_at DESC, activity_id DESC LIMIT %s",
-                (*params, agent_id, *params, limit),
-            ).fetchall()
-            return [(str(r[0]), float(r[1])) for r in rows]
+        probe = conn.execute(
+            f"SELECT activity_id, ts_rank('{ACTIVITY_RANK_WEIGHTS}', document, {query}) "
+            f"FROM activity_search WHERE {match} ORDER BY started_at DESC, activity_id DESC "
+            "LIMIT %s",
+            (*params, agent_id, *params, self.search_candidates + 1),
+        ).fetchall()
+        if len(probe) <= self.search_candidates:
+            # Stable sort of a newest-first list: equal scores stay newest first.
+            ranked = sorted(probe, key=lambda r: -float(r[1]))[:limit]
+            return [(str(r[0]), float(r[1])) for r in ranked]
         strong = [
             str(r[0])
             for r in conn.execute(
                 f"SELECT activity_id FROM activity_search WHERE {match} "
                 f"AND ts_filter(document, '{{a,b}}') @@ {query} "
-                "ORDER BY started_at DESC LIMIT %s",
+                "ORDER BY started_at DESC, activity_id DESC LIMIT %s",
                 (agent_id, *params, *params, limit),
             ).fetchall()
         ]
-        newest = [
-            str(r[0])
-            for r in conn.execute(
-                f"SELECT activity_id FROM activity_search WHERE {match} "
-                "ORDER BY started_at DESC LIMIT %s",
-                (agent_id, *params, limit),
-            ).fetchall()
-        ]
         seen = set(strong)
-        ordered = strong + [i for i in newest if i not in seen]
+        newest = probe[: self.search_candidates]
+        ordered = strong + [str(r[0]) for r in newest if str(r[0]) not in seen]
         return [(activity_id, 0.0) for activity_id in ordered[:limit]]
 
     def prune_activities(self, agent_id: str, *, before: datetime) -> int:

@@ -134,6 +134,8 @@ def _acquire_pool(conninfo: str, connect_timeout: float) -> ConnectionPool[Any]:
             timeout=connect_timeout,
             reconnect_timeout=connect_timeout,
             check=psycopg_pool.ConnectionPool.check_connection,
+            # Reads run as single statements (as on SQLite); writes open a transaction.
+            kwargs={"autocommit": True},
             open=False,
             name="markus-memory",
         )
@@ -276,18 +278,14 @@ class PostgresDatabase:
 
     @contextmanager
     def read(self) -> Iterator[psycopg.Connection[Any]]:
-        """A connection for reads (one transaction, so a multi-query read sees one snapshot)."""
-        with self._connection() as conn, conn.transaction():
+        """A connection for reads: each statement runs on its own (autocommit), as on SQLite."""
+        with self._connection() as conn:
             yield conn
 
     def migrate(self, migrations: Migrations[psycopg.Connection[Any]]) -> list[str]:
         """Apply a migration set; returns the names applied."""
         with self._connection() as conn:
-            conn.autocommit = True
-            try:
-                return migrations.apply(PostgresMigrationTarget(conn))
-            finally:
-                conn.autocommit = False
+            return migrations.apply(PostgresMigrationTarget(conn))
 
     def close(self) -> None:
         """Give the pool back (closed with the last store on this URL). Safe to call twice."""

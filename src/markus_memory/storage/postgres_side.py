@@ -332,24 +332,16 @@ class PostgresSideTables(PostgresDatabase):
                 params.append(value)
         columns = "agent_id, session_id, seq, role, content, created_at"
         with self.read() as conn:
-            count = conn.execute(
-                f"SELECT count(*) FROM (SELECT 1 FROM transcript_messages WHERE {where} "
-                "LIMIT %s) m",
-                (*params, self.search_candidates + 1),
-            ).fetchone()
-            if count is not None and int(count[0]) <= self.search_candidates:
-                rows = conn.execute(
-                    f"SELECT {columns}, ts_rank(search, {tsquery}) AS score "
-                    f"FROM transcript_messages WHERE {where} "
-                    "ORDER BY score DESC, id DESC LIMIT %s",
-                    (*terms_params, *params, limit),
-                ).fetchall()
-            else:
-                rows = conn.execute(
-                    f"SELECT {columns}, 0.0 FROM transcript_messages WHERE {where} "
-                    "ORDER BY id DESC LIMIT %s",
-                    (*params, limit),
-                ).fetchall()
+            # Newest matches first, with their rank; a complete set is then ordered by rank.
+            rows = conn.execute(
+                f"SELECT {columns}, ts_rank(search, {tsquery}) FROM transcript_messages "
+                f"WHERE {where} ORDER BY id DESC LIMIT %s",
+                (*terms_params, *params, self.search_candidates + 1),
+            ).fetchall()
+        if len(rows) <= self.search_candidates:
+            rows = sorted(rows, key=lambda r: -float(r[6]))[:limit]
+        else:
+            rows = [(*r[:6], 0.0) for r in rows[: min(limit, self.search_candidates)]]
         return [
             TranscriptHit(
                 agent_id=r[0],
