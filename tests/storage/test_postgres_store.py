@@ -161,3 +161,22 @@ def test_four_processes_append_one_thousand_events_each(pg_url: str) -> None:
     assert [log.seq for log in logs] == list(range(1, 4001))
     assert {log.content for log in logs} == {f"w{w} e{i}" for w in range(4) for i in range(1000)}
     store.close()
+
+
+def test_timeouts_are_added_to_the_url_unless_it_sets_them() -> None:
+    from markus_memory.storage.postgres_conn import conninfo_with_timeouts
+
+    to_dict = psycopg.conninfo.conninfo_to_dict
+    plain = to_dict(conninfo_with_timeouts("postgresql://u@h/db", 5.0, 30_000))
+    assert plain["connect_timeout"] == "5"
+    assert plain["options"] == "-c statement_timeout=30000"
+    own = to_dict(
+        conninfo_with_timeouts(
+            "postgresql://u@h/db?connect_timeout=2&options=-csearch_path%3Dx%20"
+            "-cstatement_timeout%3D9",
+            5.0,
+            30_000,
+        )
+    )
+    assert own["connect_timeout"] == "2"
+    assert own["options"] == "-csearch_path=x -cstatement_timeout=9"
