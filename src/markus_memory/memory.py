@@ -24,7 +24,7 @@ from .layers.sessions import AppendedMessage, SessionStore, message_text
 from .layers.state import StateFile
 from .search.conversation import Turn
 from .search.embedders import Embedder
-from .search.index import SearchIndex, open_index
+from .search.index import KnowledgeIndex, open_index
 from .search.memory_search import MemorySearcher, SearchResult
 from .search.recall import ConversationHit, TranscriptRecall, speaker_of
 from .search.transcript_vectors import TranscriptVectorStore
@@ -155,8 +155,12 @@ class AgentMemory:
             )
         return self._searcher
 
-    def _open_search_index(self) -> SearchIndex | None:
+    def _open_search_index(self) -> KnowledgeIndex | None:
         try:
+            if self.settings.database_url:
+                from .search.pg_index import PostgresSearchIndex  # the [postgres] extra
+
+                return PostgresSearchIndex(self.settings.database_url)
             self.settings.home.mkdir(parents=True, exist_ok=True)
             return open_index(self.settings.database_path)
         except (OSError, sqlite3.Error, MarkusMemoryError) as exc:
@@ -231,7 +235,7 @@ class AgentMemory:
         """Flush and release everything this handle holds. Safe to call twice."""
         self.sessions.close()
         if self._searcher is not None and self._searcher.index is not None:
-            self._searcher.index.conn.close()
+            self._searcher.index.close()
         self._searcher = None
         self._transcripts.close()
         with self._store_guard:

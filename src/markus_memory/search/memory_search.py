@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..errors import InvalidInputError, MarkusMemoryError
-from .index import IndexDoc, SearchIndex
+from .index import IndexDoc, KnowledgeIndex
 from .keyword import (
     CURATED_TYPE,
     DEFAULT_CURATED_BOOST,
@@ -234,7 +234,7 @@ class MemorySearcher:
     def __init__(
         self,
         agent_id: str,
-        index: SearchIndex | None = None,
+        index: KnowledgeIndex | None = None,
         embedder: Embedder | None = None,
         *,
         curated_boost: float = DEFAULT_CURATED_BOOST,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ExtraNotInstalledError, LLMError
-from .index import IndexDoc, SearchIndex
+from .index import IndexDoc, KnowledgeIndex
 
 if TYPE_CHECKING:
     import numpy
@@ -95,7 +95,7 @@ class VectorSet:
 
 
 def sync_vectors(
-    index: SearchIndex, agent_id: str, embedder: Embedder, docs: Sequence[IndexDoc]
+    index: KnowledgeIndex, agent_id: str, embedder: Embedder, docs: Sequence[IndexDoc]
 ) -> VectorSet:
     """Embed every document whose vector is missing or stale, store it, and load the set."""
     np = _numpy()
