@@ -17,7 +17,7 @@ from urllib.parse import quote
 import psycopg
 
 from markus_memory.storage.postgres import PostgresStore
-from markus_memory.storage.postgres_schema import activity_document_sql
+from markus_memory.storage.postgres_schema import ACTIVITY_SEARCH_INDEXES, activity_document_sql
 
 COPY_CHUNK = 50_000
 
@@ -87,10 +87,8 @@ def build(
         conn.commit()
         print(f"  documents in {time.perf_counter() - started:.0f} s", file=sys.stderr)
         conn.execute("DROP TABLE staged")
-        conn.execute("CREATE INDEX idx_activity_search_doc ON activity_search USING GIN (document)")
-        conn.execute(
-            "CREATE INDEX idx_activity_search_agent ON activity_search(agent_id, started_at DESC)"
-        )
+        for statement in ACTIVITY_SEARCH_INDEXES:
+            conn.execute(statement)
         conn.commit()
         print(f"  indexes in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     with psycopg.connect(url, autocommit=True) as conn:

@@ -270,23 +270,33 @@ class PostgresStore(PostgresSideTables):
     ) -> list[tuple[str, float]]:
         """(activity id, score) best first among one agent's matches.
 
-        One probe fetches the newest ``search_candidates + 1`` matches with their ``ts_rank``
-        (newest first lets the planner walk the agent's (agent_id, started_at) index and stop
-        early when a term is everywhere, or use the GIN index when it is rare). A complete
-        candidate set is ordered by score; an overflowing one by recency, as on SQLite.
+        A probe fetches the ids of the newest ``search_candidates + 1`` matches (newest first
+        lets the planner walk the agent's (agent_id, started_at) index and stop early when a
+        term is everywhere, or use the GIN index when it is rare). A complete candidate set is
+        then ranked by ``ts_rank``; an overflowing one is ordered by recency, as on SQLite.
         """
         query, params = tsquery_sql(terms, any_term=any_term)
         match = f"agent_id = %s AND document @@ {query}"
-        probe = conn.execute(
-            f"SELECT activity_id, ts_rank('{ACTIVITY_RANK_WEIGHTS}', document, {query}) "
-            f"FROM activity_search WHERE {match} ORDER BY started_at DESC, activity_id DESC "
-            "LIMIT %s",
-            (*params, agent_id, *params, self.search_candidates + 1),
-        ).fetchall()
+        probe = [
+            str(r[0])
+            for r in conn.execute(
+                f"SELECT activity_id FROM activity_search WHERE {match} "
+                "ORDER BY started_at DESC, activity_id DESC LIMIT %s",
+                (agent_id, *params, self.search_candidates + 1),
+            ).fetchall()
+        ]
         if len(probe) <= self.search_candidates:
-            # Stable sort of a newest-first list: equal scores stay newest first.
-            ranked = sorted(probe, key=lambda r: -float(r[1]))[:limit]
-            return [(str(r[0]), float(r[1])) for r in ranked]
+            if not probe:
+                return []
+            # ts_rank only for a complete candidate set (ranking thousands would cost more
+            # than the probe); ties newest first.
+            rows = conn.execute(
+                f"SELECT activity_id, ts_rank('{ACTIVITY_RANK_WEIGHTS}', document, {query}) "
+                "AS score FROM activity_search WHERE activity_id = ANY(%s) "
+                "ORDER BY score DESC, started_at DESC, activity_id DESC LIMIT %s",
+                (*params, probe, limit),
+            ).fetchall()
+            return [(str(r[0]), float(r[1])) for r in rows]
         strong = [
             str(r[0])
             for r in conn.execute(
@@ -297,8 +307,7 @@ class PostgresStore(PostgresSideTables):
             ).fetchall()
         ]
         seen = set(strong)
-        newest = probe[: self.search_candidates]
-        ordered = strong + [str(r[0]) for r in newest if str(r[0]) not in seen]
+        ordered = strong + [i for i in probe[: self.search_candidates] if i not in seen]
         return [(activity_id, 0.0) for activity_id in ordered[:limit]]
 
     def prune_activities(self, agent_id: str, *, before: datetime) -> int:
