@@ -17,7 +17,11 @@ from urllib.parse import quote
 import psycopg
 
 from markus_memory.storage.postgres import PostgresStore
-from markus_memory.storage.postgres_schema import ACTIVITY_SEARCH_INDEXES, activity_document_sql
+from markus_memory.storage.postgres_schema import (
+    ACTIVITY_SEARCH_INDEXES,
+    activity_document_sql,
+    headline_sql,
+)
 
 COPY_CHUNK = 50_000
 
@@ -55,7 +59,10 @@ def build(
         conn.execute("SET synchronous_commit = off")
         conn.execute("SET maintenance_work_mem = '512MB'")
         # Bulk load without indexes, then build them once.
-        conn.execute("DROP INDEX idx_activity_search_doc, idx_activity_search_agent")
+        conn.execute(
+            "DROP INDEX idx_activity_search_doc, idx_activity_search_headline, "
+            "idx_activity_search_agent"
+        )
         conn.execute(
             "CREATE UNLOGGED TABLE staged (id TEXT, agent_id TEXT, started_at TIMESTAMPTZ, "
             "label TEXT, summary TEXT, keywords TEXT, logs TEXT)"
@@ -79,9 +86,11 @@ def build(
             conn.commit()
             print(f"  copied {done:,} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
         conn.execute(
-            "INSERT INTO activity_search (activity_id, agent_id, started_at, document) "
+            "INSERT INTO activity_search (activity_id, agent_id, started_at, document, headline) "
             "SELECT id, agent_id, started_at, "
             + activity_document_sql("label", "keywords", "summary", "logs")
+            + ", "
+            + headline_sql("label", "keywords")
             + " FROM staged"
         )
         conn.commit()

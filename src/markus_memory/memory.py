@@ -27,7 +27,7 @@ from .search.embedders import Embedder
 from .search.index import KnowledgeIndex, open_index
 from .search.memory_search import MemorySearcher, SearchResult
 from .search.recall import ConversationHit, TranscriptRecall, speaker_of
-from .search.transcript_vectors import TranscriptVectorStore
+from .search.transcript_vectors import TranscriptVectors, TranscriptVectorStore
 from .storage.base import EpisodicStore
 from .storage.sqlite import SqliteStore
 
@@ -56,9 +56,7 @@ class AgentMemory:
         self._transcripts = TranscriptRecall(
             self._stored_turns,
             embedder=embedder,
-            vector_store=None
-            if embedder is None
-            else TranscriptVectorStore(settings.database_path, self.agent_id),
+            vector_store=None if embedder is None else self._open_vector_store(),
         )
         self.sessions = SessionStore(*layer_args, agent_id=self.agent_id, on_append=self._on_append)
         self._closed = False
@@ -154,6 +152,14 @@ class AgentMemory:
                 preview_chars=limits.curated_hit_preview_chars,
             )
         return self._searcher
+
+    def _open_vector_store(self) -> TranscriptVectors:
+        """Transcript vectors beside the episodic store: PostgreSQL with a URL, else data.db."""
+        if self.settings.database_url:
+            from .search.pg_transcript_vectors import PostgresTranscriptVectorStore
+
+            return PostgresTranscriptVectorStore(self.settings.database_url, self.agent_id)
+        return TranscriptVectorStore(self.settings.database_path, self.agent_id)
 
     def _open_search_index(self) -> KnowledgeIndex | None:
         try:

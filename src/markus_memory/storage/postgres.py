@@ -30,7 +30,7 @@ from .postgres_conn import (
     opt_utc,
     to_utc,
 )
-from .postgres_schema import ACTIVITY_RANK_WEIGHTS, activity_document_sql
+from .postgres_schema import ACTIVITY_RANK_WEIGHTS, activity_document_sql, headline_sql
 from .postgres_side import PostgresSideTables, tsquery_sql
 from .sqlite_conn import EPOCH, SEARCH_CANDIDATES
 
@@ -44,7 +44,7 @@ _ACTIVITY_COLUMNS = (
     "total_tokens, total_tools, success, summary, keywords"
 )
 _REINDEX_SQL = (
-    "INSERT INTO activity_search (activity_id, agent_id, started_at, document) "
+    "INSERT INTO activity_search (activity_id, agent_id, started_at, document, headline) "
     "SELECT a.id, a.agent_id, a.started_at, "
     + activity_document_sql(
         "a.label",
@@ -53,9 +53,11 @@ _REINDEX_SQL = (
         "(SELECT string_agg(content, E'\\n' ORDER BY seq) FROM agent_activity_logs l "
         "WHERE l.activity_id = a.id)",
     )
+    + ", "
+    + headline_sql("a.label", "a.keywords")
     + " FROM agent_activities a WHERE a.id = %s "
     "ON CONFLICT (activity_id) DO UPDATE SET document = EXCLUDED.document, "
-    "started_at = EXCLUDED.started_at"
+    "headline = EXCLUDED.headline, started_at = EXCLUDED.started_at"
 )
 
 
@@ -300,10 +302,9 @@ class PostgresStore(PostgresSideTables):
         strong = [
             str(r[0])
             for r in conn.execute(
-                f"SELECT activity_id FROM activity_search WHERE {match} "
-                f"AND ts_filter(document, '{{a,b}}') @@ {query} "
-                "ORDER BY started_at DESC, activity_id DESC LIMIT %s",
-                (agent_id, *params, *params, limit),
+                f"SELECT activity_id FROM activity_search WHERE agent_id = %s "
+                f"AND headline @@ {query} ORDER BY started_at DESC, activity_id DESC LIMIT %s",
+                (agent_id, *params, limit),
             ).fetchall()
         ]
         seen = set(strong)

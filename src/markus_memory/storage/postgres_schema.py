@@ -163,27 +163,33 @@ def m004_activity_search(conn: psycopg.Connection[Any]) -> None:
         "WITH markus_english_stem"
     )
     # One search document per activity: label (A), keywords (B), summary (C), logs (D).
-    # started_at is copied so that "newest first" needs no join.
+    # started_at is copied so that "newest first" needs no join. headline (label and keywords
+    # only, GIN-indexed) finds the strong matches of a frequent term without a scan.
     conn.execute(
         """CREATE TABLE activity_search (
   activity_id TEXT PRIMARY KEY REFERENCES agent_activities(id) ON DELETE CASCADE,
   agent_id TEXT NOT NULL,
   started_at TIMESTAMPTZ NOT NULL,
-  document TSVECTOR NOT NULL
+  document TSVECTOR NOT NULL,
+  headline TSVECTOR NOT NULL
 )"""
     )
     for statement in ACTIVITY_SEARCH_INDEXES:
         conn.execute(statement)
     conn.execute(
-        f"INSERT INTO activity_search (activity_id, agent_id, started_at, document) "
-        f"SELECT a.id, a.agent_id, a.started_at, {activity_document_sql('a.label', 'a.keywords', 'a.summary', _LOGS_OF_A)} "  # noqa: E501
-        "FROM agent_activities a"
+        "INSERT INTO activity_search (activity_id, agent_id, started_at, document, headline) "
+        "SELECT a.id, a.agent_id, a.started_at, "
+        + activity_document_sql("a.label", "a.keywords", "a.summary", _LOGS_OF_A)
+        + ", "
+        + headline_sql("a.label", "a.keywords")
+        + " FROM agent_activities a"
     )
 
 
 # Also used by benchmarks/_pg_activities.py, which builds the indexes after a bulk load.
 ACTIVITY_SEARCH_INDEXES = (
     "CREATE INDEX idx_activity_search_doc ON activity_search USING GIN (document)",
+    "CREATE INDEX idx_activity_search_headline ON activity_search USING GIN (headline)",
     # Newest first, fully ordered: a frequent term is read off this index until enough match.
     "CREATE INDEX idx_activity_search_agent "
     "ON activity_search(agent_id, started_at DESC, activity_id DESC)",
@@ -204,6 +210,11 @@ def activity_document_sql(label: str, keywords: str, summary: str, logs: str) ->
         f"setweight(to_tsvector('{FTS_CONFIG}', "
         f"left(COALESCE({logs}, ''), {MAX_INDEXED_LOG_CHARS})), 'D')"
     )
+
+
+def headline_sql(label: str, keywords: str) -> str:
+    """SQL for the tsvector of an activity's label and keywords (the strong fields)."""
+    return f"to_tsvector('{FTS_CONFIG}', COALESCE({label}, '') || ' ' || COALESCE({keywords}, ''))"
 
 
 @migrations()
