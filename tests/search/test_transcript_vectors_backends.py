@@ -96,3 +96,22 @@ def test_vectors_are_reused_replaced_on_model_change_and_kept_per_agent(
     bob = open_vectors("bob")
     assert bob.count() == 0
     assert bob.load(model_key(wider.model, 48), 48, [("s1", 1, text_digest(TURNS[1].text))]) == {}
+
+
+def test_recall_keeps_vectors_on_postgres_when_a_url_is_set(tmp_path: Path) -> None:
+    import psycopg
+
+    from markus_memory.config import Settings
+    from markus_memory.memory import open_agent
+
+    with postgres_schema_url() as url:
+        settings = Settings(home=tmp_path, database_url=url)
+        with open_agent("alice", settings=settings, embedder=FakeEmbedder()) as mem:
+            session = mem.sessions.get_or_create("chat_1")
+            mem.sessions.append(session.id, {"role": "user", "content": "camping at the lake"})
+            mem.sessions.append(session.id, {"role": "assistant", "content": "tax return"})
+            assert mem.recall_conversation("lake camping", limit=1)[0].index == 0
+        with psycopg.connect(url) as conn:
+            stored = conn.execute("SELECT count(*) FROM transcript_vectors").fetchone()
+        assert stored is not None and stored[0] == 2
+        assert not (tmp_path / "data.db").exists()
