@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import socket
+import sys
 import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -180,3 +181,32 @@ def test_timeouts_are_added_to_the_url_unless_it_sets_them() -> None:
     )
     assert own["connect_timeout"] == "2"
     assert own["options"] == "-csearch_path=x -cstatement_timeout=9"
+
+
+def test_without_psycopg_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from markus_memory.errors import ExtraNotInstalledError
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # what an uninstalled package looks like
+    with pytest.raises(ExtraNotInstalledError) as caught:
+        PostgresStore("postgresql://postgres@127.0.0.1:5432/test")
+    assert caught.value.extra == "postgres"
+
+
+def _open_and_close(url: str) -> None:
+    PostgresStore(url).close()
+
+
+@pytest.mark.slow
+def test_concurrent_first_opens_migrate_once(pg_url: str) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_open_and_close, args=(pg_url,)) for _ in range(3)]
+    for proc in workers:
+        proc.start()
+    for proc in workers:
+        proc.join(timeout=120)
+    assert [proc.exitcode for proc in workers] == [0, 0, 0]
+    with psycopg.connect(pg_url) as conn:
+        counts = conn.execute(
+            "SELECT count(*), count(DISTINCT (migration_set, name)) FROM _markus_migrations"
+        ).fetchone()
+    assert counts is not None and counts[0] == counts[1] == 5
