@@ -135,7 +135,10 @@ def _acquire_pool(conninfo: str, connect_timeout: float) -> ConnectionPool[Any]:
             reconnect_timeout=connect_timeout,
             check=psycopg_pool.ConnectionPool.check_connection,
             # Reads run as single statements (as on SQLite); writes open a transaction.
-            kwargs={"autocommit": True},
+            # No server-side prepared statements: after five runs PostgreSQL may switch to a
+            # generic plan, which cannot know whether a search term is rare (use the GIN
+            # index) or everywhere (walk the agent's newest rows) and costs seconds when wrong.
+            kwargs={"autocommit": True, "prepare_threshold": None},
             open=False,
             name="markus-memory",
         )
