@@ -26,10 +26,10 @@ from .layers.sessions import AppendedMessage, SessionStore, message_text
 from .layers.state import StateFile
 from .search.conversation import Turn
 from .search.embedders import Embedder
-from .search.index import SearchIndex, open_index
+from .search.index import KnowledgeIndex, open_index
 from .search.memory_search import MemorySearcher, SearchResult
 from .search.recall import ConversationHit, TranscriptRecall, speaker_of
-from .search.transcript_vectors import TranscriptVectorStore
+from .search.transcript_vectors import TranscriptVectors, TranscriptVectorStore
 from .storage.base import EpisodicStore
 from .storage.sqlite import SqliteStore
 
@@ -60,9 +60,7 @@ class AgentMemory:
         self._transcripts = TranscriptRecall(
             self._stored_turns,
             embedder=embedder,
-            vector_store=None
-            if embedder is None
-            else TranscriptVectorStore(settings.database_path, self.agent_id),
+            vector_store=None if embedder is None else self._open_vector_store(),
         )
         self.sessions = SessionStore(*layer_args, agent_id=self.agent_id, on_append=self._on_append)
         self._closed = False
@@ -73,10 +71,14 @@ class AgentMemory:
 
     @property
     def store(self) -> EpisodicStore:
-        """The episodic backend (``<home>/data.db``), opened on first use so opening is cheap."""
+        """The episodic backend, opened on first use so opening is cheap.
+
+        PostgreSQL when ``settings.database_url`` (``MARKUS_DATABASE_URL``) is set, else
+        ``<home>/data.db``; :class:`BackendUnavailableError` if the server cannot be reached.
+        """
         with self._store_guard:
             if self._store is None:
-                self._store = SqliteStore(self.settings.database_path)
+                self._store = open_store(self.settings)
             return self._store
 
     @property
@@ -155,8 +157,20 @@ class AgentMemory:
             )
         return self._searcher
 
-    def _open_search_index(self) -> SearchIndex | None:
+    def _open_vector_store(self) -> TranscriptVectors:
+        """Transcript vectors beside the episodic store: PostgreSQL with a URL, else data.db."""
+        if self.settings.database_url:
+            from .search.pg_transcript_vectors import PostgresTranscriptVectorStore
+
+            return PostgresTranscriptVectorStore(self.settings.database_url, self.agent_id)
+        return TranscriptVectorStore(self.settings.database_path, self.agent_id)
+
+    def _open_search_index(self) -> KnowledgeIndex | None:
         try:
+            if self.settings.database_url:
+                from .search.pg_index import PostgresSearchIndex  # the [postgres] extra
+
+                return PostgresSearchIndex(self.settings.database_url)
             self.settings.home.mkdir(parents=True, exist_ok=True)
             return open_index(self.settings.database_path)
         except (OSError, sqlite3.Error, MarkusMemoryError) as exc:
@@ -231,7 +245,7 @@ class AgentMemory:
         """Flush and release everything this handle holds. Safe to call twice."""
         self.sessions.close()
         if self._searcher is not None and self._searcher.index is not None:
-            self._searcher.index.conn.close()
+            self._searcher.index.close()
         self._searcher = None
         self._transcripts.close()
         with self._store_guard:
@@ -286,6 +300,16 @@ def open_documents(
             settings.database_url, agent_id, lock_timeout=settings.lock_timeout_seconds
         )
     return FileDocuments(paths.root, lock)
+
+
+def open_store(settings: Settings) -> EpisodicStore:
+    """The episodic backend the settings select: a database URL wins over the SQLite file."""
+    url = settings.database_url
+    if url:
+        from .storage.postgres import PostgresStore  # the [postgres] extra, imported lazily
+
+        return PostgresStore(url)
+    return SqliteStore(settings.database_path)
 
 
 def open_agent(
