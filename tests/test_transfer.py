@@ -10,9 +10,8 @@ import pytest
 
 from markus_memory.config import Settings
 from markus_memory.errors import InvalidInputError
-from markus_memory.memory import AgentMemory, open_agent
+from markus_memory.memory import AgentMemory, open_agent, open_store
 from markus_memory.storage.base import ChatMessage, ChatSession, Decision, MailboxItem
-from markus_memory.storage.sqlite import SqliteStore
 from markus_memory.transfer import agent_ids, export_agent
 from markus_memory.transfer._rows import AgentRows, read_rows
 from tests.postgres_support import new_agent_id, postgres_url
@@ -61,7 +60,8 @@ def _rows(mem: AgentMemory) -> None:
 
 
 def _episodic(settings: Settings, agent_id: str) -> AgentRows:
-    store = SqliteStore(settings.database_path)
+    """The agent's rows in the episodic store the settings select (PostgreSQL by URL)."""
+    store = open_store(settings)
     try:
         return read_rows(store, agent_id)
     finally:
@@ -100,7 +100,10 @@ def test_files_to_postgres_to_files_is_byte_for_byte(postgres_url: str, tmp_path
 
     rows = _episodic(files_a, first)
     assert there.rows == 2 * rows.count and len(rows.activities) == 2 and len(rows.chats) == 1
+    assert [len(logs) for _, logs in rows.activities] == [4, 2]  # start, two logs, end; start, log
+    assert len(rows.mailbox) == len(rows.decisions) == 1 and len(rows.chats[0][1]) == 3
     assert _episodic(on_pg, first) == rows == _episodic(files_c, first)
+    assert not on_pg.database_path.exists()  # the rows went to PostgreSQL, not to b/data.db
     a_root, b_root, c_root = (s.agent_dir(first) for s in (files_a, on_pg, files_c))
     assert _tree(c_root) == _tree(a_root)
     assert _mtimes_ms(c_root) == _mtimes_ms(a_root)
@@ -134,6 +137,8 @@ def test_files_to_postgres_to_files_is_byte_for_byte(postgres_url: str, tmp_path
         ]
         assert mem.roles.role().name == "Reviewer"
         assert mem.search("TypeScript").hits
+        assert [h.text for h in mem.recall_conversation("hello")] == ["hello ✓"]
+        assert [h.activity.label for h in mem.activities.search("review")] == ["review the PR"]
         mem.notebook.upsert("after-move", "written on PostgreSQL")
     again = export_agent(on_pg, files_c, first, replace=True)
     assert again.removed == 0 and again.rows == 0  # the same rows are already there
@@ -166,3 +171,40 @@ def test_different_rows_at_the_destination_are_refused_before_writing(tmp_path: 
     with pytest.raises(InvalidInputError, match="never merged"):
         export_agent(src, dst, "agt_one", replace=True)
     assert not (dst.agent_dir("agt_one") / "NOTEBOOK.md").exists()
+
+
+def test_rows_born_on_postgres_come_back_to_sqlite(postgres_url: str, tmp_path: Path) -> None:
+    """PostgreSQL → files + SQLite → PostgreSQL (another schema-less home): every row survives."""
+    agent = new_agent_id()
+    on_pg = Settings(home=tmp_path / "pg", database_url=postgres_url)
+    files = Settings(home=tmp_path / "files")
+    with open_agent(agent, settings=on_pg) as mem:
+        mem.notebook.upsert("k", "on postgres")
+        _rows(mem)
+    born = _episodic(on_pg, agent)
+    assert (
+        born.count == 2 + 6 + 1 + 1 + 1 + 3
+    )  # activities with their logs, mailbox, decision, chat
+
+    report = export_agent(on_pg, files, agent)
+    assert report.rows == born.count
+    assert _episodic(files, agent) == born
+    assert "## k" in (files.agent_dir(agent) / "NOTEBOOK.md").read_text(encoding="utf-8")
+
+    again = export_agent(files, on_pg, agent, replace=True)  # the same rows: left alone
+    assert again.rows == 0 and _episodic(on_pg, agent) == born
+
+
+def test_different_rows_on_postgres_are_refused(postgres_url: str, tmp_path: Path) -> None:
+    agent = new_agent_id()
+    files, on_pg = (
+        Settings(home=tmp_path / "a"),
+        Settings(home=tmp_path / "b", database_url=postgres_url),
+    )
+    _populate(files, agent)
+    with open_agent(agent, settings=on_pg) as mem:
+        mem.activities.start("task", "something else")
+    with pytest.raises(InvalidInputError, match="never merged"):
+        export_agent(files, on_pg, agent, replace=True)
+    with open_agent(agent, settings=on_pg) as mem:
+        assert mem.notebook.get("current-task") is None  # nothing was written

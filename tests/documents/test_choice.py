@@ -61,13 +61,31 @@ def test_a_postgres_url_puts_the_documents_in_postgres(postgres_url: str, tmp_pa
         assert [o.content for o in mem.knowledge.observations()] == ["stored in a row"]
 
 
+def test_documents_and_episodic_rows_share_one_pool(postgres_url: str, tmp_path: Path) -> None:
+    """One connection layer: the documents use the episodic store's pool, timeouts, migrations."""
+    from markus_memory.storage.pg_documents import PostgresDocuments
+
+    settings = Settings(home=tmp_path, database_url=postgres_url)
+    with open_agent(new_agent_id(), settings=settings) as mem:
+        assert isinstance(mem.documents, PostgresDocuments)
+        store = mem.store
+        assert mem.documents.database.conninfo == store.conninfo  # type: ignore[attr-defined]
+        assert mem.documents.database._pool is store._pool  # type: ignore[attr-defined]
+        assert "statement_timeout" in store.conninfo  # type: ignore[attr-defined]
+        with mem.documents.database.read() as conn:
+            applied = conn.execute(
+                "SELECT migration_set FROM _markus_migrations WHERE migration_set = 'documents'"
+            ).fetchall()
+        assert applied == [("documents",)]
+
+
 def test_an_unreachable_server_is_a_clear_error(tmp_path: Path) -> None:
     pytest.importorskip("psycopg_pool", reason="the [postgres] extra is not installed")
     from markus_memory.errors import BackendUnavailableError
 
     settings = Settings(
         home=tmp_path,
-        database_url="postgresql://postgres@127.0.0.1:1/none",
+        database_url="postgresql://postgres@127.0.0.1:1/none?connect_timeout=1",
         lock_timeout_seconds=0.5,
     )
     with pytest.raises(BackendUnavailableError, match="PostgreSQL unreachable"):

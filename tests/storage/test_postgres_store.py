@@ -52,9 +52,24 @@ def test_unreachable_server_raises_backend_unavailable_without_hanging() -> None
 def test_agent_memory_on_unreachable_url_fails_clearly(tmp_path: Path) -> None:
     url = f"postgresql://postgres@127.0.0.1:{_closed_port()}/test?connect_timeout=1"
     settings = Settings(home=tmp_path, database_url=url)
-    # With a PostgreSQL URL the markdown documents live there too, so opening the agent fails.
-    with pytest.raises(BackendUnavailableError):
-        open_agent("alice", settings=settings)
+    outcome: list[BaseException | None] = []
+
+    def attempt() -> None:
+        # With a PostgreSQL URL the markdown documents live there too: opening the agent fails
+        # within the connect timeout of the URL (it once waited 30 s for a second pool).
+        try:
+            open_agent("alice", settings=settings).close()
+        except BaseException as exc:
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(timeout=15)  # a hang bound well under the old 30 s wait, not a timing assertion
+    assert not worker.is_alive(), "opening an agent on an unreachable server hung"
+    assert isinstance(outcome[0], BackendUnavailableError)
+    assert "127.0.0.1" in str(outcome[0])
     assert not (tmp_path / "data.db").exists()  # no silent fallback to SQLite
 
 

@@ -12,7 +12,9 @@ queue like processes on one host queue on the lock file, and no update is lost. 
 raises rolls its writes back (stronger than files, where earlier writes of the block stay).
 :meth:`PostgresDocuments.exclusive` is ``pg_try_advisory_lock`` on a connection held for the
 task: at most one dream per agent across hosts; it is released when the task ends or the
-process dies. Connections come from a small ``psycopg_pool`` pool (the ``[postgres]`` extra).
+process dies. Connections, timeouts and migrations are :mod:`.postgres_conn`'s: one pool per
+URL per process, shared with the episodic store (the ``[postgres]`` extra); an unreachable
+server raises :class:`BackendUnavailableError` within the connect timeout.
 """
 
 from __future__ import annotations
@@ -24,22 +26,14 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from .._docs import DocumentVersion, check_name
-from ..errors import (
-    BackendUnavailableError,
-    BusyError,
-    ExtraNotInstalledError,
-    InvalidInputError,
-    LockTimeoutError,
-    StorageError,
-)
-from .migrations import BOOKKEEPING_TABLE, Migrations
+from ..errors import BusyError, InvalidInputError, LockTimeoutError, StorageError
+from .migrations import Migrations
+from .postgres_conn import PostgresDatabase
 
 if TYPE_CHECKING:
     import psycopg
-    from psycopg_pool import ConnectionPool
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_MIGRATIONS_LOCK_KEY = 0x6D61726B7573  # "markus": serialises migrations of every set
 
 documents_migrations: Migrations[Any] = Migrations("documents")
 
@@ -58,75 +52,9 @@ def m001_documents(conn: Any) -> None:
     )
 
 
-class PgMigrationTarget:
-    """Applies a migration set to PostgreSQL; an advisory lock serialises concurrent openers."""
-
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        self.conn = conn
-
-    def ensure_bookkeeping(self) -> None:
-        with self.transaction() as conn:
-            conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {BOOKKEEPING_TABLE} ("
-                " migration_set TEXT NOT NULL,"
-                " name TEXT NOT NULL,"
-                " applied_at TEXT NOT NULL,"
-                " PRIMARY KEY (migration_set, name))"
-            )
-
-    @contextmanager
-    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
-        with self.conn.transaction():
-            self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATIONS_LOCK_KEY,))
-            yield self.conn
-
-    def applied(self, conn: psycopg.Connection[Any], migration_set: str) -> set[str]:
-        rows = conn.execute(
-            f"SELECT name FROM {BOOKKEEPING_TABLE} WHERE migration_set = %s", (migration_set,)
-        ).fetchall()
-        return {str(row[0]) for row in rows}
-
-    def record(
-        self, conn: psycopg.Connection[Any], migration_set: str, name: str, applied_at: str
-    ) -> None:
-        conn.execute(
-            f"INSERT INTO {BOOKKEEPING_TABLE} (migration_set, name, applied_at)"
-            " VALUES (%s, %s, %s)",
-            (migration_set, name, applied_at),
-        )
-
-
-def _psycopg() -> tuple[Any, Any]:
-    try:
-        import psycopg
-        from psycopg_pool import ConnectionPool
-    except ImportError as exc:
-        raise ExtraNotInstalledError("postgres", exc.name or "psycopg") from exc
-    return psycopg, ConnectionPool
-
-
-def open_pool(url: str, *, max_size: int = 8, timeout: float = 30.0) -> ConnectionPool:
-    """A connection pool for ``url`` (autocommit connections) with the documents schema."""
-    psycopg, pool_class = _psycopg()
-    pool: ConnectionPool = pool_class(
-        url,
-        min_size=1,
-        max_size=max_size,
-        timeout=timeout,
-        kwargs={"autocommit": True},
-        open=False,
-    )
-    try:
-        pool.open(wait=True, timeout=timeout)
-        with pool.connection() as conn:
-            documents_migrations.apply(PgMigrationTarget(conn))
-    except psycopg.OperationalError as exc:
-        pool.close()
-        raise BackendUnavailableError(f"PostgreSQL unreachable: {exc}") from exc
-    except BaseException:
-        pool.close()
-        raise
-    return pool
+def open_database(url: str) -> PostgresDatabase:
+    """The database at ``url`` (shared pool, timeouts) with the documents schema migrated."""
+    return PostgresDatabase(url, extra_migrations=(documents_migrations,))
 
 
 def _modified_ns(moment: datetime) -> int:
@@ -157,19 +85,17 @@ class PostgresDocuments:
 
     def __init__(
         self,
-        database: str | ConnectionPool,
+        database: str | PostgresDatabase,
         agent_id: str,
         *,
         lock_timeout: float = 30.0,
     ) -> None:
-        self._owns_pool = isinstance(database, str)
-        self.pool = (
-            open_pool(database, timeout=lock_timeout) if isinstance(database, str) else database
-        )
+        self._owns_database = isinstance(database, str)
+        self.database = open_database(database) if isinstance(database, str) else database
         self.agent_id = agent_id
         self.lock_timeout = lock_timeout
         with _HELD_GUARD:
-            self._held = _HELD.setdefault((str(self.pool.conninfo), agent_id), _Held())
+            self._held = _HELD.setdefault((self.database.conninfo, agent_id), _Held())
         self._lock_key = f"markus:documents:{agent_id}"
 
     # ---- connections -----------------------------------------------------------------------
@@ -180,12 +106,8 @@ class PostgresDocuments:
         if self._held.conn is not None:
             yield self._held.conn
             return
-        psycopg, _ = _psycopg()
-        try:
-            with self.pool.connection() as conn:
-                yield conn
-        except psycopg.OperationalError as exc:
-            raise BackendUnavailableError(f"PostgreSQL failed: {exc}") from exc
+        with self.database.read() as conn:
+            yield conn
 
     @contextmanager
     def lock(self) -> Iterator[None]:
@@ -198,29 +120,29 @@ class PostgresDocuments:
             finally:
                 held.depth -= 1
             return
-        psycopg, _ = _psycopg()
-        try:
-            with self.pool.connection() as conn, conn.transaction():
-                timeout_ms = max(1, int(self.lock_timeout * 1000))
-                conn.execute(f"SET LOCAL lock_timeout = {timeout_ms}")
-                try:
-                    conn.execute(
-                        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                        (self._lock_key,),
-                    )
-                except psycopg.errors.LockNotAvailable as exc:
-                    raise LockTimeoutError(
-                        f"could not lock the documents of {self.agent_id!r} within "
-                        f"{self.lock_timeout:g} s"
-                    ) from exc
-                conn.execute("SET LOCAL lock_timeout = 0")
-                held.conn, held.depth = conn, 1
-                try:
-                    yield
-                finally:
-                    held.conn, held.depth = None, 0
-        except psycopg.OperationalError as exc:
-            raise BackendUnavailableError(f"PostgreSQL failed: {exc}") from exc
+        import psycopg
+
+        with self.database.write() as conn:
+            # The wait is bounded by lock_timeout, not by the shorter statement timeout.
+            timeout_ms = max(1, int(self.lock_timeout * 1000))
+            conn.execute(f"SET LOCAL lock_timeout = {timeout_ms}")
+            conn.execute(f"SET LOCAL statement_timeout = {timeout_ms + 1000}")
+            try:
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (self._lock_key,)
+                )
+            except psycopg.errors.LockNotAvailable as exc:
+                raise LockTimeoutError(
+                    f"could not lock the documents of {self.agent_id!r} within "
+                    f"{self.lock_timeout:g} s"
+                ) from exc
+            conn.execute("SET LOCAL lock_timeout TO DEFAULT")
+            conn.execute("SET LOCAL statement_timeout TO DEFAULT")
+            held.conn, held.depth = conn, 1
+            try:
+                yield
+            finally:
+                held.conn, held.depth = None, 0
 
     # ---- documents -------------------------------------------------------------------------
 
@@ -239,7 +161,8 @@ class PostgresDocuments:
     def write(self, name: str, text: str, *, modified_ns: int | None = None) -> None:
         if "\x00" in text:
             raise InvalidInputError(f"{name}: PostgreSQL text cannot hold NUL characters")
-        psycopg, _ = _psycopg()
+        import psycopg
+
         with self._conn() as conn:
             try:
                 conn.execute(
@@ -291,7 +214,7 @@ class PostgresDocuments:
     def exclusive(self, task: str) -> Iterator[None]:
         """``pg_try_advisory_lock`` on a connection held until the task ends."""
         key = f"markus:exclusive:{self.agent_id}:{task}"
-        with self.pool.connection() as conn:
+        with self.database.read() as conn:
             row = conn.execute(
                 "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (key,)
             ).fetchone()
@@ -303,12 +226,13 @@ class PostgresDocuments:
                 conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
 
     def close(self) -> None:
-        if self._owns_pool:
-            self.pool.close()
+        """Give back the database if this store opened it (a passed-in one stays open)."""
+        if self._owns_database:
+            self.database.close()
 
 
-def list_agents(pool: ConnectionPool) -> list[str]:
+def list_agents(database: PostgresDatabase) -> list[str]:
     """Every agent id with at least one document."""
-    with pool.connection() as conn:
+    with database.read() as conn:
         rows = conn.execute("SELECT DISTINCT agent_id FROM documents ORDER BY 1").fetchall()
     return [str(row[0]) for row in rows]

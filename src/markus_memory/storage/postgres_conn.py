@@ -253,6 +253,11 @@ class PostgresDatabase:
             raise
 
     @property
+    def conninfo(self) -> str:
+        """The libpq conninfo (URL plus timeouts): the key of the shared pool."""
+        return self._conninfo
+
+    @property
     def description(self) -> str:
         return _redact(self._conninfo)
 

@@ -17,8 +17,10 @@ Episodic rows (activities with their logs, mailbox items, decisions, chat sessio
 messages) are copied through the ``EpisodicStore`` protocol when the two sides use different
 stores; derived indexes (full-text, transcript index, vectors) are rebuilt, not copied. Rows
 are never merged: a destination that already holds different rows for the agent is refused,
-one that holds the same rows is left alone. The episodic store of a side is the SQLite file
-``<home>/data.db`` (the PostgreSQL episodic store plugs in here when it lands).
+one that holds the same rows is left alone. The episodic store of a side is the one
+:func:`open_store` picks for its settings: the PostgreSQL ``PostgresStore`` when a database URL
+is set, else the SQLite file ``<home>/data.db``. Transcript text lives in the session files
+(copied byte for byte); the transcript index and vectors are derived and rebuilt.
 """
 
 from __future__ import annotations
@@ -28,16 +30,19 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .._docs import DocumentStore, is_document_name
 from .._fs import AgentLock, atomic_write_bytes, validate_id
 from .._fs_docs import FileDocuments
 from ..config import AgentPaths, Settings
 from ..errors import InvalidInputError
+from ..memory import open_store
 from ..storage.base import EpisodicStore
-from ..storage.sqlite import SqliteStore
 from ._rows import AgentRows, read_rows, write_rows
+
+if TYPE_CHECKING:
+    from ..storage.postgres_conn import PostgresDatabase
 
 __all__ = ["TransferReport", "agent_ids", "export_agent", "import_agent"]
 
@@ -54,30 +59,31 @@ class TransferReport:
 
 
 class _Side:
-    """One memory (files or PostgreSQL documents) with a shared connection pool if any."""
+    """One memory: its documents (files or PostgreSQL) and its episodic store (SQLite or
+    PostgreSQL, as :func:`open_store` picks it), sharing one connection pool per URL."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.pool: Any = None
+        self.database: PostgresDatabase | None = None
         self._episodic: EpisodicStore | None = None
         if settings.documents_on_postgres and settings.database_url is not None:
-            from ..storage.pg_documents import open_pool
+            from ..storage.pg_documents import open_database
 
-            self.pool = open_pool(settings.database_url, timeout=settings.lock_timeout_seconds)
+            self.database = open_database(settings.database_url)
 
     def paths(self, agent_id: str) -> AgentPaths:
         return AgentPaths(self.settings.agent_dir(agent_id))
 
     def documents(self, agent_id: str) -> DocumentStore:
         paths = self.paths(agent_id)
-        if self.pool is None:
+        if self.database is None:
             return FileDocuments(
                 paths.root, AgentLock(paths.lock, self.settings.lock_timeout_seconds)
             )
         from ..storage.pg_documents import PostgresDocuments
 
         return PostgresDocuments(
-            self.pool, agent_id, lock_timeout=self.settings.lock_timeout_seconds
+            self.database, agent_id, lock_timeout=self.settings.lock_timeout_seconds
         )
 
     def agent_ids(self) -> list[str]:
@@ -85,23 +91,35 @@ class _Side:
         agents_dir = self.settings.agents_dir
         if agents_dir.is_dir():
             found |= {p.name for p in agents_dir.iterdir() if p.is_dir()}
-        if self.pool is not None:
+        if self.database is not None:
             from ..storage.pg_documents import list_agents
 
-            found |= set(list_agents(self.pool))
+            found |= set(list_agents(self.database))
         return sorted(found)
+
+    @property
+    def on_postgres(self) -> bool:
+        return bool(self.settings.database_url)
+
+    def has_episodic(self) -> bool:
+        """Whether there can be rows to read (an absent data.db is not created by reading)."""
+        return self.on_postgres or self.settings.database_path.exists()
 
     def episodic(self) -> EpisodicStore:
         if self._episodic is None:
-            self._episodic = SqliteStore(self.settings.database_path)
+            self._episodic = open_store(self.settings)
         return self._episodic
 
-    def episodic_place(self) -> Path:
-        return self.settings.database_path.expanduser().resolve()
+    def episodic_place(self) -> str:
+        """Where the rows live: the database (URL) or the resolved data.db path."""
+        url = self.settings.database_url
+        if url:
+            return f"url:{url}"
+        return f"file:{self.settings.database_path.expanduser().resolve()}"
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
+        if self.database is not None:
+            self.database.close()
         if self._episodic is not None:
             self._episodic.close()
 
@@ -150,7 +168,7 @@ def _rows_to_copy(source: _Side, target: _Side, agent_id: str) -> AgentRows | No
     """The rows to write at the destination (None: nothing to do); refuses divergent rows."""
     if source.episodic_place() == target.episodic_place():
         return None
-    if not source.settings.database_path.exists():
+    if not source.has_episodic():
         return None
     rows = read_rows(source.episodic(), agent_id)
     present = read_rows(target.episodic(), agent_id)
