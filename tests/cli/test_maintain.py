@@ -6,11 +6,16 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from markus_memory import open_agent
 from markus_memory.storage.migrations import SqliteMigrationTarget
 from markus_memory.storage.sqlite_schema import migrations
+from tests.postgres_support import new_agent_id, postgres_url
 
 from .conftest import Invoke, as_json
+
+__all__ = ["postgres_url"]
 
 LEGACY_MEMORY = "# Memory\n\n## Team\nAna leads the platform team.\n"
 
@@ -94,3 +99,30 @@ def test_doctor_fix_brings_an_old_schema_current(invoke: Invoke, isolated_home: 
     (bad,) = [c for c in report["checks"] if not c["ok"]]
     assert bad["check"] == "schema current" and last in bad["detail"]
     assert as_json(invoke("doctor", "--fix", "--json"))["ok"] is True
+
+
+def test_migrate_and_doctor_ask_the_postgres_documents(
+    invoke: Invoke, isolated_home: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With documents in PostgreSQL there is no knowledge.md file: nothing is pending."""
+    from markus_memory.storage.pg_documents import PostgresDocuments
+
+    monkeypatch.setenv("MARKUS_DATABASE_URL", postgres_url)
+    done, legacy = new_agent_id(), new_agent_id()
+    with open_agent(done) as mem:
+        mem.knowledge.save_observation("kept in a row")
+    with open_agent(legacy):
+        pass
+    assert not (isolated_home / "agents" / done / "knowledge.md").exists()
+    documents = PostgresDocuments(postgres_url, legacy)
+    try:  # a memories.json imported into PostgreSQL as a document, not yet migrated
+        documents.write("memories.json", json.dumps([{"id": "m1", "content": "from json"}]))
+    finally:
+        documents.close()
+
+    report = as_json(invoke("doctor", "--json", "-a", done))
+    assert not [c for c in report["checks"] if c["check"] == "legacy migration"]
+    rows = {r["agent"]: r for r in as_json(invoke("migrate", "--json"))}
+    assert rows[done]["migrated"] is False
+    assert rows[legacy] == {"agent": legacy, "migrated": True, "observations": 1}
+    assert as_json(invoke("migrate", "--json", "-a", legacy))[0]["migrated"] is False

@@ -18,7 +18,7 @@ from ..storage.migrations import Migrations, SqliteMigrationTarget
 from ..storage.sqlite import SqliteStore
 from ..storage.sqlite_schema import migrations as markus_migrations
 from ._common import Check, console, emit_json, json_option, progress, settings_of, table
-from ._maintain import needs_migration, selected_agents
+from ._maintain import pending_migration, selected_agents
 from ._search import index_checks
 
 
@@ -33,7 +33,7 @@ def _run(subject: str, check: str, probe: Callable[[], object]) -> Check:
 def agent_checks(settings: Settings, name: str) -> list[Check]:
     """Every file of one agent parses; a pending legacy migration is reported, not run."""
     paths = AgentPaths(settings.agent_dir(name))
-    if needs_migration(paths):
+    if pending_migration(settings, name):
         return [Check(name, "legacy migration", False, "pending (fix: migrate)", fixable=True)]
     checks = []
     with open_agent(name, settings=settings) as mem:

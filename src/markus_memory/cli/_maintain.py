@@ -4,15 +4,33 @@ from __future__ import annotations
 
 import click
 
+from .._docs import DocumentStore
+from .._fs import AgentLock
 from ..config import AgentPaths, Settings
-from ..memory import open_agent
+from ..memory import open_agent, open_documents
 from ._common import console, emit_json, json_option, progress, settings_of, table
 from ._inspect import agent_ids
 
 
-def needs_migration(paths: AgentPaths) -> bool:
-    """What AgentMemory would migrate on open: no knowledge.md yet, or a memories.json left."""
-    return not paths.knowledge.exists() or paths.legacy_memories_json.exists()
+def needs_migration(documents: DocumentStore, paths: AgentPaths) -> bool:
+    """What AgentMemory would migrate on open: no knowledge.md yet, or a memories.json left.
+
+    Asked of the agent's document store (files or PostgreSQL), as AgentMemory asks it.
+    """
+    return not documents.exists(paths.knowledge.name) or documents.exists(
+        paths.legacy_memories_json.name
+    )
+
+
+def pending_migration(settings: Settings, agent_id: str) -> bool:
+    """:func:`needs_migration` for one agent, without opening (and so migrating) it."""
+    paths = AgentPaths(settings.agent_dir(agent_id))
+    lock = AgentLock(paths.lock, settings.lock_timeout_seconds)
+    documents = open_documents(settings, agent_id, paths, lock)
+    try:
+        return needs_migration(documents, paths)
+    finally:
+        documents.close()
 
 
 def selected_agents(settings: Settings, agent: str | None) -> list[str]:
@@ -38,8 +56,7 @@ def migrate(ctx: click.Context, agent: str | None, as_json: bool) -> None:
     with progress(not as_json) as bar:
         task = bar.add_task("migrating", total=len(agents))
         for name in agents:
-            paths = AgentPaths(settings.agent_dir(name))
-            pending = needs_migration(paths)
+            pending = pending_migration(settings, name)
             if pending:
                 with open_agent(name, settings=settings) as mem:
                     count = len(mem.knowledge.observations())
