@@ -2,7 +2,8 @@
 
 ``dream(memory, llm=None, dry_run=False)`` runs one cycle (offline without a model);
 ``should_dream`` / ``dream_if_due`` apply the trigger policy; ``undo_last_dream``,
-``dream_history`` and ``dream_diff`` read the audit log in ``<home>/data.db``.
+``dream_history`` and ``dream_diff`` read the audit log: in ``<home>/data.db``, or in
+PostgreSQL when the documents live there (``audit_pg``).
 """
 
 from .audit import AuditLog, DreamRun, SqliteAuditLog

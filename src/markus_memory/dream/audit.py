@@ -1,5 +1,7 @@
 """The dream audit log in ``<home>/data.db``: every run, what it changed, before/after text.
 
+(With the documents in PostgreSQL the same records live there: :mod:`.audit_pg`.)
+
 Its schema is the ``dream`` migration set of the storage registry. Full file texts are kept so
 that ``undo`` restores knowledge.md and state.md byte for byte and the CLI can diff any run.
 """
