@@ -16,6 +16,8 @@ from pathlib import Path
 HOME_ENV = "MARKUS_HOME"
 DATABASE_URL_ENV = "MARKUS_DATABASE_URL"
 DEFAULT_HOME = "~/.markus"
+# The observation types of knowledge.md (REFERENCE §2.2); any other type is stored as "note".
+OBSERVATION_TYPES = ("conversation", "fact", "task_result", "note", "insight")
 
 Clock = Callable[[], datetime]
 

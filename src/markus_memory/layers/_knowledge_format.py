@@ -40,12 +40,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from .._fs import MAX_ID_CHARS
 from .._markdown import escape_body, meta_line, render_meta, split_h2, unescape_body
+from ..config import OBSERVATION_TYPES as OBSERVATION_TYPES  # knowledge.py imports it from here
 from ..config import epoch_ms, from_epoch_ms, iso_ms, parse_iso
 from ..errors import InvalidInputError
 
 OBSERVATIONS = "_observations"
-OBSERVATION_TYPES = ("conversation", "fact", "task_result", "note", "insight")
 HEADER_COMMENTS = (
     "<!-- This section is the observation buffer. Searched on-demand, NOT always injected "
     "into prompt. -->",
@@ -55,7 +56,6 @@ EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 MAX_OBSERVATION_CHARS = 50_000
 """Longest observation content accepted (a bigger one belongs in a file, not in the buffer)."""
-MAX_ID_CHARS = 128
 
 _TYPE_VALUE = re.compile(r"(\w+)(?:, tags: (.*))?\Z", re.DOTALL)
 _ID_MS = re.compile(r"[A-Za-z]+_(\d{12,14})(?![0-9])")
