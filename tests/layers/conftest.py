@@ -1,28 +1,15 @@
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from markus_memory._fs import AgentLock
 from markus_memory.config import AgentPaths, Limits
+from tests.clocks import FakeClock
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
-
-
-class FakeClock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, start: datetime) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> datetime:
-        self.now += timedelta(**delta)
-        return self.now
 
 
 @pytest.fixture
