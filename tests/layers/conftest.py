@@ -7,7 +7,10 @@ import pytest
 
 from markus_memory._fs import AgentLock
 from markus_memory.config import AgentPaths, Limits
+from markus_memory.layers.knowledge import KnowledgeFile
 from tests.clocks import FakeClock
+
+from .knowledge_support import make_knowledge
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 
@@ -32,3 +35,16 @@ def lock(paths: AgentPaths) -> AgentLock:
 @pytest.fixture
 def limits() -> Limits:
     return Limits()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """An empty agent directory (the knowledge tests' home)."""
+    path = tmp_path / "agent"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def kf(root: Path) -> KnowledgeFile:
+    return make_knowledge(root)
