@@ -206,12 +206,7 @@ def memory_flush(
             break
         rounds += 1
         reply = response.text
-        assistant: dict[str, Any] = {"role": "assistant", "content": response.text}
-        if response.tool_calls:
-            assistant["toolCalls"] = [
-                {"id": c.id, "name": c.name, "arguments": dict(c.arguments)}
-                for c in response.tool_calls
-            ]
+        assistant = response.as_message()
         conversation.append(assistant)
         if not response.tool_calls:
             break

@@ -31,6 +31,16 @@ class ChatResponse:
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
 
+    def as_message(self) -> dict[str, Any]:
+        """This answer as the assistant ``LLMMessage`` to append to the conversation."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            message["toolCalls"] = [
+                {"id": c.id, "name": c.name, "arguments": dict(c.arguments)}
+                for c in self.tool_calls
+            ]
+        return message
+
 
 @runtime_checkable
 class ChatModel(Protocol):
