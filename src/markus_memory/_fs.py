@@ -208,7 +208,12 @@ class AgentLock:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 state.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             self._lock_until(state.fd, deadline)
-            if _same_file(state.fd, self.path):
+            try:
+                same = _same_file(state.fd, self.path)
+            except BaseException:
+                _unlock_fd(state.fd)  # never leave an idle fd holding the lock
+                raise
+            if same:
                 return
             # The lock file was removed or replaced while our fd was open: a lock on the old
             # inode would exclude nobody, so lock the file now at the path instead.
