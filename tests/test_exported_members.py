@@ -6,6 +6,7 @@ EXPECTED = {
     "AgentMemory",
     "AppendedMessage",
     "BackendUnavailableError",
+    "BusyError",
     "CompactResult",
     "ContextTurn",
     "ConversationHit",

@@ -3,6 +3,7 @@
 from .config import Limits, Settings
 from .errors import (
     BackendUnavailableError,
+    BusyError,
     CorruptFileError,
     ExtraNotInstalledError,
     InvalidIdError,
@@ -30,6 +31,7 @@ __all__ = [
     "AgentMemory",
     "AppendedMessage",
     "BackendUnavailableError",
+    "BusyError",
     "CompactResult",
     "ContextTurn",
     "ConversationHit",
