@@ -13,7 +13,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -31,6 +30,10 @@ from markus_memory.layers.knowledge import (
 )
 from markus_memory.llm import ScriptedChatModel
 from markus_memory.memory import open_agent
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _common import median_ms  # noqa: E402
 
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 VOCAB = [f"w{i}" for i in range(3000)]
@@ -65,15 +68,6 @@ def full_reply(observations: list[Observation]) -> str:
         for i in range(200, 260, 3)
     ]
     return json.dumps({"remove": ids[:50], "merge": merges, "promote": promotes})
-
-
-def median_ms(fn: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
 
 
 def full_dream_ms(text: str, reply: str, repeats: int) -> float:

@@ -7,6 +7,7 @@ is a bare atomic_write_text of the same bytes, measured in the same process)
 from __future__ import annotations
 
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -17,16 +18,11 @@ from markus_memory.config import AgentPaths, Limits, utc_now
 from markus_memory.layers.notebook import Notebook
 from markus_memory.layers.state import StateFile
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _common import median_us_per_round  # noqa: E402
+
 ROUNDS = 200
-
-
-def median_us(action: Callable[[int], object], rounds: int = ROUNDS) -> float:
-    samples = []
-    for i in range(rounds):
-        start = time.perf_counter()
-        action(i)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples) * 1e6
 
 
 def paired_us(
@@ -57,8 +53,10 @@ def main() -> None:
         baseline, upsert = paired_us(
             lambda i: atomic_write_text(plain, raw), lambda i: notebook.upsert("a", f"{i} {text}")
         )
-        cached = median_us(lambda i: notebook.entries())
-        uncached = median_us(lambda i: Notebook(paths, lock, Limits(), utc_now).entries())
+        cached = median_us_per_round(lambda i: notebook.entries(), ROUNDS)
+        uncached = median_us_per_round(
+            lambda i: Notebook(paths, lock, Limits(), utc_now).entries(), ROUNDS
+        )
         for n in range(20):
             state.update(f"key-{n}", f"status {n}\n" * 20)
         state_text = state.text()
@@ -66,7 +64,7 @@ def main() -> None:
             lambda i: atomic_write_text(plain, state_text),
             lambda i: state.update(f"key-{i % 20}", f"status {i}"),
         )
-        snapshot = median_us(lambda i: state.snapshot())
+        snapshot = median_us_per_round(lambda i: state.snapshot(), ROUNDS)
     print(f"atomic_write_text baseline (~13 KB)  {baseline:9.1f} us")
     print(f"notebook.upsert (4 entries, 12 KB)   {upsert:9.1f} us  ({upsert / baseline:.2f}x)")
     print(f"notebook.entries cached              {cached:9.1f} us")

@@ -10,15 +10,17 @@ original Markus save (``JSON.stringify(session, null, 2)`` written over the file
 from __future__ import annotations
 
 import json
-import statistics
+import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from markus_memory._fs import AgentLock
 from markus_memory.config import AgentPaths, Limits, utc_now
 from markus_memory.layers.sessions import SessionStore
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _common import median_ms_per_round  # noqa: E402
 
 ROUNDS = 400
 
@@ -32,15 +34,6 @@ def message(i: int) -> dict[str, object]:
     return {"role": "user", "content": f"Please look at item {i} — and the 日本 notes."}
 
 
-def median_ms(run: Callable[[int], None], rounds: int = ROUNDS) -> float:
-    samples = []
-    for i in range(rounds):
-        start = time.perf_counter()
-        run(i)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples) * 1000
-
-
 def bench_store(root: Path, length: int, *, fsync: bool = False) -> float:
     paths = AgentPaths(root / f"agt_{length}_{fsync}")
     limits = Limits(session_compact_trigger=10**9)
@@ -50,7 +43,7 @@ def bench_store(root: Path, length: int, *, fsync: bool = False) -> float:
         store.append(sid, message(i))
     store.flush()
     rounds = ROUNDS if not fsync else 100
-    result = median_ms(lambda i: store.append(sid, message(length + i)), rounds)
+    result = median_ms_per_round(lambda i: store.append(sid, message(length + i)), rounds)
     store.close()
     return result
 
@@ -71,7 +64,7 @@ def bench_original(root: Path, length: int) -> float:
         messages.append(message(length + i))
         path.write_text(json.dumps(session, indent=2, ensure_ascii=False), encoding="utf-8")
 
-    return median_ms(append, 100)
+    return median_ms_per_round(append, 100)
 
 
 def main() -> None:

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from markus_memory import open_agent
@@ -23,14 +22,9 @@ from markus_memory.prompt import prepare_knowledge, render_memory_context
 from markus_memory.tokens import ExactEstimator, HeuristicEstimator, TokenEstimator
 from markus_memory.tools import dispatch
 
+sys.path.insert(0, str(Path(__file__).parent))
 
-def median_ms(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
+from _common import median_ms  # noqa: E402
 
 
 def main() -> None:

@@ -18,7 +18,6 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from markus_memory import AgentMemory, open_agent
 from markus_memory.errors import LLMError
@@ -58,12 +57,7 @@ def chat_turn(
         history = list(session.messages) if session else []
         response = model.complete([{"role": "system", "content": system}, *history], tools=tools)
         reply = response.text
-        assistant: dict[str, Any] = {"role": "assistant", "content": response.text}
-        if response.tool_calls:
-            assistant["toolCalls"] = [
-                {"id": c.id, "name": c.name, "arguments": dict(c.arguments)}
-                for c in response.tool_calls
-            ]
+        assistant = response.as_message()
         memory.sessions.append(session_id, assistant)
         if not response.tool_calls:
             break

@@ -1,12 +1,18 @@
+import dataclasses
+
 import markus_memory
 
 EXPECTED = {
     "AgentMemory",
+    "AppendedMessage",
     "BackendUnavailableError",
     "BusyError",
+    "CompactResult",
     "ContextTurn",
     "ConversationHit",
     "CorruptFileError",
+    "CuratedSection",
+    "DailyLogEntry",
     "ExtraNotInstalledError",
     "InvalidIdError",
     "InvalidInputError",
@@ -16,8 +22,18 @@ EXPECTED = {
     "MarkusMemoryError",
     "MigrationError",
     "NotFoundError",
+    "NotebookEntry",
+    "Observation",
+    "Role",
+    "SearchHit",
+    "SearchResult",
+    "Session",
+    "SessionInfo",
     "Settings",
+    "StateEntry",
     "StorageError",
+    "UpsertResult",
+    "WriteResult",
     "__version__",
     "open_agent",
 }
@@ -31,3 +47,31 @@ def test_public_api_is_exactly_the_documented_names() -> None:
 def test_every_exported_name_exists() -> None:
     for name in markus_memory.__all__:
         assert hasattr(markus_memory, name), name
+
+
+RESULT_TYPES = {
+    "AppendedMessage",
+    "CompactResult",
+    "ContextTurn",
+    "ConversationHit",
+    "CuratedSection",
+    "DailyLogEntry",
+    "NotebookEntry",
+    "Observation",
+    "Role",
+    "SearchHit",
+    "SearchResult",
+    "Session",
+    "SessionInfo",
+    "StateEntry",
+    "UpsertResult",
+    "WriteResult",
+}
+
+
+def test_exported_result_types_are_frozen_dataclasses() -> None:
+    assert RESULT_TYPES <= EXPECTED
+    for name in RESULT_TYPES:
+        cls = getattr(markus_memory, name)
+        assert dataclasses.is_dataclass(cls), name
+        assert cls.__dataclass_params__.frozen, name

@@ -225,3 +225,13 @@ def test_connection_refused_is_an_llm_error() -> None:
     )
     with pytest.raises(LLMError, match="connection failed"):
         model.complete([{"role": "user", "content": "x"}], timeout=2)
+
+
+def test_chat_response_as_message_is_the_assistant_turn_to_append() -> None:
+    call = ToolCall("c1", "memory_save", {"content": "Fri"})
+    assert ChatResponse("ok", (call,)).as_message() == {
+        "role": "assistant",
+        "content": "ok",
+        "toolCalls": [{"id": "c1", "name": "memory_save", "arguments": {"content": "Fri"}}],
+    }
+    assert ChatResponse("plain").as_message() == {"role": "assistant", "content": "plain"}

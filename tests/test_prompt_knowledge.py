@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from markus_memory.config import Limits
-from markus_memory.prompt import age_label, knowledge_char_cap, prepare_knowledge
+from markus_memory.prompt import knowledge_char_cap, prepare_knowledge
 from markus_memory.tokens import ExactEstimator, HeuristicEstimator, TokenEstimator
 
 HEURISTIC = HeuristicEstimator()
@@ -106,27 +104,6 @@ def test_caps_always_hold(raw: str, max_tokens: int, max_chars: int) -> None:
     assert len(out.text) <= max_chars
     assert HEURISTIC.count(out.text) <= max_tokens
     assert not any(line.startswith(("# ", "## ")) for line in out.text.splitlines())
-
-
-NOW = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
-
-
-@pytest.mark.parametrize(
-    ("age", "label"),
-    [
-        (timedelta(minutes=4, seconds=59), "just now"),
-        (timedelta(minutes=5), "recent"),
-        (timedelta(minutes=29), "recent"),
-        (timedelta(minutes=30), "~1h ago"),
-        (timedelta(minutes=89), "~1h ago"),
-        (timedelta(minutes=90), "~2h ago"),
-        (timedelta(hours=2), "2h ago"),
-        (timedelta(hours=2, minutes=30), "3h ago"),
-        (timedelta(hours=49), "49h ago"),
-    ],
-)
-def test_age_labels_round_half_up(age: timedelta, label: str) -> None:
-    assert age_label(NOW - age, NOW) == label
 
 
 def test_a_cut_part_ends_on_a_whole_line_when_that_keeps_most_of_it() -> None:

@@ -15,18 +15,29 @@ from .errors import (
     NotFoundError,
     StorageError,
 )
+from .layers.daily_log import DailyLogEntry
+from .layers.knowledge import CuratedSection, Observation, WriteResult
+from .layers.notebook import NotebookEntry, UpsertResult
+from .layers.procedural import Role
+from .layers.sessions import AppendedMessage, CompactResult, Session, SessionInfo
+from .layers.state import StateEntry
 from .memory import AgentMemory, open_agent
+from .search.memory_search import SearchHit, SearchResult
 from .search.recall import ContextTurn, ConversationHit
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AgentMemory",
+    "AppendedMessage",
     "BackendUnavailableError",
     "BusyError",
+    "CompactResult",
     "ContextTurn",
     "ConversationHit",
     "CorruptFileError",
+    "CuratedSection",
+    "DailyLogEntry",
     "ExtraNotInstalledError",
     "InvalidIdError",
     "InvalidInputError",
@@ -36,8 +47,18 @@ __all__ = [
     "MarkusMemoryError",
     "MigrationError",
     "NotFoundError",
+    "NotebookEntry",
+    "Observation",
+    "Role",
+    "SearchHit",
+    "SearchResult",
+    "Session",
+    "SessionInfo",
     "Settings",
+    "StateEntry",
     "StorageError",
+    "UpsertResult",
+    "WriteResult",
     "__version__",
     "open_agent",
 ]

@@ -3,7 +3,8 @@
 Every markdown write follows one protocol (ARCHITECTURE principle 2): take :class:`AgentLock`,
 re-read the file with :func:`read_text`, change the parsed model, render, and
 :func:`atomic_write_text` (temp file in the same directory, fsync, ``os.replace``, fsync of the
-directory). A crash at any instant leaves either the old or the new file, never a torn one.
+directory). A crash at any instant leaves either the old or the new file, never a torn one; the
+temp file a killed writer leaves behind is swept by the next write of the same path.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ from .errors import CorruptFileError, InvalidIdError, LockTimeoutError
 
 MAX_ID_CHARS = 128
 MAX_KEY_CHARS = 200
+# A temp file of a path older than this belongs to no live writer (writes hold the agent lock and
+# take milliseconds), so the next write of that path removes it.
+STALE_TEMP_SECONDS = 10.0
+# Lock files kept open while idle; beyond this the least recently used idle one is closed.
+MAX_IDLE_LOCK_FDS = 64
 
 
 def _check_common(kind: str, value: object, max_chars: int) -> str:
@@ -98,9 +104,35 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _sweep_stale_temps(path: Path) -> None:
+    """Remove the temp files of ``path`` that a killed writer left (older than a few seconds)."""
+    prefix, cutoff = f".{path.name}.", time.time() - STALE_TEMP_SECONDS
+    with os.scandir(path.parent) as entries:
+        for entry in entries:
+            name = entry.name
+            if not (name.startswith(prefix) and name.endswith(".tmp")):
+                continue
+            if len(name) != len(prefix) + 12 or not _is_hex(name[len(prefix) : -4]):
+                continue
+            try:
+                if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                    os.unlink(entry.path)
+            except FileNotFoundError:
+                continue
+
+
+def _is_hex(text: str) -> bool:
+    return all(ch in "0123456789abcdef" for ch in text)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically and durably (the write is on disk on return)."""
+    """Replace ``path`` with ``data`` atomically and durably (the write is on disk on return).
+
+    Stale temp files of ``path`` (``.<name>.<8 hex>.tmp`` older than
+    :data:`STALE_TEMP_SECONDS`, left by a writer killed mid-write) are removed first.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
+    _sweep_stale_temps(path)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
@@ -128,12 +160,21 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 class _PathLock:
-    """The state of one lock file within this process: every AgentLock on the path shares it."""
+    """The state of one lock file within this process: every AgentLock on the path shares it.
+
+    ``fd`` stays open between acquisitions (opening and closing the lock file was about half the
+    cost of a session append); it is locked only while ``depth`` > 0.
+    """
 
     def __init__(self) -> None:
         self.rlock = threading.RLock()
         self.depth = 0
         self.fd: int | None = None
+
+    def close_fd(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 class AgentLock:
@@ -146,6 +187,8 @@ class AgentLock:
 
     _registry: dict[str, _PathLock] = {}
     _registry_guard = threading.Lock()
+    # Idle states with an open fd, least recently used first (guarded by _registry_guard).
+    _idle: dict[int, _PathLock] = {}
 
     def __init__(self, lock_path: Path, timeout: float = 30.0) -> None:
         self.path = lock_path
@@ -154,17 +197,37 @@ class AgentLock:
             key = os.path.realpath(lock_path)
             self._state = AgentLock._registry.setdefault(key, _PathLock())
 
-    def _os_lock(self, deadline: float) -> int:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+    def _os_lock(self, deadline: float) -> None:
+        """Take the file lock on the state's (kept open) fd, reopening a removed lock file."""
+        state = self._state
+        with AgentLock._registry_guard:
+            AgentLock._idle.pop(id(state), None)
+        while True:
+            if state.fd is None:
+                _register_fork_hook()
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                state.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            self._lock_until(state.fd, deadline)
+            try:
+                same = _same_file(state.fd, self.path)
+            except BaseException:
+                _unlock_fd(state.fd)  # never leave an idle fd holding the lock
+                raise
+            if same:
+                return
+            # The lock file was removed or replaced while our fd was open: a lock on the old
+            # inode would exclude nobody, so lock the file now at the path instead.
+            _unlock_fd(state.fd)
+            state.close_fd()
+
+    def _lock_until(self, fd: int, deadline: float) -> None:
         delay = 0.0005
         while True:
             try:
                 _lock_fd(fd)
-                return fd
+                return
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    os.close(fd)
                     raise LockTimeoutError(
                         f"could not lock {self.path} within {self.timeout:g} s"
                     ) from None
@@ -178,8 +241,9 @@ class AgentLock:
             raise LockTimeoutError(f"could not lock {self.path} within {self.timeout:g} s")
         if state.depth == 0:
             try:
-                state.fd = self._os_lock(deadline)
+                self._os_lock(deadline)
             except BaseException:
+                self._park(state)
                 state.rlock.release()
                 raise
         state.depth += 1
@@ -189,9 +253,41 @@ class AgentLock:
         state.depth -= 1
         if state.depth == 0 and state.fd is not None:
             _unlock_fd(state.fd)
-            os.close(state.fd)
-            state.fd = None
+            self._park(state)
         state.rlock.release()
+
+    @staticmethod
+    def _park(state: _PathLock) -> None:
+        """Keep an idle state's fd open, closing the least recently used beyond the bound."""
+        if state.fd is None:
+            return
+        with AgentLock._registry_guard:
+            idle = AgentLock._idle
+            idle.pop(id(state), None)
+            idle[id(state)] = state
+            for key in list(idle)[: max(0, len(idle) - MAX_IDLE_LOCK_FDS)]:
+                victim = idle[key]
+                # Never block here (lock order); a busy state is closed on a later release.
+                if victim.rlock.acquire(blocking=False):
+                    try:
+                        if victim.depth == 0:
+                            victim.close_fd()
+                            del idle[key]
+                    finally:
+                        victim.rlock.release()
+
+    @classmethod
+    def _after_fork_in_child(cls) -> None:
+        # A forked child shares the parent's open file descriptions, and flock belongs to the
+        # description: locking through an inherited fd would not exclude the parent. Idle fds
+        # are closed (without unlocking: the parent's lock state is not ours to change), and
+        # idle thread locks renewed (a parent thread may have been acquiring one).
+        cls._registry_guard = threading.Lock()
+        for state in cls._registry.values():
+            if state.depth == 0:
+                state.close_fd()
+                state.rlock = threading.RLock()
+        cls._idle = {}
 
     @contextmanager
     def held(self) -> Iterator[None]:
@@ -207,6 +303,28 @@ class AgentLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        at_path = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_ino, held.st_dev) == (at_path.st_ino, at_path.st_dev)
+
+
+_fork_hook = threading.Lock()
+_fork_hook_registered = False
+
+
+def _register_fork_hook() -> None:
+    """Register the after-fork cleanup once, when the first lock file is opened."""
+    global _fork_hook_registered
+    with _fork_hook:
+        if not _fork_hook_registered and hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=AgentLock._after_fork_in_child)
+        _fork_hook_registered = True
 
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only

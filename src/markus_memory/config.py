@@ -8,6 +8,7 @@ overridden per agent by passing a modified :class:`Limits` (``dataclasses.replac
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -19,6 +20,8 @@ HOME_ENV = "MARKUS_HOME"
 DATABASE_URL_ENV = "MARKUS_DATABASE_URL"
 DOCUMENTS_ENV = "MARKUS_DOCUMENTS"
 DEFAULT_HOME = "~/.markus"
+# The observation types of knowledge.md (REFERENCE §2.2); any other type is stored as "note".
+OBSERVATION_TYPES = ("conversation", "fact", "task_result", "note", "insight")
 
 Clock = Callable[[], datetime]
 
@@ -42,6 +45,11 @@ def epoch_ms(moment: datetime) -> int:
 def from_epoch_ms(ms: int) -> datetime:
     """The UTC datetime of a millisecond epoch value."""
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+def rand36(n: int) -> str:
+    """``n`` random base-36 characters (``0-9a-z``): the random tail of Markus ids."""
+    return "".join(secrets.choice("0123456789abcdefghijklmnopqrstuvwxyz") for _ in range(n))
 
 
 def parse_iso(text: str) -> datetime | None:

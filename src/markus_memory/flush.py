@@ -10,13 +10,12 @@ turn is recorded as a ``sys_`` session, which itself is never flushed.
 from __future__ import annotations
 
 import json
-import secrets
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .config import Limits, epoch_ms
+from .config import Limits, epoch_ms, rand36
 from .errors import LLMError
 from .llm import ChatModel, Message
 from .tools import dispatch, is_tool_error_result, tool_names, tool_schemas
@@ -206,12 +205,7 @@ def memory_flush(
             break
         rounds += 1
         reply = response.text
-        assistant: dict[str, Any] = {"role": "assistant", "content": response.text}
-        if response.tool_calls:
-            assistant["toolCalls"] = [
-                {"id": c.id, "name": c.name, "arguments": dict(c.arguments)}
-                for c in response.tool_calls
-            ]
+        assistant = response.as_message()
         conversation.append(assistant)
         if not response.tool_calls:
             break
@@ -230,8 +224,7 @@ def _session_messages(memory: AgentMemory, session_id: str) -> list[Mapping[str,
 def _record(memory: AgentMemory, conversation: Sequence[Message]) -> str:
     """Store the flush turn as a new ``sys_<agent>_<ms>_<rand>`` session (never flushed)."""
     stamp = epoch_ms(memory.settings.clock())
-    suffix = "".join(secrets.choice("0123456789abcdefghijklmnopqrstuvwxyz") for _ in range(6))
-    flush_id = f"{SYS_PREFIX}{memory.agent_id}_{stamp}_{suffix}"
+    flush_id = f"{SYS_PREFIX}{memory.agent_id}_{stamp}_{rand36(6)}"
     memory.sessions.get_or_create(flush_id)
     for message in conversation:
         memory.sessions.append(flush_id, dict(message))

@@ -3,28 +3,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from markus_memory.config import Limits, Settings
 from markus_memory.memory import AgentMemory, open_agent
-
-
-class FakeClock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, start: datetime) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> datetime:
-        self.now += timedelta(**delta)
-        return self.now
-
+from tests.clocks import FakeClock
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
 

@@ -1,28 +1,18 @@
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from markus_memory._fs import AgentLock
 from markus_memory.config import AgentPaths, Limits
+from markus_memory.layers.knowledge import KnowledgeFile
+from tests.clocks import FakeClock
+
+from .knowledge_support import make_knowledge
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
-
-
-class FakeClock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, start: datetime) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> datetime:
-        self.now += timedelta(**delta)
-        return self.now
 
 
 @pytest.fixture
@@ -45,3 +35,16 @@ def lock(paths: AgentPaths) -> AgentLock:
 @pytest.fixture
 def limits() -> Limits:
     return Limits()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """An empty agent directory (the knowledge tests' home)."""
+    path = tmp_path / "agent"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def kf(root: Path) -> KnowledgeFile:
+    return make_knowledge(root)

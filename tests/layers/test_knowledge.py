@@ -17,18 +17,6 @@ from .knowledge_support import StepClock, make_knowledge
 UTC = timezone.utc
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "agent"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def kf(root: Path) -> KnowledgeFile:
-    return make_knowledge(root)
-
-
 def fresh(root: Path) -> KnowledgeFile:
     """A new handle on the same directory: what the next process would see."""
     return make_knowledge(root, StepClock(datetime(2030, 1, 1, tzinfo=UTC)))

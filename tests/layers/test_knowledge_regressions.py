@@ -20,18 +20,6 @@ from .test_knowledge_format import texts
 UTC = timezone.utc
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "agent"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def kf(root: Path) -> KnowledgeFile:
-    return make_knowledge(root)
-
-
 def fresh(root: Path, year: int = 2030) -> KnowledgeFile:
     return make_knowledge(root, StepClock(datetime(year, 1, 1, tzinfo=UTC)))
 

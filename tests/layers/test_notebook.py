@@ -389,6 +389,7 @@ def test_notebook_path_that_is_a_directory_is_a_corrupt_file(nb: Notebook) -> No
         (timedelta(hours=2, minutes=30), "3h ago"),
         (timedelta(hours=3, minutes=30), "4h ago"),
         (timedelta(days=2), "48h ago"),
+        (timedelta(hours=49), "49h ago"),
     ],
 )
 def test_age_label_rounds_half_up_like_javascript(age: timedelta, label: str) -> None:

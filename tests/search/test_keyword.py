@@ -2,8 +2,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
-from datetime import datetime, timezone
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,23 +15,7 @@ from markus_memory.search.keyword import (
     tokenize,
 )
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
-
-
-@dataclass(frozen=True)
-class Obs:
-    id: str
-    content: str
-    type: str = "fact"
-    tags: tuple[str, ...] = ()
-    timestamp: datetime = T0
-
-
-@dataclass(frozen=True)
-class Sec:
-    name: str
-    body: str
-
+from .fakes import Obs, Sec
 
 # --- tokenizer: the original's cases (REFERENCE §6.1, §13.11) ---------------------------------
 

@@ -259,20 +259,3 @@ def test_any_content_and_query_never_raise(contents: list[str], query: str) -> N
     searcher = MemorySearcher("prop", _shared_index(), FakeEmbedder(), min_similarity=0.0)
     result = searcher.search(query, k.observations, k.sections, version=k.version)
     assert result.fallback is None
-
-
-def test_relevant_memories_newest_facts_then_hits(
-    index: SearchIndex, knowledge: FakeKnowledge
-) -> None:
-    from markus_memory.search.memory_search import relevant_memories
-
-    found = run(MemorySearcher("a", index), knowledge, "dark mode")
-    chosen = relevant_memories(knowledge.observations, found, top_k=2)
-    # newest facts first (obs_000002, obs_000000), then the hit (a note)
-    assert [h.id for h in chosen] == ["obs_000002", "obs_000000", "obs_000001"]
-    assert [h.id for h in relevant_memories(knowledge.observations, None, top_k=1)] == [
-        "obs_000002"
-    ]
-    seed = run(MemorySearcher("a", index), knowledge, "bip-39 seed words")
-    ids_ = [h.id for h in relevant_memories(knowledge.observations, seed, top_k=2)]
-    assert ids_.count("obs_000002") == 1 and len(ids_) <= 4

@@ -8,17 +8,14 @@ observations stay. Promoted observations go only when their section write is in 
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..config import Limits, epoch_ms
+from ..config import Limits, epoch_ms, rand36
 from ..layers.knowledge import CuratedSection, KnowledgeDoc, Observation, render_knowledge
 from .hygiene import HygieneAction, clean_curated
 from .plan import DEFAULT_MERGE_TAGS, Merge, Plan, Promotion, Rejection
-
-_RAND36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 @dataclass(frozen=True)
@@ -136,7 +133,7 @@ class _Application:
     def _new_id(self) -> str:
         taken = {o.id for o in self.doc.observations}
         while True:
-            candidate = f"merged_{epoch_ms(self.now)}_{''.join(random.choices(_RAND36, k=4))}"
+            candidate = f"merged_{epoch_ms(self.now)}_{rand36(4)}"
             if candidate not in taken:
                 return candidate
 

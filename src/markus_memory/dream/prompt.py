@@ -4,28 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Protocol
 
 from ..config import Limits
+from ..search.keyword import ObservationLike
 
 HEADER = "[MEMORY CONSOLIDATION — Dream Cycle]"
 KNOWLEDGE_HEADING = "## Existing curated knowledge (do not duplicate it)"
 
 
-class ObservationView(Protocol):
-    """What the dream reads of an observation (``layers.knowledge.Observation`` fits)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def type(self) -> str: ...
-    @property
-    def content(self) -> str: ...
-    @property
-    def timestamp(self) -> datetime: ...
-    @property
-    def tags(self) -> tuple[str, ...]: ...
+ObservationView = ObservationLike
+"""What the dream reads of an observation (``layers.knowledge.Observation`` fits)."""
 
 
 @dataclass(frozen=True)

@@ -34,18 +34,18 @@ pass them through :func:`_markdown.sanitize_h2`).
 
 from __future__ import annotations
 
-import random
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from .._fs import MAX_ID_CHARS
 from .._markdown import escape_body, meta_line, render_meta, split_h2, unescape_body
-from ..config import epoch_ms, from_epoch_ms, iso_ms, parse_iso
+from ..config import OBSERVATION_TYPES as OBSERVATION_TYPES  # knowledge.py imports it from here
+from ..config import epoch_ms, from_epoch_ms, iso_ms, parse_iso, rand36
 from ..errors import InvalidInputError
 
 OBSERVATIONS = "_observations"
-OBSERVATION_TYPES = ("conversation", "fact", "task_result", "note", "insight")
 HEADER_COMMENTS = (
     "<!-- This section is the observation buffer. Searched on-demand, NOT always injected "
     "into prompt. -->",
@@ -55,13 +55,11 @@ EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 MAX_OBSERVATION_CHARS = 50_000
 """Longest observation content accepted (a bigger one belongs in a file, not in the buffer)."""
-MAX_ID_CHARS = 128
 
 _TYPE_VALUE = re.compile(r"(\w+)(?:, tags: (.*))?\Z", re.DOTALL)
 _ID_MS = re.compile(r"[A-Za-z]+_(\d{12,14})(?![0-9])")
 _ID_DAY = re.compile(r"daily_report_(\d{4}-\d{2}-\d{2})\Z")
 _BAD_TAG = re.compile(r",|-->|[\x00-\x1f\x7f]")
-_RAND36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 @dataclass(frozen=True)
@@ -104,7 +102,7 @@ class KnowledgeDoc:
 
 def new_observation_id(moment: datetime) -> str:
     """``obs_<ms>_<rand36(6)>``, the memory_save id format."""
-    return f"obs_{epoch_ms(moment)}_{''.join(random.choices(_RAND36, k=6))}"
+    return f"obs_{epoch_ms(moment)}_{rand36(6)}"
 
 
 def time_from_id(obs_id: str) -> datetime | None:

@@ -13,14 +13,13 @@ from __future__ import annotations
 import builtins
 import json
 import re
-import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from .._fs import validate_id
-from ..config import Clock, Limits, epoch_ms, parse_iso, utc_now
+from ..config import Clock, Limits, epoch_ms, parse_iso, rand36, utc_now
 from ..errors import InvalidInputError, NotFoundError
 from ..storage.base import Activity, ActivityEnd, ActivityHit, ActivityLogEntry, ActivityRepo
 
@@ -29,7 +28,6 @@ MAX_LIST_LIMIT = 1000
 MAX_TYPE_CHARS = 64
 MAX_LABEL_CHARS = 1000
 SUMMARY_MAX_CHARS = 500
-_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 _FILE_EXTENSIONS = frozenset(
     "py ts tsx js jsx mjs cjs json md txt yaml yml toml ini cfg sh sql html css go rs java "
     "kt c h cpp hpp rb php cs swift lock csv xml env log".split()
@@ -45,10 +43,6 @@ class ActivityDetail:
 
     activity: Activity
     logs: tuple[ActivityLogEntry, ...]
-
-
-def _rand36(n: int) -> str:
-    return "".join(secrets.choice(_ALPHABET) for _ in range(n))
 
 
 def _check_text(kind: str, value: object, max_chars: int) -> str:
@@ -187,7 +181,7 @@ class ActivityLog:
             if value is not None and not isinstance(value, str):
                 raise InvalidInputError(f"{name} must be a string")
         now = self.clock()
-        activity_id = f"act-{self.agent_id}-{epoch_ms(now)}-{_rand36(4)}"
+        activity_id = f"act-{self.agent_id}-{epoch_ms(now)}-{rand36(4)}"
         self.store.insert_activity(
             Activity(
                 id=activity_id,

@@ -31,13 +31,12 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 from .._docs import DocumentStore
-from .._fs import AgentLock
+from .._fs import MAX_ID_CHARS, AgentLock
 from .._fs_docs import FileDocuments
 from .._markdown import Section, escape_body, join_h2, split_h2
-from ..config import AgentPaths, from_epoch_ms, parse_iso
+from ..config import OBSERVATION_TYPES, AgentPaths, from_epoch_ms, parse_iso
 from ..errors import CorruptFileError, MigrationError
 
-OBSERVATION_TYPES = ("conversation", "fact", "task_result", "note", "insight")
 STATE_WORDS = re.compile(
     r"(?<![A-Za-z0-9_])(?:silent|silence|current|currently|progress|status|today|wip|day\s*\d+)"
     r"(?![A-Za-z0-9_])|当前|进度|状态|静默|今天|今日",
@@ -46,7 +45,6 @@ STATE_WORDS = re.compile(
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _LEGACY_TITLE = re.compile(r"\s*#\s*memory(?:\.md)?[ \t]*(?:\r?\n|\Z)", re.IGNORECASE)
 FROM_LEGACY = " (from MEMORY.md)"
-MAX_ID_CHARS = 128
 
 
 @dataclass(frozen=True)

@@ -41,17 +41,6 @@ def latest(
     return found[0] if found else None
 
 
-def find_exact(
-    observations: Sequence[ObservationLike], *, id: str | None = None, content: str | None = None
-) -> list[ObservationLike]:
-    """Observations whose id and/or stripped content equal the given values exactly."""
-    return [
-        obs
-        for obs in observations
-        if (id is None or obs.id == id) and (content is None or obs.content.strip() == content)
-    ]
-
-
 def daily_report_id(day: date) -> str:
     return f"daily_report_{day.isoformat()}"
 

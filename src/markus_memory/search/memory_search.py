@@ -395,25 +395,3 @@ class MemorySearcher:
             if owner is not None and owner not in best and allowed(owner):
                 best[owner] = sim  # best-first, so a section keeps its best chunk
         return best
-
-
-def relevant_memories(
-    observations: Sequence[ObservationLike], found: SearchResult | None, top_k: int = 5
-) -> list[SearchHit]:
-    """Prompt retrieval (REFERENCE §6.5): the newest ``fact`` observations, then query hits.
-
-    ``found`` is the result of searching the current query (None without one). Facts already
-    among the hits are not repeated; at most ``2 * top_k`` entries. Unlike the original, "newest"
-    means by timestamp, not by position in the file.
-    """
-    facts = sorted(
-        (o for o in observations if o.type == "fact"), key=lambda o: o.timestamp, reverse=True
-    )[:top_k]
-    fact_hits = [
-        SearchHit(o.id, o.type, o.content, o.timestamp, tuple(o.tags), SOURCE_OBSERVATION, 0.0)
-        for o in facts
-    ]
-    hits = [] if found is None or found.method == METHOD_RECENT else found.hits[:top_k]
-    known = {hit.id for hit in hits}
-    combined = [hit for hit in fact_hits if hit.id not in known] + hits
-    return combined[: 2 * top_k]

@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 import math
 import re
-import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..._fs import validate_id
+from ...config import rand36
 from ...errors import InvalidInputError
 
 Message = dict[str, Any]
@@ -32,7 +32,6 @@ ROLES = ("system", "user", "assistant", "tool")
 SUMMARY_MARKER = "[Conversation history summary"
 SHRINK_MARKER = "[Tool result compacted: "
 JOURNAL_VERSION = 1
-_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 _UNSAFE = frozenset('%<>:"|?*')
 _PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9-]*\Z")
 _ESCAPED = re.compile(r"%([0-9A-F]{2})")
@@ -46,8 +45,7 @@ def new_session_id(prefix: str, epoch_milliseconds: int) -> str:
     """``<prefix>_<ms>_<rand36(6)>``, the form of ``createSession`` (REFERENCE §2.5)."""
     if not isinstance(prefix, str) or not _PREFIX.match(prefix):
         raise InvalidInputError(f"session id prefix must be letters, digits or '-': {prefix!r}")
-    rand = "".join(secrets.choice(_BASE36) for _ in range(6))
-    return f"{prefix}_{epoch_milliseconds}_{rand}"
+    return f"{prefix}_{epoch_milliseconds}_{rand36(6)}"
 
 
 def validate_session_id(value: object) -> str:
