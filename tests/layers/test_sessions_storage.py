@@ -46,6 +46,41 @@ def test_auto_compaction_fires_when_a_session_exceeds_2000_messages(tmp_path: Pa
     store.close()
 
 
+def test_seqs_never_restart_across_compactions_and_reopens(tmp_path: Path) -> None:
+    seen: list[tuple[int, int, str]] = []
+    store = make_store(tmp_path, on_append=lambda r: seen.append((r.index, r.seq, r.text)))
+    sid = store.create().id
+    for i in range(6):
+        store.append(sid, user(f"m{i}"))
+    assert [(index, seq) for index, seq, _ in seen] == [(i, i) for i in range(6)]
+    store.compact(sid, keep_last=2)  # m0..m3 leave the file
+    session = store.get(sid)
+    assert session.compacted == 4
+    assert [session.seq(i) for i in range(3)] == [None, 4, 5]
+    assert store.append(sid, user("m6")).seq == 6
+    store.close()
+    reopened = make_store(tmp_path, on_append=lambda r: seen.append((r.index, r.seq, r.text)))
+    on_disk = json.loads((reopened.directory / f"{sid}.json").read_text(encoding="utf-8"))
+    assert on_disk["compactedMessages"] == 4
+    # A second compaction folds the first summary in: it has no seq, so it is not counted.
+    reopened.compact(sid, keep_last=1)
+    session = reopened.get(sid)
+    assert session.compacted == 6
+    assert session.seq(1) == 6 and session.messages[1]["content"] == "m6"
+    assert reopened.append(sid, user("m7")).seq == 7
+    assert seen[-1] == (2, 7, "m7")
+    reopened.close()
+
+
+def test_an_uncompacted_session_file_has_no_compacted_key(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    sid = store.create().id
+    store.append(sid, user("hello"))
+    store.close()
+    on_disk = json.loads((store.directory / f"{sid}.json").read_text(encoding="utf-8"))
+    assert "compactedMessages" not in on_disk
+
+
 def test_old_tool_results_are_shrunk_with_the_exact_marker(tmp_path: Path) -> None:
     limits = Limits(session_compact_keep=3, session_tool_shrink_chars=100)
     store = make_store(tmp_path, limits=limits)
