@@ -30,7 +30,11 @@ class ContextTurn:
 
 @dataclass(frozen=True)
 class ConversationHit:
-    """One ranked transcript message, with up to ``neighbours`` turns on each side."""
+    """One ranked transcript message, with up to ``neighbours`` turns on each side.
+
+    ``index`` is the message's absolute seq in its session: compaction never renumbers it, so
+    after a compaction it is no longer a position in the session file.
+    """
 
     session_id: str
     index: int
