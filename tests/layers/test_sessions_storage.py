@@ -6,10 +6,13 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from markus_memory.config import Limits
 from markus_memory.errors import CorruptFileError
@@ -391,3 +394,39 @@ def test_damaged_journal_line_in_the_middle_is_reported_and_kept_aside(tmp_path:
     assert len(list(store.directory.glob(f"{sid}.jsonl.corrupt-*"))) == 1
     assert make_store(tmp_path).get(sid).messages == ()  # the checkpoint is still readable
     store.close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.integers(1, 4), st.tuples(st.just("compact"), st.integers(0, 5))),
+        max_size=14,
+    )
+)
+def test_every_message_keeps_the_seq_it_was_appended_with(ops) -> None:  # type: ignore[no-untyped-def]
+    seq_of_text: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = make_store(
+            Path(tmp),
+            limits=Limits(session_compact_trigger=8, session_compact_keep=3),
+            on_append=lambda r: seq_of_text.setdefault(r.text, r.seq),
+        )
+        sid = store.create().id
+        for op in ops:
+            if isinstance(op, tuple):
+                store.compact(sid, keep_last=op[1])
+            else:
+                for _ in range(op):
+                    store.append(sid, user(f"m{len(seq_of_text)}"))
+        store.close()
+        session = make_store(Path(tmp)).get(sid)
+    assert session is not None
+    assert sorted(seq_of_text.values()) == list(range(len(seq_of_text)))
+    for index, message in enumerate(session.messages):
+        seq = session.seq(index)
+        if seq is None:
+            assert index == 0 and session.compacted > 0
+        else:
+            assert seq_of_text[message["content"]] == seq
+    kept = [session.seq(i) for i in range(len(session.messages))]
+    assert [s for s in kept if s is not None] == list(range(session.compacted, len(seq_of_text)))

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from markus_memory.errors import InvalidInputError
 from markus_memory.storage.base import (
     Activity,
     ActivityEnd,
@@ -416,6 +417,10 @@ def test_transcript_import_adds_only_missing_seqs_and_sets_the_mark(store: Episo
     assert [h.seq for h in store.search_transcript("a1", "file")] != []
     assert store.forget_session("a1", "s1") == 3
     assert "s1" not in store.transcript_marks("a1")
+    foreign = [TranscriptMessage("a2", "s1", 0, "user", "not mine", T0)]
+    with pytest.raises(InvalidInputError):
+        store.import_transcript("a1", "s1", foreign, synced_at=T0)
+    assert store.transcript_messages("a2") == []
 
 
 def test_regression_14_3_item_23_activities_can_be_pruned(store: EpisodicStore) -> None:
