@@ -2,6 +2,11 @@
 
     python benchmarks/bench_activities.py                 # 1,000,000 activities, 10 agents
     python benchmarks/bench_activities.py --n 100000      # smaller run
+    python benchmarks/bench_activities.py --backend both  # SQLite and PostgreSQL side by side
+
+PostgreSQL (``--backend postgres|both``, server from --database-url or $MARKUS_DATABASE_URL):
+the same rows are loaded with COPY into a schema kept between runs (see _pg_activities.py).
+With ``both``, the query terms are picked once from the SQLite index and run on both.
 
 The database is built once per parameter set (executemany in big transactions, straight into
 the tables the store uses) and cached under benchmarks/.cache/. Query terms are picked from
@@ -13,6 +18,7 @@ methods and the LIKE/FTS ratio of medians.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sqlite3
 import statistics
@@ -210,53 +216,123 @@ def p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
 
 
+SearchFn = Callable[[str, str, int], object]
+
+
+def measure(
+    search: SearchFn, like: SearchFn, agent: str, terms: dict[str, list[str]], repeats: int
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Per category: (FTS times, LIKE times) in ms."""
+    out: dict[str, tuple[list[float], list[float]]] = {}
+    for category, queries in terms.items():
+        fts_times: list[float] = []
+        like_times: list[float] = []
+        for q in queries:
+            search(agent, q, 10)  # warm the cache
+            fts_times += timed(lambda q=q: search(agent, q, 10), repeats)
+            like_times += timed(lambda q=q: like(agent, q, 10), max(1, repeats // 2))
+        out[category] = (fts_times, like_times)
+    return out
+
+
+def report(backend: str, results: dict[str, tuple[list[float], list[float]]], terms) -> None:
+    print(f"-- {backend}")
+    print(
+        f"{'category':<12} {'FTS median':>11} {'FTS p95':>9} {'LIKE median':>12} "
+        f"{'LIKE p95':>9} {'LIKE/FTS':>9}  terms"
+    )
+    for category, (fts_times, like_times) in results.items():
+        if not fts_times:
+            print(f"{category:<12} (no terms in this band)")
+            continue
+        fts_med, like_med = statistics.median(fts_times), statistics.median(like_times)
+        print(
+            f"{category:<12} {fts_med:>9.2f}ms {p95(fts_times):>7.2f}ms {like_med:>10.2f}ms "
+            f"{p95(like_times):>7.2f}ms {like_med / fts_med:>8.1f}x  "
+            f"{', '.join(terms[category][:3])}"
+        )
+        print(f"{'':<12} worst FTS {max(fts_times):.2f} ms", file=sys.stderr)
+
+
+def side_by_side(
+    sqlite: dict[str, tuple[list[float], list[float]]],
+    postgres: dict[str, tuple[list[float], list[float]]],
+) -> None:
+    print("-- side by side (medians; same queries, same data)")
+    print(
+        f"{'category':<12} {'SQLite FTS':>11} {'PG FTS':>9} {'PG/SQLite':>10} "
+        f"{'SQLite LIKE':>12} {'PG LIKE':>9}"
+    )
+    for category in sqlite:
+        if not sqlite[category][0] or not postgres[category][0]:
+            continue
+        lite_fts, pg_fts = (statistics.median(r[category][0]) for r in (sqlite, postgres))
+        lite_like, pg_like = (statistics.median(r[category][1]) for r in (sqlite, postgres))
+        print(
+            f"{category:<12} {lite_fts:>9.2f}ms {pg_fts:>7.2f}ms {pg_fts / lite_fts:>9.2f}x "
+            f"{lite_like:>10.2f}ms {pg_like:>7.2f}ms"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000, help="activities to build")
     parser.add_argument("--agents", type=int, default=10, help="agents sharing the database")
     parser.add_argument("--repeats", type=int, default=5, help="runs per query")
-    parser.add_argument("--backend", choices=["sqlite"], default="sqlite")
+    parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="sqlite")
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("MARKUS_DATABASE_URL") or os.environ.get("MARKUS_TEST_POSTGRES_URL"),
+        help="PostgreSQL server (default: $MARKUS_DATABASE_URL or $MARKUS_TEST_POSTGRES_URL)",
+    )
     parser.add_argument("--cache-dir", type=Path, default=CACHE_DIR)
     args = parser.parse_args()
-
-    args.cache_dir.mkdir(parents=True, exist_ok=True)
-    path = args.cache_dir / f"activities-v{BUILD_VERSION}-n{args.n}-a{args.agents}.db"
-    if not path.exists():
-        print(f"building {path} ...", file=sys.stderr)
-        start = time.perf_counter()
-        build(path, args.n, args.agents)
-        print(f"built in {time.perf_counter() - start:.0f} s", file=sys.stderr)
-
-    store = SqliteStore(path)
-    conn = store.connection()
     agent = "agent-3"
-    terms = pick_terms(conn, args.n)
-    print(f"backend={args.backend} n={args.n:,} agents={args.agents} querying as {agent}")
-    print(
-        f"{'category':<12} {'FTS median':>11} {'FTS p95':>9} {'LIKE median':>12} "
-        f"{'LIKE p95':>9} {'LIKE/FTS':>9}  terms"
-    )
-    for category, queries in terms.items():
-        if not queries:
-            print(f"{category:<12} (no terms in this band at n={args.n})")
-            continue
-        fts_times: list[float] = []
-        like_times: list[float] = []
-        for q in queries:
-            store.search_activities(agent, q, limit=10)  # warm the page cache
-            fts_times += timed(
-                lambda q=q: store.search_activities(agent, q, limit=10), args.repeats
-            )
-            like_times += timed(
-                lambda q=q: like_search(conn, agent, q, 10), max(1, args.repeats // 2)
-            )
-        fts_med, like_med = statistics.median(fts_times), statistics.median(like_times)
-        print(
-            f"{category:<12} {fts_med:>9.2f}ms {p95(fts_times):>7.2f}ms {like_med:>10.2f}ms "
-            f"{p95(like_times):>7.2f}ms {like_med / fts_med:>8.1f}x  {', '.join(queries[:3])}"
+    results: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
+    terms: dict[str, list[str]] = {}
+    print(f"n={args.n:,} agents={args.agents} querying as {agent}")
+
+    if args.backend in ("sqlite", "both"):
+        args.cache_dir.mkdir(parents=True, exist_ok=True)
+        path = args.cache_dir / f"activities-v{BUILD_VERSION}-n{args.n}-a{args.agents}.db"
+        if not path.exists():
+            print(f"building {path} ...", file=sys.stderr)
+            start = time.perf_counter()
+            build(path, args.n, args.agents)
+            print(f"built in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+        store = SqliteStore(path)
+        conn = store.connection()
+        terms = pick_terms(conn, args.n)
+        results["sqlite"] = measure(
+            lambda a, q, k: store.search_activities(a, q, limit=k),
+            lambda a, q, k: like_search(conn, a, q, k),
+            agent,
+            terms,
+            args.repeats,
         )
-        print(f"{'':<12} worst FTS {max(fts_times):.2f} ms", file=sys.stderr)
-    store.close()
+        report("sqlite", results["sqlite"], terms)
+        store.close()
+
+    if args.backend in ("postgres", "both"):
+        if not args.database_url:
+            parser.error("--backend postgres needs --database-url or $MARKUS_DATABASE_URL")
+        import _pg_activities as pg
+
+        pg_store = pg.open_store(args.database_url, args.n, args.agents, BUILD_VERSION, rows)
+        if not terms:  # alone: estimate document frequencies from PostgreSQL itself
+            terms = pg.pick_terms(pg_store, args.n, args.agents, agent)
+        results["postgres"] = measure(
+            lambda a, q, k: pg_store.search_activities(a, q, limit=k),
+            lambda a, q, k: pg.like_search(pg_store, a, q, k),
+            agent,
+            terms,
+            args.repeats,
+        )
+        report("postgres", results["postgres"], terms)
+        pg_store.close()
+
+    if len(results) == 2:
+        side_by_side(results["sqlite"], results["postgres"])
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ import markus_memory
 EXPECTED = {
     "AgentMemory",
     "BackendUnavailableError",
+    "BusyError",
     "ContextTurn",
     "ConversationHit",
     "CorruptFileError",

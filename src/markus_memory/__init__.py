@@ -3,6 +3,7 @@
 from .config import Limits, Settings
 from .errors import (
     BackendUnavailableError,
+    BusyError,
     CorruptFileError,
     ExtraNotInstalledError,
     InvalidIdError,
@@ -22,6 +23,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AgentMemory",
     "BackendUnavailableError",
+    "BusyError",
     "ContextTurn",
     "ConversationHit",
     "CorruptFileError",

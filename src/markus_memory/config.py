@@ -13,8 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .errors import InvalidInputError
+
 HOME_ENV = "MARKUS_HOME"
 DATABASE_URL_ENV = "MARKUS_DATABASE_URL"
+DOCUMENTS_ENV = "MARKUS_DOCUMENTS"
 DEFAULT_HOME = "~/.markus"
 
 Clock = Callable[[], datetime]
@@ -130,6 +133,9 @@ class Settings:
     limits: Limits = field(default_factory=Limits)
     clock: Clock = utc_now
     lock_timeout_seconds: float = 30.0
+    documents: str = "auto"
+    """Where the markdown layers live: ``"auto"`` (PostgreSQL when ``database_url`` is a
+    ``postgresql://`` URL, else files), ``"files"`` or ``"postgres"`` (``MARKUS_DOCUMENTS``)."""
 
     @classmethod
     def from_env(
@@ -138,7 +144,30 @@ class Settings:
         """Settings from ``MARKUS_HOME`` and ``MARKUS_DATABASE_URL``; ``home`` wins if given."""
         env = os.environ if environ is None else environ
         resolved = Path(home).expanduser() if home is not None else default_home(env)
-        return cls(home=resolved, database_url=env.get(DATABASE_URL_ENV) or None)
+        return cls(
+            home=resolved,
+            database_url=env.get(DATABASE_URL_ENV) or None,
+            documents=env.get(DOCUMENTS_ENV) or "auto",
+        )
+
+    @property
+    def documents_on_postgres(self) -> bool:
+        """Whether the markdown layers live in PostgreSQL (see :attr:`documents`)."""
+        url = self.database_url or ""
+        on_pg = url.startswith(("postgresql://", "postgres://"))
+        if self.documents == "files":
+            return False
+        if self.documents == "postgres":
+            if not on_pg:
+                raise InvalidInputError(
+                    "documents='postgres' needs a postgresql:// database_url (MARKUS_DATABASE_URL)"
+                )
+            return True
+        if self.documents != "auto":
+            raise InvalidInputError(
+                f"documents must be 'auto', 'files' or 'postgres', got {self.documents!r}"
+            )
+        return on_pg
 
     @property
     def agents_dir(self) -> Path:

@@ -8,6 +8,7 @@ Every exception the package raises on purpose derives from :class:`MarkusMemoryE
     ├── NotFoundError            an unknown session, activity or section (also a KeyError)
     ├── CorruptFileError         a file on disk cannot be decoded or parsed; it is left untouched
     ├── LockTimeoutError         the per-agent lock could not be taken in time
+    │   └── BusyError            an exclusive task (a dream) already runs for the agent elsewhere
     ├── StorageError             the database backend failed (SQLite or PostgreSQL)
     │   └── BackendUnavailableError   the backend cannot be reached at all
     ├── MigrationError           a legacy migration failed; nothing was deleted
@@ -62,6 +63,11 @@ class CorruptFileError(MarkusMemoryError):
 
 class LockTimeoutError(MarkusMemoryError):
     """The per-agent write lock was held by someone else for too long."""
+
+
+class BusyError(LockTimeoutError):
+    """An exclusive task (the dream cycle) is already running for this agent, maybe on another
+    host; the caller skips it rather than waiting."""
 
 
 class StorageError(MarkusMemoryError):

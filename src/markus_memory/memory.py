@@ -12,7 +12,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ._fs import AgentLock, atomic_write_text, signature, validate_id
+from ._docs import DocumentStore
+from ._fs import AgentLock, validate_id
+from ._fs_docs import FileDocuments
 from .config import AgentPaths, Settings, parse_iso
 from .errors import MarkusMemoryError, MigrationError
 from .layers.activities import ActivityLog
@@ -25,11 +27,11 @@ from .layers.sessions import AppendedMessage, SessionStore, message_text
 from .layers.state import StateFile
 from .search.conversation import Turn
 from .search.embedders import Embedder
-from .search.index import SearchIndex, open_index
+from .search.index import KnowledgeIndex, open_index
 from .search.memory_search import MemorySearcher, SearchResult
 from .search.recall import ConversationHit, TranscriptRecall, speaker_of
 from .search.transcript_log import SessionSource, TranscriptLog, turn_of
-from .search.transcript_vectors import TranscriptVectorStore
+from .search.transcript_vectors import TranscriptVectors, TranscriptVectorStore
 from .storage.base import EpisodicStore, TranscriptMessage
 from .storage.sqlite import SqliteStore
 
@@ -48,19 +50,19 @@ class AgentMemory:
         self.paths.root.mkdir(parents=True, exist_ok=True)
         self.lock = AgentLock(self.paths.lock, settings.lock_timeout_seconds)
         layer_args = (self.paths, self.lock, settings.limits, settings.clock)
-        self.notebook = Notebook(*layer_args)
-        self.state = StateFile(*layer_args)
+        self.documents = open_documents(settings, self.agent_id, self.paths, self.lock)
+        docs = self.documents
+        self.notebook = Notebook(*layer_args, documents=docs)
+        self.state = StateFile(*layer_args, documents=docs)
         self.daily_log = DailyLog(*layer_args, agent_id=self.agent_id)
-        self.roles = RoleLoader(*layer_args)
-        self.knowledge = KnowledgeFile(*layer_args)
+        self.roles = RoleLoader(*layer_args, documents=docs)
+        self.knowledge = KnowledgeFile(*layer_args, documents=docs)
         self.embedder = embedder
         self._searcher: MemorySearcher | None = None
         self._transcripts = TranscriptRecall(
             self._stored_turns,
             embedder=embedder,
-            vector_store=None
-            if embedder is None
-            else TranscriptVectorStore(settings.database_path, self.agent_id),
+            vector_store=None if embedder is None else self._open_vector_store(),
         )
         self._transcript_log = TranscriptLog(lambda: self.store, self.agent_id)
         self.sessions = SessionStore(*layer_args, agent_id=self.agent_id, on_append=self._on_append)
@@ -72,10 +74,14 @@ class AgentMemory:
 
     @property
     def store(self) -> EpisodicStore:
-        """The episodic backend (``<home>/data.db``), opened on first use so opening is cheap."""
+        """The episodic backend, opened on first use so opening is cheap.
+
+        PostgreSQL when ``settings.database_url`` (``MARKUS_DATABASE_URL``) is set, else
+        ``<home>/data.db``; :class:`BackendUnavailableError` if the server cannot be reached.
+        """
         with self._store_guard:
             if self._store is None:
-                self._store = SqliteStore(self.settings.database_path)
+                self._store = open_store(self.settings)
             return self._store
 
     @property
@@ -98,14 +104,14 @@ class AgentMemory:
         (merged), and only then delete memories.json. A failure raises :class:`MigrationError`
         and deletes nothing; the next open retries, and no step adds anything twice.
         """
-        paths = self.paths
-        if paths.knowledge.exists() and not paths.legacy_memories_json.exists():
+        paths, docs = self.paths, self.documents
+        if docs.exists(paths.knowledge.name) and not docs.exists(paths.legacy_memories_json.name):
             return
-        with self.lock:
-            plan = plan_migration(paths, self.settings.clock())
+        with docs.lock():
+            plan = plan_migration(paths, self.settings.clock(), documents=docs)
             try:
                 if plan.state_text is not None:
-                    atomic_write_text(paths.state, plan.state_text)
+                    docs.write(paths.state.name, plan.state_text)
                 if plan.knowledge_text is not None:
                     self.knowledge.create(plan.knowledge_text)
                 else:
@@ -115,7 +121,7 @@ class AgentMemory:
                         Observation(o.id, o.type, o.content, o.timestamp, o.tags)
                         for o in plan.observations
                     )
-                    paths.legacy_memories_json.unlink(missing_ok=True)
+                    docs.delete(paths.legacy_memories_json.name)
             except (OSError, MarkusMemoryError) as exc:
                 raise MigrationError(
                     f"legacy migration failed, nothing was deleted: {exc}"
@@ -125,11 +131,11 @@ class AgentMemory:
         """``memory_search``: observations and curated sections matching ``query``, best first.
 
         An empty query lists the ``limit`` most recent observations (of ``type``). Hand edits of
-        knowledge.md are picked up here: the derived indexes follow the file's signature.
+        knowledge.md are picked up here: the derived indexes follow the document's version.
         """
-        seen = signature(self.paths.knowledge)  # taken before the read: a race only re-syncs
-        doc = self.knowledge.read()
-        version = None if seen is None else f"{seen.inode}:{seen.size}:{seen.mtime_ns}"
+        seen = self.documents.version(KnowledgeFile.store_name)  # before the read: a race
+        doc = self.knowledge.read()  # only re-syncs
+        version = None if seen is None else seen.token
         return self._memory_searcher().search(
             query, doc.observations, doc.sections, version=version, limit=limit, type=type
         )
@@ -137,9 +143,9 @@ class AgentMemory:
     def rebuild_search_index(self) -> None:
         """Drop and re-derive this agent's search index (BM25 and vectors) from knowledge.md."""
         searcher = self._memory_searcher()
-        seen = signature(self.paths.knowledge)
+        seen = self.documents.version(KnowledgeFile.store_name)
         doc = self.knowledge.read()
-        version = None if seen is None else f"{seen.inode}:{seen.size}:{seen.mtime_ns}"
+        version = None if seen is None else seen.token
         searcher.rebuild(searcher.corpus(doc.observations, doc.sections, None), version)
 
     def _memory_searcher(self) -> MemorySearcher:
@@ -154,8 +160,20 @@ class AgentMemory:
             )
         return self._searcher
 
-    def _open_search_index(self) -> SearchIndex | None:
+    def _open_vector_store(self) -> TranscriptVectors:
+        """Transcript vectors beside the episodic store: PostgreSQL with a URL, else data.db."""
+        if self.settings.database_url:
+            from .search.pg_transcript_vectors import PostgresTranscriptVectorStore
+
+            return PostgresTranscriptVectorStore(self.settings.database_url, self.agent_id)
+        return TranscriptVectorStore(self.settings.database_path, self.agent_id)
+
+    def _open_search_index(self) -> KnowledgeIndex | None:
         try:
+            if self.settings.database_url:
+                from .search.pg_index import PostgresSearchIndex  # the [postgres] extra
+
+                return PostgresSearchIndex(self.settings.database_url)
             self.settings.home.mkdir(parents=True, exist_ok=True)
             return open_index(self.settings.database_path)
         except (OSError, sqlite3.Error, MarkusMemoryError) as exc:
@@ -250,7 +268,7 @@ class AgentMemory:
         """Flush and release everything this handle holds. Safe to call twice."""
         self.sessions.close()
         if self._searcher is not None and self._searcher.index is not None:
-            self._searcher.index.conn.close()
+            self._searcher.index.close()
         self._searcher = None
         self._transcripts.close()
         with self._store_guard:
@@ -258,6 +276,7 @@ class AgentMemory:
             self._activities = None
         if store is not None:
             store.close()
+        self.documents.close()
         self._closed = True
 
     def __enter__(self) -> AgentMemory:
@@ -300,6 +319,31 @@ def _message(
 def _metadata_time(metadata: Mapping[str, Any] | None) -> datetime | None:
     value = (metadata or {}).get("timestamp")
     return parse_iso(value) if isinstance(value, str) else None
+
+
+def open_documents(
+    settings: Settings, agent_id: str, paths: AgentPaths, lock: AgentLock
+) -> DocumentStore:
+    """The document store of one agent: PostgreSQL when ``settings.documents_on_postgres``
+    (``MARKUS_DATABASE_URL=postgresql://…``, unless ``MARKUS_DOCUMENTS=files``), else files.
+    """
+    if settings.documents_on_postgres and settings.database_url is not None:
+        from .storage.pg_documents import PostgresDocuments
+
+        return PostgresDocuments(
+            settings.database_url, agent_id, lock_timeout=settings.lock_timeout_seconds
+        )
+    return FileDocuments(paths.root, lock)
+
+
+def open_store(settings: Settings) -> EpisodicStore:
+    """The episodic backend the settings select: a database URL wins over the SQLite file."""
+    url = settings.database_url
+    if url:
+        from .storage.postgres import PostgresStore  # the [postgres] extra, imported lazily
+
+        return PostgresStore(url)
+    return SqliteStore(settings.database_path)
 
 
 def open_agent(

@@ -1,25 +1,74 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from markus_memory.storage.base import EpisodicStore
 from markus_memory.storage.sqlite import SqliteStore
 
-# The conformance suite runs once per backend; PostgreSQL joins this list when it lands.
-BACKENDS = ["sqlite"]
+from .pg import empty_schema, postgres_schema_url
+
+# The conformance suite runs once per backend. The PostgreSQL parameter needs
+# MARKUS_TEST_POSTGRES_URL and a reachable server; otherwise it skips with the reason.
+BACKENDS = ["sqlite", "postgres"]
 
 
-def open_backend(name: str, tmp_path: Path) -> EpisodicStore:
-    if name == "sqlite":
-        return SqliteStore(tmp_path / "data.db")
-    raise AssertionError(f"unknown backend {name}")
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A URL whose search_path is a fresh schema of the test server, dropped afterwards."""
+    with postgres_schema_url() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def pg_session_url() -> Iterator[str]:
+    """One migrated schema for this test session (emptied before each test that uses it)."""
+    with postgres_schema_url() as url:
+        yield url
+
+
+StoreFactory = Callable[..., EpisodicStore]
+
+
+@pytest.fixture(params=BACKENDS)
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
+    """Opens stores (keyword options such as ``search_candidates``) on one fresh database."""
+    opened: list[EpisodicStore] = []
+    if request.param == "postgres":
+        from markus_memory.storage.postgres import PostgresStore
+
+        url = request.getfixturevalue("pg_session_url")
+        PostgresStore(url).close()
+        empty_schema(url)
+
+    def open_store(**options: Any) -> EpisodicStore:
+        backend: EpisodicStore
+        if request.param == "sqlite":
+            backend = SqliteStore(tmp_path / "data.db", **options)
+        else:
+            backend = PostgresStore(url, **options)
+        opened.append(backend)
+        return backend
+
+    yield open_store
+    for backend in opened:
+        backend.close()
 
 
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EpisodicStore]:
-    backend = open_backend(request.param, tmp_path)
+    if request.param == "sqlite":
+        backend: EpisodicStore = SqliteStore(tmp_path / "data.db")
+        yield backend
+        backend.close()
+        return
+    from markus_memory.storage.postgres import PostgresStore
+
+    url = request.getfixturevalue("pg_session_url")
+    backend = PostgresStore(url)
+    empty_schema(url)
     yield backend
     backend.close()

@@ -20,6 +20,8 @@ from markus_memory.storage.base import (
     search_terms,
 )
 
+from .conftest import StoreFactory
+
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 
 
@@ -216,6 +218,54 @@ def test_search_percent_and_underscore_are_not_wildcards(store: EpisodicStore) -
     assert store.search_activities("a1", "__") == []
     store.insert_activity(act(2, label="use NOT operator"))
     assert [h.activity.id for h in store.search_activities("a1", "not operator")] == ["act-a1-2"]
+
+
+def test_a_match_set_over_the_candidate_bound_is_ordered_by_recency(
+    store_factory: StoreFactory,
+) -> None:
+    store = store_factory(search_candidates=3)
+    labels = ["routine deploy", "Deploy api", "routine", "deploy notes", "deploy deploy", "x"]
+    for i, label in enumerate(labels):
+        store.insert_activity(
+            Activity(
+                id=f"a{i}",
+                agent_id="a1",
+                type="task",
+                label=label,
+                started_at=T0 + timedelta(minutes=i),
+                summary="deploy" if i == 2 else "",
+            )
+        )
+    store.insert_activity(
+        Activity(id="other", agent_id="a2", type="task", label="deploy", started_at=T0)
+    )
+    # 5 of a1's activities match "deploy" (> 3 candidates): label/keyword hits newest first,
+    # then the summary-only hit; never the other agent's.
+    hits = store.search_activities("a1", "deploy", limit=10)
+    assert [h.activity.id for h in hits] == ["a4", "a3", "a1", "a0", "a2"]
+    assert all(h.score == 0.0 for h in hits)
+    # Under the bound the ranking is by relevance: the summary-only hit last.
+    ranked = store_factory(search_candidates=100).search_activities("a1", "deploy", limit=10)
+    assert {h.activity.id for h in ranked} == {"a0", "a1", "a2", "a3", "a4"}
+    assert ranked[-1].activity.id == "a2"
+    assert all(h.score > 0 for h in ranked)
+
+
+def test_transcript_match_sets_over_the_bound_come_newest_first(
+    store_factory: StoreFactory,
+) -> None:
+    store = store_factory(search_candidates=2)
+    for seq in range(4):
+        store.index_message("a1", "s1", seq, "user", f"status update {seq}", T0)
+    store.index_message("a2", "s1", 0, "user", "status update", T0)
+    hits = store.search_transcript("a1", "status", limit=3)
+    assert [(h.seq, h.score) for h in hits] == [(3, 0.0), (2, 0.0)]
+    session_hits = store.search_transcript("a1", "status", session_id="s1", limit=3)
+    assert [h.seq for h in session_hits] == [3, 2]
+    # Re-indexing keeps the message's place; other agents stay invisible.
+    store.index_message("a1", "s1", 0, "user", "rare words now", T0)
+    assert [h.seq for h in store.search_transcript("a1", "rare")] == [0]
+    assert all(h.agent_id == "a1" for h in store.search_transcript("a1", "update"))
 
 
 def test_search_terms_drop_short_and_duplicate_terms() -> None:

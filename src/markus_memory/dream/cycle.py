@@ -6,6 +6,12 @@ always released (REFERENCE §14.1 item 11). The plan is then applied to a fresh 
 knowledge.md inside ``KnowledgeFile.transaction()`` and written once; state.md is pruned; the
 run is recorded with before/after text. A failed run writes nothing and is recorded as failed,
 so it does not use up the day's slot.
+
+At most one dream runs per agent at a time, across processes and hosts: a run holds
+``memory.documents.exclusive("dream")`` (a lock file, or ``pg_try_advisory_lock`` when the
+documents live in PostgreSQL) from planning to recording; a second run meanwhile returns at
+once with status ``skipped`` and the reason in ``error`` (nothing written, nothing recorded).
+All reads and writes go through ``memory.documents``, so a dream works on either store.
 """
 
 from __future__ import annotations
@@ -14,11 +20,9 @@ import secrets
 import threading
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from pathlib import Path
 
-from .._fs import atomic_write_text, read_text
 from ..config import epoch_ms
-from ..errors import LLMError, MarkusMemoryError
+from ..errors import BusyError, LLMError, MarkusMemoryError
 from ..layers.knowledge import KnowledgeDoc, parse_knowledge, render_knowledge
 from ..layers.state import prune_text
 from ..llm import ChatModel
@@ -76,21 +80,26 @@ class FileTexts:
     state: str | None
 
 
+KNOWLEDGE = "knowledge.md"
+STATE = "state.md"
+
+
 def _texts(memory: AgentMemory) -> FileTexts:
-    return FileTexts(read_text(memory.paths.knowledge), read_text(memory.paths.state))
+    docs = memory.documents
+    return FileTexts(docs.read(KNOWLEDGE), docs.read(STATE))
 
 
-def _restore(path: Path, text: str | None) -> None:
+def _restore(memory: AgentMemory, name: str, text: str | None) -> None:
     if text is None:
-        path.unlink(missing_ok=True)
+        memory.documents.delete(name)
     else:
-        atomic_write_text(path, text)
+        memory.documents.write(name, text)
 
 
 def restore_files(memory: AgentMemory, texts: FileTexts) -> None:
     """Write knowledge.md and state.md back exactly as ``texts`` (None: no file). Hold the lock."""
-    _restore(memory.paths.knowledge, texts.knowledge)
-    _restore(memory.paths.state, texts.state)
+    _restore(memory, KNOWLEDGE, texts.knowledge)
+    _restore(memory, STATE, texts.state)
 
 
 def _plan(
@@ -136,8 +145,29 @@ def dream(
     ``dry_run`` returns the plan and the diff and writes nothing (not even the audit).
     The offline consolidator also compares embeddings when ``embedder`` (default: the memory's
     own, if it has one) is given.
-    Never raises for a model failure: the report says ``failed`` and why.
+    Never raises for a model failure: the report says ``failed`` and why. While another
+    dream of the same agent runs (any process, any host) it returns ``skipped`` at once.
     """
+    if dry_run:
+        return _dream(memory, llm, dry_run, embedder, audit, now, timeout)
+    mode = "offline" if llm is None else "llm"
+    try:
+        with memory.documents.exclusive("dream"):
+            return _dream(memory, llm, dry_run, embedder, audit, now, timeout)
+    except BusyError as exc:
+        reason = f"skipped: another dream of agent {memory.agent_id!r} is running ({exc})"
+        return DreamReport("skipped", mode, None, Plan(), error=reason)
+
+
+def _dream(
+    memory: AgentMemory,
+    llm: ChatModel | None,
+    dry_run: bool,
+    embedder: TextEmbedder | None,
+    audit: AuditLog | None,
+    now: datetime | None,
+    timeout: float,
+) -> DreamReport:
     log = audit if audit is not None else audit_log(memory)
     started = now if now is not None else memory.settings.clock()
     mode = "offline" if llm is None else "llm"
@@ -153,7 +183,7 @@ def dream(
         return _failed(memory, log, run_id, mode, started, Plan(), rejected, str(exc), dry_run)
     if dry_run:
         return _dry_run(memory, checked, mode, started)
-    with memory.lock:
+    with memory.documents.lock():
         try:
             before = _texts(memory)
             with memory.knowledge.transaction() as doc:

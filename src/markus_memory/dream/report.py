@@ -19,6 +19,7 @@ class DreamReport:
 
     ``status`` is ``applied`` (written and recorded), ``dry_run`` (nothing written) or ``failed``
     (nothing written; the day's slot is not used). ``diff`` is a unified diff of the files.
+    ``skipped``: another dream of the agent was running (any host); ``error`` says so.
     """
 
     status: str

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._fs import read_text
 from ..errors import NotFoundError
 from ..memory import AgentMemory
 from .audit import AuditLog, DreamRun
@@ -48,15 +47,15 @@ def undo_last_dream(memory: AgentMemory, *, audit: AuditLog | None = None) -> Un
     last = next((r for r in log.runs(memory.agent_id) if r.status == "applied"), None)
     if last is None:
         return UndoResult(False, None, "no applied dream to undo")
-    paths = memory.paths
-    with memory.lock:
+    docs = memory.documents
+    with docs.lock():
         changed = [
             name
-            for name, path, expected in (
-                ("knowledge.md", paths.knowledge, last.knowledge_after),
-                ("state.md", paths.state, last.state_after),
+            for name, expected in (
+                ("knowledge.md", last.knowledge_after),
+                ("state.md", last.state_after),
             )
-            if read_text(path) != expected
+            if docs.read(name) != expected
         ]
         if changed:
             return UndoResult(

@@ -3,7 +3,7 @@
 Every write takes the agent lock, re-reads the file, changes the parsed :class:`KnowledgeDoc`,
 renders it and replaces the file atomically, so a person's edit to any part of the file survives
 the next save (REFERENCE §14.1 item 14). Reads use a parse cache that is valid only while the
-file's :func:`_fs.signature` is unchanged.
+document's version (:meth:`DocumentStore.version`) is unchanged.
 
 Caps (REFERENCE §14.1 item 4): they apply to the curated part only. A curated write that would
 leave a section body over ``Limits.section_max_chars`` or the curated part over
@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from .._fs import AgentLock, atomic_write_text, read_text, signature, validate_key
+from .._docs import DocumentStore
+from .._fs import AgentLock, validate_key
+from .._fs_docs import FileDocuments
 from .._markdown import sanitize_h2
 from ..config import AgentPaths, Clock, Limits, from_epoch_ms
 from ..errors import InvalidInputError
@@ -89,9 +91,17 @@ class KnowledgeFile:
 
     store_name = "knowledge.md"
 
-    def __init__(self, paths: AgentPaths, lock: AgentLock, limits: Limits, clock: Clock) -> None:
+    def __init__(
+        self,
+        paths: AgentPaths,
+        lock: AgentLock,
+        limits: Limits,
+        clock: Clock,
+        *,
+        documents: DocumentStore | None = None,
+    ) -> None:
         self.path = paths.knowledge
-        self._lock = lock
+        self.documents = documents if documents is not None else FileDocuments(paths.root, lock)
         self._limits = limits
         self._clock = clock
         self._cache: tuple[object, str, KnowledgeDoc] | None = None
@@ -101,18 +111,18 @@ class KnowledgeFile:
 
     def _load(self, *, verify_text: bool) -> KnowledgeDoc:
         """The parsed file (empty doc when absent). Callers get a copy they may change."""
-        sig = signature(self.path)
+        sig = self.documents.version(self.store_name)
         cached = self._cache
         if cached is not None and cached[0] == sig and sig is not None and not verify_text:
             return cached[2].copy()
-        text = read_text(self.path)
+        text = self.documents.read(self.store_name)
         if text is None:
             self._cache = None
             return KnowledgeDoc(NEW_FILE_PREAMBLE)
         if cached is not None and cached[1] == text:
             doc = cached[2]
         else:
-            fallback = from_epoch_ms(sig.mtime_ns // 1_000_000) if sig else self._clock()
+            fallback = from_epoch_ms(sig.modified_ns // 1_000_000) if sig else self._clock()
             doc = parse_knowledge(text, fallback)
         self._cache = (sig, text, doc)
         return doc.copy()
@@ -121,10 +131,10 @@ class KnowledgeFile:
         return self._load(verify_text=False)
 
     def text(self) -> str:
-        return read_text(self.path) or ""
+        return self.documents.read(self.store_name) or ""
 
     def exists(self) -> bool:
-        return self.path.exists()
+        return self.documents.exists(self.store_name)
 
     def observations(self, type: str | None = None, limit: int | None = None) -> list[Observation]:
         """Observations in chronological order, optionally of one type; the last ``limit``."""
@@ -157,18 +167,18 @@ class KnowledgeFile:
 
     def _write(self, change: Callable[[KnowledgeDoc], _T]) -> _T:
         """Lock, re-read, ``change`` the doc in place, write once; return ``change``'s result."""
-        with self._lock:
+        with self.documents.lock():
             for _attempt in range(3):
-                seen = signature(self.path)
+                seen = self.documents.version(self.store_name)
                 doc = self._load(verify_text=True)
                 result = change(doc)
                 doc.observations = doc.observations[-self._limits.max_observations :]
                 text = render_knowledge(doc, self._memo)
                 # An editor that does not take the lock may have saved meanwhile: start again.
-                if signature(self.path) == seen:
+                if self.documents.version(self.store_name) == seen:
                     break
-            atomic_write_text(self.path, text)
-            self._cache = (signature(self.path), text, doc.copy())
+            self.documents.write(self.store_name, text)
+            self._cache = (self.documents.version(self.store_name), text, doc.copy())
             return result
 
     def _new_observation(
@@ -240,7 +250,7 @@ class KnowledgeFile:
         return self._remove(lambda o: tag in o.tags)
 
     def _remove(self, matches: Callable[[Observation], bool]) -> int:
-        with self._lock:
+        with self.documents.lock():
             if not any(matches(o) for o in self.read().observations):
                 return 0
 
@@ -332,10 +342,12 @@ class KnowledgeFile:
 
     def create(self, text: str = "# Knowledge\n") -> bool:
         """Write ``text`` (normalised through the parser) as knowledge.md if there is none yet."""
-        with self._lock:
-            if self.path.exists():
+        with self.documents.lock():
+            if self.documents.exists(self.store_name):
                 return False
-            atomic_write_text(self.path, render_knowledge(parse_knowledge(text, self._clock())))
+            self.documents.write(
+                self.store_name, render_knowledge(parse_knowledge(text, self._clock()))
+            )
             return True
 
     @contextmanager
@@ -348,7 +360,7 @@ class KnowledgeFile:
         inside the block. Keep the block short (no model calls inside): the lock is held
         throughout, and an editor that ignores the lock and saves meanwhile is overwritten.
         """
-        with self._lock:
+        with self.documents.lock():
             original = self._load(verify_text=True)
             doc = original.copy()
             yield doc

@@ -30,7 +30,9 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from .._fs import read_text, signature
+from .._docs import DocumentStore
+from .._fs import AgentLock
+from .._fs_docs import FileDocuments
 from .._markdown import Section, escape_body, join_h2, split_h2
 from ..config import AgentPaths, from_epoch_ms, parse_iso
 from ..errors import CorruptFileError, MigrationError
@@ -197,21 +199,27 @@ def parse_memories_json(raw: str, fallback: datetime) -> tuple[LegacyObservation
     return tuple(found)
 
 
-def plan_migration(paths: AgentPaths, now: datetime) -> MigrationPlan:
-    """Read the legacy files of one agent (call under the agent lock) and plan the migration."""
+def plan_migration(
+    paths: AgentPaths, now: datetime, *, documents: DocumentStore | None = None
+) -> MigrationPlan:
+    """Read the legacy files of one agent (call under the agent lock) and plan the migration.
+
+    ``documents`` is where the agent's documents live (default: the files under ``paths``).
+    """
+    docs = documents if documents is not None else FileDocuments(paths.root, AgentLock(paths.lock))
     try:
         knowledge_text = state_text = None
-        if not paths.knowledge.exists():
-            legacy = read_text(paths.legacy_memory)
+        if not docs.exists(paths.knowledge.name):
+            legacy = docs.read(paths.legacy_memory.name)
             if legacy is not None:
                 split = split_legacy_memory(legacy, now.date())
                 knowledge_text = split.knowledge
-                state_text = merge_state(read_text(paths.state), split.state)
+                state_text = merge_state(docs.read(paths.state.name), split.state)
         observations = None
-        raw = read_text(paths.legacy_memories_json)
+        raw = docs.read(paths.legacy_memories_json.name)
         if raw is not None:
-            sig = signature(paths.legacy_memories_json)
-            fallback = from_epoch_ms(sig.mtime_ns // 1_000_000) if sig else now
+            sig = docs.version(paths.legacy_memories_json.name)
+            fallback = from_epoch_ms(sig.modified_ns // 1_000_000) if sig else now
             observations = parse_memories_json(raw, fallback)
     except CorruptFileError as exc:
         raise MigrationError(f"legacy migration stopped, nothing was changed: {exc}") from exc

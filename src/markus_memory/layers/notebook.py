@@ -35,7 +35,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Literal
 
-from .._fs import AgentLock, atomic_write_text, read_text, signature, validate_key
+from .._docs import DocumentStore
+from .._fs import AgentLock, validate_key
+from .._fs_docs import FileDocuments
 from .._markdown import escape_body, h2_name, meta_line, render_meta, unescape_body
 from ..config import AgentPaths, Clock, Limits, iso_ms, parse_iso
 from ..errors import InvalidInputError
@@ -182,8 +184,17 @@ class Notebook:
 
     store_name = "NOTEBOOK.md"
 
-    def __init__(self, paths: AgentPaths, lock: AgentLock, limits: Limits, clock: Clock) -> None:
+    def __init__(
+        self,
+        paths: AgentPaths,
+        lock: AgentLock,
+        limits: Limits,
+        clock: Clock,
+        *,
+        documents: DocumentStore | None = None,
+    ) -> None:
         self.path = paths.notebook
+        self.documents = documents if documents is not None else FileDocuments(paths.root, lock)
         self._lock = lock
         self._limits = limits
         self._clock = clock
@@ -196,13 +207,14 @@ class Notebook:
         return self._load(use_cache=True)
 
     def _load(self, *, use_cache: bool) -> NotebookDoc:
-        sig = signature(self.path)
+        sig = self.documents.version(self.store_name)
         if use_cache and sig is not None and self._cache is not None and self._cache[0] == sig:
             return self._cache[1]
-        text = read_text(self.path)
+        text = self.documents.read(self.store_name)
         if text is None:
             return NotebookDoc(DEFAULT_PREAMBLE, ())
-        default_time = datetime.fromtimestamp(sig.mtime_ns / 1e9 if sig else 0, tz=timezone.utc)
+        modified = sig.modified_ns if sig else 0
+        default_time = datetime.fromtimestamp(modified / 1e9, tz=timezone.utc)
         doc = parse_notebook(text, default_time)
         self._cache = (sig, doc)
         return doc
@@ -216,7 +228,7 @@ class Notebook:
 
     def text(self) -> str:
         """The file as stored, or ``""`` when there is none."""
-        return read_text(self.path) or ""
+        return self.documents.read(self.store_name) or ""
 
     # writing
 
@@ -241,7 +253,7 @@ class Notebook:
         truncated = len(body) > limit
         if truncated:
             body = body[:limit].rstrip()
-        with self._lock:
+        with self.documents.lock():
             doc = self._load(use_cache=False)  # writes never trust a cache
             entries = list(doc.entries)
             index = next((i for i, e in enumerate(entries) if e.key == key), None)
@@ -280,7 +292,7 @@ class Notebook:
             validate_key("notebook key", key)
             if all:
                 raise InvalidInputError("pass either key or all=True, not both")
-        with self._lock:
+        with self.documents.lock():
             doc = self._load(use_cache=False)  # writes never trust a cache
             if key is not None:
                 match = next((e for e in doc.entries if e.key == key), None)
@@ -299,7 +311,7 @@ class Notebook:
         return _to_ms(self._clock())
 
     def _write(self, doc: NotebookDoc) -> None:
-        atomic_write_text(self.path, render_notebook(doc))
+        self.documents.write(self.store_name, render_notebook(doc))
         self._cache = None  # re-stat on the next read: another process may write right after
 
 

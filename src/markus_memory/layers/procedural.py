@@ -1,10 +1,10 @@
 """Procedural memory: the agent's role/ROLE.md, HEARTBEAT.md and POLICIES.md, and role templates.
 
 :class:`RoleLoader` reads the agent's own role files and re-reads them whenever their
-:func:`signature` changes (checked on every access; no watcher thread), so an edit by the agent
-(``file_write``) or by a person is seen on the next call. A missing ROLE.md gives a default role
-named after the agent; a missing HEARTBEAT.md gives :data:`DEFAULT_HEARTBEAT_CHECKLIST`. Bytes
-that are not UTF-8 raise :class:`CorruptFileError`.
+:meth:`DocumentStore.version` changes (checked on every access; no watcher thread), so an edit by
+the agent (``file_write``) or by a person is seen on the next call. A missing ROLE.md gives a
+default role named after the agent; a missing HEARTBEAT.md gives
+:data:`DEFAULT_HEARTBEAT_CHECKLIST`. Bytes that are not UTF-8 raise :class:`CorruptFileError`.
 
 :class:`RoleTemplates` is the template side (REFERENCE §11.1): role directories containing a
 ROLE.md under ``$MARKUS_TEMPLATES_DIR/roles`` or ``<cwd>/templates/roles``. Unlike the original,
@@ -20,7 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .._fs import AgentLock, FileSignature, atomic_write_text, read_text, signature
+from .._docs import ROLE_DIR, DocumentStore, DocumentVersion
+from .._fs import AgentLock, read_text
+from .._fs_docs import FileDocuments
 from ..config import AgentPaths, Clock, Limits
 from ..errors import InvalidInputError, NotFoundError
 
@@ -111,9 +113,21 @@ def _role_id(path: Path) -> str:
 
 def build_role(directory: Path, fallback_name: str, category_hint: str) -> Role:
     """Read a role directory (ROLE.md required by the caller, the others optional)."""
-    system_prompt = read_text(directory / "ROLE.md") or ""
-    heartbeat = read_text(directory / "HEARTBEAT.md")
-    policies = read_text(directory / "POLICIES.md") or ""
+    texts = [read_text(directory / name) for name in ROLE_FILES]
+    return role_from_texts(directory, fallback_name, category_hint, *texts)
+
+
+def role_from_texts(
+    directory: Path,
+    fallback_name: str,
+    category_hint: str,
+    role_text: str | None,
+    heartbeat: str | None,
+    policies_text: str | None,
+) -> Role:
+    """The role made of ROLE.md, HEARTBEAT.md and POLICIES.md texts (None: absent)."""
+    system_prompt = role_text or ""
+    policies = policies_text or ""
     return Role(
         id=_role_id(directory.resolve()),
         name=role_name(system_prompt, fallback_name),
@@ -186,22 +200,25 @@ class RoleLoader:
         clock: Clock,
         *,
         templates: RoleTemplates | None = None,
+        documents: DocumentStore | None = None,
     ) -> None:
         self.directory = paths.role_dir
         self.agent_name = paths.root.name
         self.templates = templates if templates is not None else RoleTemplates()
+        self.documents = documents if documents is not None else FileDocuments(paths.root, lock)
         self._lock = lock
-        self._cache: tuple[tuple[FileSignature | None, ...], Role] | None = None
+        self._cache: tuple[tuple[DocumentVersion | None, ...], Role] | None = None
 
-    def _signatures(self) -> tuple[FileSignature | None, ...]:
-        return tuple(signature(self.directory / name) for name in ROLE_FILES)
+    def _signatures(self) -> tuple[DocumentVersion | None, ...]:
+        return tuple(self.documents.version(f"{ROLE_DIR}/{name}") for name in ROLE_FILES)
 
     def role(self) -> Role:
         """The current role; re-read when any role file changed on disk since the last call."""
         sigs = self._signatures()
         if self._cache is not None and self._cache[0] == sigs:
             return self._cache[1]
-        role = build_role(self.directory, self.agent_name, self.agent_name)
+        texts = [self.documents.read(f"{ROLE_DIR}/{name}") for name in ROLE_FILES]
+        role = role_from_texts(self.directory, self.agent_name, self.agent_name, *texts)
         if sigs[1] is None:
             role = _with_heartbeat(role, DEFAULT_HEARTBEAT_CHECKLIST)
         self._cache = (sigs, role)
@@ -219,12 +236,12 @@ class RoleLoader:
         source = self.templates.resolve_template_dir(name_or_path)
         if source is None:
             raise NotFoundError(f"Role not found: {name_or_path}")
-        with self._lock:
+        with self.documents.lock():
             for name in (*ROLE_FILES, "CONTEXT.md"):
                 text = read_text(source / name)
-                target = self.directory / name
-                if text is not None and (overwrite or not target.exists()):
-                    atomic_write_text(target, text)
+                target = f"{ROLE_DIR}/{name}"
+                if text is not None and (overwrite or not self.documents.exists(target)):
+                    self.documents.write(target, text)
         return self.role()
 
 

@@ -23,7 +23,9 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
-from .._fs import AgentLock, atomic_write_text, read_text, validate_key
+from .._docs import DocumentStore
+from .._fs import AgentLock, validate_key
+from .._fs_docs import FileDocuments
 from .._markdown import (
     Section,
     escape_body,
@@ -131,15 +133,24 @@ class StateFile:
 
     store_name = "state.md"
 
-    def __init__(self, paths: AgentPaths, lock: AgentLock, limits: Limits, clock: Clock) -> None:
+    def __init__(
+        self,
+        paths: AgentPaths,
+        lock: AgentLock,
+        limits: Limits,
+        clock: Clock,
+        *,
+        documents: DocumentStore | None = None,
+    ) -> None:
         self.path = paths.state
+        self.documents = documents if documents is not None else FileDocuments(paths.root, lock)
         self._lock = lock
         self._limits = limits
         self._clock = clock
 
     def text(self) -> str:
         """The file as stored, or ``""`` when there is none."""
-        return read_text(self.path) or ""
+        return self.documents.read(self.store_name) or ""
 
     def entries(self) -> list[StateEntry]:
         return [parse_state_entry(s) for s in split_h2(self.text())[1]]
@@ -162,8 +173,8 @@ class StateFile:
         entry = StateEntry(
             key, _check_content(content), self._clock().astimezone(timezone.utc).date()
         )
-        with self._lock:
-            preamble, sections = split_h2(read_text(self.path) or NEW_FILE_TEXT)
+        with self.documents.lock():
+            preamble, sections = split_h2(self.documents.read(self.store_name) or NEW_FILE_TEXT)
             fresh = render_state_entry(entry)
             index = next((i for i, s in enumerate(sections) if s.name == key), None)
             if index is not None:
@@ -175,21 +186,21 @@ class StateFile:
                 elif preamble:
                     preamble = _ends_line(preamble)
                 sections.append(fresh)
-            atomic_write_text(self.path, join_h2(preamble, sections))
+            self.documents.write(self.store_name, join_h2(preamble, sections))
         return entry
 
     def clear(self, key: str) -> bool:
         """Remove every ``## key`` section; False (and no write) when there is none."""
         validate_key("state key", key)
-        with self._lock:
-            text = read_text(self.path)
+        with self.documents.lock():
+            text = self.documents.read(self.store_name)
             if text is None:
                 return False
             preamble, sections = split_h2(text)
             kept = [s for s in sections if s.name != key]
             if len(kept) == len(sections):
                 return False
-            atomic_write_text(self.path, join_h2(preamble, kept) or DEFAULT_TEXT)
+            self.documents.write(self.store_name, join_h2(preamble, kept) or DEFAULT_TEXT)
         return True
 
     def prune(self, ttl_days: int | None = None) -> list[str]:
@@ -197,13 +208,13 @@ class StateFile:
         days = self._limits.state_ttl_days if ttl_days is None else ttl_days
         if isinstance(days, bool) or not isinstance(days, int) or days < 0:
             raise InvalidInputError(f"ttl_days must be a non-negative integer, got {days!r}")
-        with self._lock:
-            text = read_text(self.path)
+        with self.documents.lock():
+            text = self.documents.read(self.store_name)
             if text is None:
                 return []
             pruned, removed = prune_text(text, self._clock(), days)
             if removed:
-                atomic_write_text(self.path, pruned if pruned.strip() else DEFAULT_TEXT)
+                self.documents.write(self.store_name, pruned if pruned.strip() else DEFAULT_TEXT)
         return removed
 
 

@@ -15,7 +15,7 @@ from .analysis import query_terms, quote_fts, words
 from .embedders import Embedder
 from .filters import TurnFilter, sql_filters
 from .hybrid import min_max, rrf, weighted_sum
-from .transcript_vectors import TranscriptVectorStore, model_key, text_digest
+from .transcript_vectors import TranscriptVectors, model_key, text_digest
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class ConversationIndex:
         *,
         embedder: Embedder | None = None,
         options: RankingOptions | None = None,
-        vector_store: TranscriptVectorStore | None = None,
+        vector_store: TranscriptVectors | None = None,
     ) -> None:
         self.options = options or RankingOptions()
         self._vector_store = vector_store

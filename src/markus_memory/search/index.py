@@ -19,6 +19,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from ..errors import StorageError
 from ..storage.migrations import Migrations, SqliteMigrationTarget
@@ -157,6 +158,39 @@ def connect(path: Path | str) -> sqlite3.Connection:
     return conn
 
 
+class KnowledgeIndex(Protocol):
+    """What MemorySearcher needs from an index: :class:`SearchIndex` (SQLite) or
+    :class:`~markus_memory.search.pg_index.PostgresSearchIndex`."""
+
+    def version(self, agent_id: str) -> str | None: ...
+
+    def sync(
+        self, agent_id: str, docs: Iterable[IndexDoc], version: str | None = None
+    ) -> SyncReport: ...
+
+    def rebuild(
+        self, agent_id: str, docs: Iterable[IndexDoc], version: str | None = None
+    ) -> SyncReport: ...
+
+    def drop(self, agent_id: str) -> None: ...
+
+    def doc_ids(self, agent_id: str) -> set[str]: ...
+
+    def bm25(
+        self, agent_id: str, tokens: Sequence[str], limit: int = 50
+    ) -> list[tuple[str, float]]: ...
+
+    def vector_digests(self, agent_id: str, model: str) -> dict[str, str]: ...
+
+    def put_vectors(
+        self, agent_id: str, model: str, items: Iterable[tuple[str, str, bytes]]
+    ) -> None: ...
+
+    def vectors(self, agent_id: str, model: str) -> list[tuple[str, bytes]]: ...
+
+    def close(self) -> None: ...
+
+
 class SearchIndex:
     """BM25 and vector storage for the knowledge.md documents of any number of agents."""
 
@@ -167,6 +201,10 @@ class SearchIndex:
         self.stop_words = stop_words
         self._lock = threading.RLock()
         self._slots: dict[str, int] = {}
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
 
     # -- writing ---------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from ..errors import InvalidInputError, MarkusMemoryError
 from .embedders import Embedder
 from .hybrid import RRF_K as RRF_K_DEFAULT
 from .hybrid import ranked, rrf
-from .index import IndexDoc, SearchIndex
+from .index import IndexDoc, KnowledgeIndex
 from .keyword import (
     CURATED_TYPE,
     DEFAULT_CURATED_BOOST,
@@ -237,7 +237,7 @@ class MemorySearcher:
     def __init__(
         self,
         agent_id: str,
-        index: SearchIndex | None = None,
+        index: KnowledgeIndex | None = None,
         embedder: Embedder | None = None,
         *,
         curated_boost: float = DEFAULT_CURATED_BOOST,

@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import InvalidInputError
 from .conversation import ConversationIndex, RankingOptions, Turn
 from .embedders import Embedder
-from .transcript_vectors import TranscriptVectorStore
+from .transcript_vectors import TranscriptVectors
 
 MAX_LIMIT = 50
 MAX_NEIGHBOURS = 5
@@ -72,7 +72,7 @@ class TranscriptRecall:
         *,
         embedder: Embedder | None = None,
         options: RankingOptions | None = None,
-        vector_store: TranscriptVectorStore | None = None,
+        vector_store: TranscriptVectors | None = None,
     ) -> None:
         self._backfill = backfill
         self._vector_store = vector_store

@@ -11,6 +11,7 @@ import hashlib
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from ..storage.migrations import Migrations
 from ..storage.sqlite_conn import SqliteDatabase
@@ -45,6 +46,23 @@ def model_key(model: str, dimension: int) -> str:
 
 
 Key = tuple[str, int]
+
+
+class TranscriptVectors(Protocol):
+    """Where ConversationIndex keeps message vectors: this module's SQLite store or
+    :class:`~markus_memory.search.pg_transcript_vectors.PostgresTranscriptVectorStore`."""
+
+    def load(
+        self, key: str, dimension: int, wanted: Sequence[tuple[str, int, str]]
+    ) -> dict[Key, bytes]: ...
+
+    def save(
+        self, key: str, dimension: int, rows: Iterable[tuple[str, int, str, bytes]]
+    ) -> None: ...
+
+    def count(self, key: str | None = None) -> int: ...
+
+    def close(self) -> None: ...
 
 
 class TranscriptVectorStore:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ExtraNotInstalledError, LLMError
 from .embedders import Embedder
-from .index import IndexDoc, SearchIndex
+from .index import IndexDoc, KnowledgeIndex
 
 if TYPE_CHECKING:
     import numpy
@@ -85,7 +85,7 @@ class VectorSet:
 
 
 def sync_vectors(
-    index: SearchIndex,
+    index: KnowledgeIndex,
     agent_id: str,
     embedder: Embedder,
     docs: Sequence[IndexDoc],

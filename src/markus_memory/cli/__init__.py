@@ -1,0 +1,37 @@
+"""The ``markus-memory`` command for people: inspect, edit, search, maintain and serve memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .. import __version__
+from . import _doctor, _dream, _edit, _inspect, _maintain, _search, _serve, _transfer
+from ._common import MemoryGroup, Options
+
+
+@click.group(cls=MemoryGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="markus-memory")
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="MARKUS_HOME",
+    help="Memory home (default: $MARKUS_HOME or ~/.markus).",
+)
+@click.pass_context
+def cli(ctx: click.Context, home: Path | None) -> None:
+    """Inspect, search, edit and serve the persistent memory of LLM agents."""
+    ctx.obj = Options(home=home)
+
+
+for _module in (_inspect, _edit, _search, _dream, _maintain, _doctor, _serve, _transfer):
+    for _command in _module.COMMANDS:
+        cli.add_command(_command)
+
+
+def main() -> None:
+    cli()
+
+
+__all__ = ["cli", "main"]

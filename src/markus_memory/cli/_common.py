@@ -1,0 +1,188 @@
+"""What every command shares: the root group, --home/--agent/--json, output, exit codes.
+
+Exit codes: 0 done; 1 the operation failed (a missing agent, a corrupt file, a failed check);
+2 the command line was wrong (click's usage errors and refused arguments). A user error never
+shows a traceback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console, Group
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from ..config import Settings, iso_ms
+from ..errors import InvalidInputError, MarkusMemoryError, NotFoundError
+from ..memory import AgentMemory, open_agent
+
+AGENT_ENV = "MARKUS_AGENT"
+DEFAULT_AGENT = "default"
+PIPE_WIDTH = 200
+"""Columns of a table when stdout is not a terminal (rich would assume 80 and fold)."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class InputError(click.ClickException):
+    """A refused argument: printed as ``Error: …``, exit code 2 like click's usage errors."""
+
+    exit_code = 2
+
+
+class MemoryGroup(click.Group):
+    """A click group that turns the package's errors into messages and exit codes 1 or 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except InvalidInputError as exc:
+            raise InputError(str(exc)) from None
+        except MarkusMemoryError as exc:
+            raise click.ClickException(str(exc)) from None
+        except OSError as exc:
+            raise click.ClickException(f"{exc.strerror or exc}: {exc.filename or ''}") from None
+
+
+@dataclasses.dataclass
+class Options:
+    """The root group's options, shared with every command through the click context."""
+
+    home: Path | None = None
+
+    def settings(self) -> Settings:
+        return Settings.from_env(home=self.home)
+
+
+def settings_of(ctx: click.Context) -> Settings:
+    return ctx.ensure_object(Options).settings()
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One doctor finding."""
+
+    subject: str
+    check: str
+    ok: bool
+    detail: str = ""
+    fixable: bool = False
+
+
+def agent_option(func: F) -> F:
+    return click.option(
+        "--agent",
+        "-a",
+        default=DEFAULT_AGENT,
+        envvar=AGENT_ENV,
+        show_default=True,
+        help=f"Agent id (or set {AGENT_ENV}).",
+    )(func)
+
+
+def json_option(func: F) -> F:
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print JSON instead of a readable view."
+    )(func)
+
+
+@contextmanager
+def memory_of(ctx: click.Context, agent: str, *, create: bool = True) -> Iterator[AgentMemory]:
+    """Open ``agent``; a reading command (``create=False``) refuses an agent that does not exist."""
+    settings = settings_of(ctx)
+    if not create and not settings.agent_dir(agent).is_dir():
+        raise NotFoundError(
+            f"no agent {agent!r} under {settings.home}; create it with: "
+            f"markus-memory init --agent {agent}"
+        )
+    with open_agent(agent, settings=settings) as mem:
+        yield mem
+
+
+def plain(value: Any) -> Any:
+    """Dataclasses, datetimes, paths and tuples as JSON-ready values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, datetime):
+        return iso_ms(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def emit_json(value: Any) -> None:
+    click.echo(json.dumps(plain(value), ensure_ascii=False, indent=2))
+
+
+def console() -> Console:
+    """Colours only on a terminal; width from the terminal, or wide enough when piped."""
+    if sys.stdout.isatty():
+        return Console(highlight=False)
+    return Console(highlight=False, width=PIPE_WIDTH)
+
+
+def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Group:
+    """A heading line (never wrapped to the table's width) over a plain table."""
+    view = Table(show_edge=False, pad_edge=False)
+    for name in columns:
+        view.add_column(name, overflow="fold")
+    for row in rows:
+        view.add_row(*(str(cell) for cell in row))
+    if not rows:
+        view.caption = "(none)"
+        view.caption_justify = "left"
+    heading = Text(f"\n{title}", style="bold")
+    return Group(heading, view) if title else Group(view)
+
+
+def progress(enabled: bool = True) -> Progress:
+    """A progress bar on stderr, drawn only on a terminal (piped output stays clean)."""
+    err = Console(stderr=True)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not enabled or not err.is_terminal,
+    )
+
+
+def spinner(enabled: bool, text: str) -> AbstractContextManager[object]:
+    """A spinner on stderr while something of unknown length runs (only on a terminal)."""
+    err = Console(stderr=True)
+    if not enabled or not err.is_terminal:
+        return nullcontext()
+    return err.status(text)
+
+
+def read_text_argument(text: str) -> str:
+    """``-`` reads the text from stdin (for long or multi-line content)."""
+    return sys.stdin.read() if text == "-" else text
+
+
+def when(moment: datetime | None) -> str:
+    """A readable UTC time (minutes), or an empty cell."""
+    return "" if moment is None else moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def short(text: str, width: int = 80) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"

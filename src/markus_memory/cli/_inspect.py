@@ -1,0 +1,371 @@
+"""Reading commands: agents, show, sessions, recall, prompt."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import click
+
+from ..config import Settings
+from ..memory import AgentMemory
+from ..prompt import PROFILES, render_memory_context
+from ..storage.base import Activity
+from ._common import (
+    agent_option,
+    console,
+    emit_json,
+    json_option,
+    memory_of,
+    plain,
+    settings_of,
+    short,
+    table,
+    when,
+)
+
+
+def agent_ids(settings: Settings) -> list[str]:
+    """Every agent directory under the home, sorted."""
+    if not settings.agents_dir.is_dir():
+        return []
+    return sorted(p.name for p in settings.agents_dir.iterdir() if p.is_dir())
+
+
+@click.command()
+@json_option
+@click.pass_context
+def agents(ctx: click.Context, as_json: bool) -> None:
+    """List the agents under the memory home."""
+    settings = settings_of(ctx)
+    rows = []
+    for agent in agent_ids(settings):
+        paths = settings.agent_dir(agent)
+        files = [p for p in paths.rglob("*") if p.is_file() and p.name != ".lock"]
+        latest = max((p.stat().st_mtime for p in files), default=None)
+        changed = None if latest is None else datetime.fromtimestamp(latest, timezone.utc)
+        rows.append({"agent": agent, "files": len(files), "path": str(paths), "mtime": changed})
+    if as_json:
+        emit_json({"home": str(settings.home), "agents": rows})
+        return
+    if not rows:
+        click.echo(f"No agents under {settings.home}. Create one: markus-memory init --agent NAME")
+        return
+    console().print(
+        table(
+            f"Agents in {settings.home}",
+            ["agent", "files", "last change", "path"],
+            [(r["agent"], r["files"], plain(r["mtime"]), r["path"]) for r in rows],
+        )
+    )
+
+
+def overview(mem: AgentMemory) -> dict[str, Any]:
+    """Everything ``show`` prints, with the budgets the model sees."""
+    limits = mem.settings.limits
+    entries = mem.notebook.entries()
+    sections = mem.knowledge.sections()
+    return {
+        "agent": mem.agent_id,
+        "directory": mem.directory,
+        "notebook": {
+            "agent_entries": sum(1 for e in entries if e.managed == "agent"),
+            "agent_entries_limit": limits.notebook_max_agent_entries,
+            "entries": [
+                {
+                    "key": e.key,
+                    "managed": e.managed,
+                    "chars": len(e.text),
+                    "limit": limits.notebook_max_chars_per_entry
+                    if e.managed == "agent"
+                    else limits.notebook_max_chars_per_system_entry,
+                    "updated_at": e.updated_at,
+                    "text": e.text,
+                }
+                for e in entries
+            ],
+        },
+        "knowledge": {
+            "curated_chars": len(mem.knowledge.curated_text()),
+            "curated_limit": limits.curated_max_chars,
+            "observations": len(mem.knowledge.observations()),
+            "observations_limit": limits.max_observations,
+            "sections": [
+                {"name": s.name, "chars": len(s.body.strip()), "limit": limits.section_max_chars}
+                for s in sections
+            ],
+        },
+        "state": [
+            {"key": e.key, "updated": e.updated, "content": e.content} for e in mem.state.entries()
+        ],
+        "recent_activities": [
+            {
+                "id": a.id,
+                "type": a.type,
+                "label": a.label,
+                "started_at": a.started_at,
+                "success": a.success,
+            }
+            for a in mem.activities.list(limit=5)
+        ],
+    }
+
+
+@click.command()
+@agent_option
+@json_option
+@click.pass_context
+def show(ctx: click.Context, agent: str, as_json: bool) -> None:
+    """Overview of one agent: notebook, knowledge with budgets, state, recent activities."""
+    with memory_of(ctx, agent, create=False) as mem:
+        data = overview(mem)
+    if as_json:
+        emit_json(data)
+        return
+    out = console()
+    out.print(f"[bold]{agent}[/bold]  {data['directory']}")
+    nb = data["notebook"]
+    out.print(
+        table(
+            f"Notebook ({nb['agent_entries']}/{nb['agent_entries_limit']} agent entries)",
+            ["key", "managed", "chars", "text"],
+            [
+                (e["key"], e["managed"], f"{e['chars']}/{e['limit']}", short(e["text"], 60))
+                for e in nb["entries"]
+            ],
+        )
+    )
+    kn = data["knowledge"]
+    out.print(
+        table(
+            f"Knowledge (curated {kn['curated_chars']}/{kn['curated_limit']} chars, "
+            f"observations {kn['observations']}/{kn['observations_limit']})",
+            ["section", "chars"],
+            [(s["name"], f"{s['chars']}/{s['limit']}") for s in kn["sections"]],
+        )
+    )
+    out.print(
+        table(
+            "State",
+            ["key", "updated", "content"],
+            [(e["key"], e["updated"] or "", short(e["content"], 60)) for e in data["state"]],
+        )
+    )
+    out.print(
+        table(
+            "Recent activities",
+            ["id", "type", "label", "started", "ok"],
+            [
+                (a["id"], a["type"], short(a["label"], 40), when(a["started_at"]), a["success"])
+                for a in data["recent_activities"]
+            ],
+        )
+    )
+
+
+@click.command()
+@agent_option
+@click.option("--show", "show_id", metavar="ID", help="Print the messages of one session.")
+@click.option(
+    "--last",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="With --show: how many of the latest messages.",
+)
+@json_option
+@click.pass_context
+def sessions(ctx: click.Context, agent: str, show_id: str | None, last: int, as_json: bool) -> None:
+    """List an agent's sessions (newest first), or print one with --show."""
+    with memory_of(ctx, agent, create=False) as mem:
+        if show_id is not None:
+            session = mem.sessions.get(show_id)
+            if session is None:
+                raise click.ClickException(f"no session {show_id!r} for agent {agent!r}")
+            messages = list(session.messages[-last:])
+            if as_json:
+                emit_json({"id": session.id, "messages": messages})
+                return
+            for message in messages:
+                role = message.get("role", "?")
+                content = message.get("content")
+                text = content if isinstance(content, str) else str(content)
+                click.echo(f"[{role}] {text}")
+            return
+        infos = mem.sessions.list()
+    if as_json:
+        emit_json([{"id": s.id, "last_activity_at": s.last_activity_at} for s in infos])
+        return
+    console().print(
+        table(
+            "Sessions", ["id", "last activity"], [(s.id, when(s.last_activity_at)) for s in infos]
+        )
+    )
+
+
+@click.group()
+def recall() -> None:
+    """Search past activities and conversations."""
+
+
+@recall.command("activities")
+@click.argument("query", required=False)
+@agent_option
+@click.option("--type", "types", help="Comma-separated activity types (with no QUERY).")
+@click.option(
+    "--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Most activities."
+)
+@json_option
+@click.pass_context
+def recall_activities(
+    ctx: click.Context, query: str | None, agent: str, types: str | None, limit: int, as_json: bool
+) -> None:
+    """Find activities by QUERY (full text), or list the latest ones."""
+    with memory_of(ctx, agent, create=False) as mem:
+        if query:
+            hits = mem.activities.search(query, limit=limit)
+            rows: list[tuple[Activity, float | None]] = [
+                (h.activity, round(h.score, 3)) for h in hits
+            ]
+        else:
+            rows = [(a, None) for a in mem.activities.list(type=types, limit=limit)]
+    if as_json:
+        emit_json([{**_activity(a), "score": score} for a, score in rows])
+        return
+    console().print(
+        table(
+            "Activities",
+            ["id", "type", "label", "started", "summary"],
+            [
+                (a.id, a.type, short(a.label, 40), when(a.started_at), short(a.summary or "", 50))
+                for a, _ in rows
+            ],
+        )
+    )
+
+
+def _activity(activity: Activity) -> dict[str, Any]:
+    return {
+        "id": activity.id,
+        "type": activity.type,
+        "label": activity.label,
+        "started_at": activity.started_at,
+        "ended_at": activity.ended_at,
+        "success": activity.success,
+        "summary": activity.summary,
+        "keywords": activity.keywords,
+    }
+
+
+@recall.command("activity")
+@click.argument("activity_id")
+@agent_option
+@json_option
+@click.pass_context
+def recall_activity(ctx: click.Context, activity_id: str, agent: str, as_json: bool) -> None:
+    """Print one activity with its logs."""
+    with memory_of(ctx, agent, create=False) as mem:
+        detail = mem.activities.get(activity_id)
+    if as_json:
+        emit_json({**_activity(detail.activity), "logs": detail.logs})
+        return
+    a = detail.activity
+    click.echo(
+        f"{a.id}  {a.type}  {a.label}\nstarted {when(a.started_at)}  ended {when(a.ended_at)}"
+    )
+    if a.summary:
+        click.echo(f"summary: {a.summary}")
+    for entry in detail.logs:
+        click.echo(f"  #{entry.seq} [{entry.type}] {entry.content}")
+
+
+DATE_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"]
+
+
+@recall.command("conversation")
+@click.argument("query")
+@agent_option
+@click.option("--session", "session_id", help="Only this session.")
+@click.option("--role", help="A message role (user, assistant …) or a speaker name.")
+@click.option("--since", type=click.DateTime(DATE_FORMATS), help="Not before (UTC).")
+@click.option("--until", type=click.DateTime(DATE_FORMATS), help="Not after (UTC).")
+@click.option(
+    "--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Most hits."
+)
+@click.option(
+    "--context",
+    "neighbours",
+    type=click.IntRange(0, 10),
+    default=1,
+    show_default=True,
+    help="Turns of context shown on each side of a hit.",
+)
+@json_option
+@click.pass_context
+def recall_conversation(
+    ctx: click.Context,
+    query: str,
+    agent: str,
+    session_id: str | None,
+    role: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    limit: int,
+    neighbours: int,
+    as_json: bool,
+) -> None:
+    """Search past session transcripts for QUERY, best hit first."""
+    with memory_of(ctx, agent, create=False) as mem:
+        hits = mem.recall_conversation(
+            query,
+            session_id=session_id,
+            role=role,
+            since=_utc(since),
+            until=_utc(until),
+            limit=limit,
+            neighbours=neighbours,
+        )
+    if as_json:
+        emit_json(hits)
+        return
+    if not hits:
+        click.echo("No matching messages.")
+    for hit in hits:
+        who = hit.speaker or hit.role
+        click.secho(
+            f"{hit.session_id} #{hit.index}  {when(hit.timestamp)}  ({hit.score:.3f})", bold=True
+        )
+        for turn in hit.before:
+            click.echo(f"    [{turn.speaker or turn.role}] {short(turn.text, 100)}")
+        click.echo(f"  > [{who}] {short(hit.text, 200)}")
+        for turn in hit.after:
+            click.echo(f"    [{turn.speaker or turn.role}] {short(turn.text, 100)}")
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    return None if moment is None else moment.replace(tzinfo=timezone.utc)
+
+
+@click.command()
+@agent_option
+@click.option(
+    "--profile",
+    type=click.Choice(PROFILES),
+    default="default",
+    show_default=True,
+    help="Which scenario's caps apply (reflex: state lines instead of knowledge).",
+)
+@click.option("--query", help="The current user message: refreshes relevant-context first.")
+@json_option
+@click.pass_context
+def prompt(ctx: click.Context, agent: str, profile: str, query: str | None, as_json: bool) -> None:
+    """Print the memory context a system prompt gets for PROFILE."""
+    with memory_of(ctx, agent, create=False) as mem:
+        context = render_memory_context(mem, profile, query=query)
+    if as_json:
+        emit_json(context)
+        return
+    click.echo(context.text)
+
+
+COMMANDS: tuple[click.Command, ...] = (agents, show, sessions, recall, prompt)

@@ -1,0 +1,146 @@
+"""Search commands: search the semantic memory, rebuild the derived indexes, check them."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import click
+
+from .._fs import signature
+from ..config import Settings
+from ..memory import open_agent
+from ..search.memory_search import Corpus
+from ._common import (
+    Check,
+    agent_option,
+    console,
+    emit_json,
+    json_option,
+    memory_of,
+    progress,
+    settings_of,
+    short,
+    table,
+    when,
+)
+from ._inspect import agent_ids
+
+
+@click.command()
+@click.argument("query", required=False)
+@agent_option
+@click.option(
+    "--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Most hits."
+)
+@click.option("--type", "kind", help="Only observations of this type.")
+@json_option
+@click.pass_context
+def search(
+    ctx: click.Context, query: str | None, agent: str, limit: int, kind: str | None, as_json: bool
+) -> None:
+    """Search observations and curated knowledge (memory_search); no QUERY lists the newest."""
+    with memory_of(ctx, agent, create=False) as mem:
+        result = mem.search(query, limit=limit, type=kind)
+    if as_json:
+        emit_json(result)
+        return
+    console().print(
+        table(
+            f"{len(result.hits)} hit(s) ({result.method})",
+            ["score", "source", "id", "when", "content"],
+            [
+                (
+                    f"{h.score:.3f}",
+                    h.section or h.source,
+                    h.id,
+                    when(h.timestamp),
+                    short(h.content, 70),
+                )
+                for h in result.hits
+            ],
+        )
+    )
+
+
+@click.command()
+@click.option("--agent", "-a", help="Only this agent (default: every agent under the home).")
+@json_option
+@click.pass_context
+def reindex(ctx: click.Context, agent: str | None, as_json: bool) -> None:
+    """Rebuild the derived search indexes from the markdown files (never loses data)."""
+    settings = settings_of(ctx)
+    agents = agent_ids(settings) if agent is None else [agent]
+    if agent is not None and not settings.agent_dir(agent).is_dir():
+        raise click.ClickException(f"no agent {agent!r} under {settings.home}")
+    rows = []
+    with progress(not as_json) as bar:
+        task = bar.add_task("reindexing", total=len(agents))
+        for name in agents:
+            with open_agent(name, settings=settings) as mem:
+                mem.rebuild_search_index()
+                count = len(mem.knowledge.observations()) + len(mem.knowledge.sections())
+            rows.append({"agent": name, "documents": count})
+            bar.advance(task)
+    if as_json:
+        emit_json(rows)
+        return
+    click.echo(f"Reindexed {len(rows)} agent(s).")
+
+
+def knowledge_version(path: Path) -> str | None:
+    """The version AgentMemory.search stamps on the index for this knowledge.md."""
+    seen = signature(path)
+    return None if seen is None else f"{seen.inode}:{seen.size}:{seen.mtime_ns}"
+
+
+def index_checks(settings: Settings, agent: str) -> list[Check]:
+    """The BM25 index of ``agent`` holds exactly its knowledge.md documents, each searchable.
+
+    An index older than the file is fine (the next search re-syncs it); one that claims the
+    current version yet differs from the file is not.
+    """
+    if not settings.database_path.exists():
+        return []
+    with open_agent(agent, settings=settings) as mem:
+        doc = mem.knowledge.read()
+        seen = mem.documents.version(mem.knowledge.store_name)  # files or PostgreSQL
+        version = None if seen is None else seen.token
+    wanted = {d.id: d.digest for d in Corpus(doc.observations, doc.sections).docs}
+    conn = sqlite3.connect(settings.database_path)
+    try:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_state'").fetchone():
+            return [Check(agent, "search index", True, "not built yet (first search builds it)")]
+        state = conn.execute(
+            "SELECT version FROM search_state WHERE agent_id = ?", (agent,)
+        ).fetchone()
+        if state is None:
+            return [Check(agent, "search index", True, "not built yet (first search builds it)")]
+        if state[0] != version:
+            return [Check(agent, "search index", True, "behind knowledge.md (next search syncs)")]
+        rows = conn.execute(
+            "SELECT d.doc_id, d.digest, f.rowid FROM search_docs d "
+            "LEFT JOIN search_fts f ON f.rowid = d.rowid WHERE d.agent_id = ?",
+            (agent,),
+        ).fetchall()
+    except sqlite3.Error as exc:
+        return [Check(agent, "search index", False, str(exc), fixable=True)]
+    finally:
+        conn.close()
+    have = {str(r[0]): str(r[1]) for r in rows}
+    unsearchable = sum(1 for r in rows if r[2] is None)
+    problems = []
+    if have.keys() - wanted.keys():
+        problems.append(f"{len(have.keys() - wanted.keys())} extra")
+    if wanted.keys() - have.keys():
+        problems.append(f"{len(wanted.keys() - have.keys())} missing")
+    changed = sum(1 for k in have.keys() & wanted.keys() if have[k] != wanted[k])
+    if changed:
+        problems.append(f"{changed} stale")
+    if unsearchable:
+        problems.append(f"{unsearchable} without full-text rows")
+    detail = ", ".join(problems) + " (fix: reindex)" if problems else f"{len(have)} documents"
+    return [Check(agent, "search index matches knowledge.md", not problems, detail, fixable=True)]
+
+
+COMMANDS: tuple[click.Command, ...] = (search, reindex)

@@ -1,0 +1,64 @@
+"""``markus-memory serve``: the MCP server for one agent (needs the ``mcp`` extra)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ._common import Options, agent_option, memory_of
+
+TOKEN_ENV = "MARKUS_MCP_TOKEN"
+
+
+@click.command()
+@agent_option
+@click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="HTTP bind address; anything but loopback needs --token.",
+)
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="HTTP port."
+)
+@click.option(
+    "--token",
+    envvar=TOKEN_ENV,
+    help=f"Bearer token every HTTP request must carry (or set {TOKEN_ENV}).",
+)
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Memory home (same as the global --home; handy in an MCP client's config).",
+)
+@click.option("--legacy-tools", is_flag=True, help="Also list the Markus legacy tool aliases.")
+@click.pass_context
+def serve(
+    ctx: click.Context,
+    agent: str,
+    use_http: bool,
+    host: str,
+    port: int,
+    token: str | None,
+    home: Path | None,
+    legacy_tools: bool,
+) -> None:
+    """Serve an agent's memory to MCP clients (stdio by default)."""
+    # Imported here: the MCP SDK is an optional extra, every other command works without it.
+    from .. import mcp_server
+
+    if home is not None:
+        ctx.ensure_object(Options).home = home
+    if use_http:
+        mcp_server.check_http_binding(host, token)
+    with memory_of(ctx, agent) as mem:
+        if use_http:
+            click.echo(f"MCP over HTTP: http://{host}:{port}{mcp_server.HTTP_PATH}", err=True)
+            mcp_server.serve_http(mem, host=host, port=port, token=token, legacy_tools=legacy_tools)
+        else:
+            mcp_server.serve_stdio(mem, legacy_tools=legacy_tools)
+
+
+COMMANDS: tuple[click.Command, ...] = (serve,)

@@ -1,0 +1,310 @@
+"""The MCP server: one agent's memory tools, files and prompt context over stdio or HTTP.
+
+Every ``mcp`` import of the package lives in this module, so an SDK rename is a one-file
+change. Tools are the registry's (same schemas, same JSON results); a result the registry
+marks as an error reaches the client with ``isError``; nothing a client sends can take the
+server down. HTTP binds to 127.0.0.1 unless told otherwise, and anywhere else only with a
+bearer token that every request must carry.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+from .errors import ExtraNotInstalledError, InvalidInputError, MarkusMemoryError, NotFoundError
+from .prompt import PROFILES, render_memory_context
+from .tools import REGISTRY, dispatch, is_tool_error_result, tool_schemas
+
+try:
+    import anyio
+    import mcp.types as types
+    import uvicorn
+    from mcp import MCPError
+    from mcp.server import Server, ServerRequestContext
+    from mcp.server.stdio import stdio_server
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ExtraNotInstalledError("mcp", exc.name or "mcp") from exc
+
+if TYPE_CHECKING:
+    from .memory import AgentMemory
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENV = "MARKUS_MCP_TOKEN"
+"""Environment variable read for the bearer token when ``--token`` is not given."""
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+HTTP_PATH = "/mcp"
+PROMPT_NAME = "memory_context"
+
+Context = ServerRequestContext[Any, Any]
+Paging = types.PaginatedRequestParams | None
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class MemoryResource:
+    """One memory file offered as an MCP resource."""
+
+    name: str
+    description: str
+
+    def uri(self, agent_id: str) -> str:
+        return f"markus://agents/{agent_id}/{self.name}"
+
+
+RESOURCES = (
+    MemoryResource("knowledge.md", "Semantic memory: curated sections and the observation buffer"),
+    MemoryResource("NOTEBOOK.md", "Working memory: the notebook injected into every prompt"),
+    MemoryResource("state.md", "Current state snapshots (kept for a few days)"),
+    MemoryResource("ROLE.md", "Procedural memory: the agent's role (role/ROLE.md)"),
+)
+
+
+def resource_text(memory: AgentMemory, name: str) -> str:
+    """The current text of one memory file (empty when the file does not exist yet)."""
+    if name == "knowledge.md":
+        return memory.knowledge.text()
+    if name == "NOTEBOOK.md":
+        return memory.notebook.text()
+    if name == "state.md":
+        return memory.state.text()
+    if name == "ROLE.md":
+        return memory.roles.system_prompt()
+    raise NotFoundError(f"unknown memory file {name!r}")
+
+
+def _resource_name(memory: AgentMemory, uri: str) -> str:
+    for resource in RESOURCES:
+        if resource.uri(memory.agent_id) == uri:
+            return resource.name
+    known = ", ".join(r.uri(memory.agent_id) for r in RESOURCES)
+    raise NotFoundError(f"unknown resource {uri!r}; this server has: {known}")
+
+
+def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[Any]:
+    """An MCP server over ``memory``: the registry's tools, the memory files, the context prompt.
+
+    ``legacy_tools`` also lists the Markus legacy aliases (they can be called either way).
+    Calls run one at a time in a worker thread, so a slow file lock never stalls the transport.
+    """
+    limiter = anyio.CapacityLimiter(1)
+    tools = [
+        types.Tool(name=s["name"], description=s["description"], input_schema=s["inputSchema"])
+        for s in tool_schemas(
+            "mcp", names=[t.name for t in REGISTRY if legacy_tools or not t.legacy]
+        )
+    ]
+
+    async def run_sync(func: Callable[[], Any]) -> Any:
+        return await anyio.to_thread.run_sync(func, limiter=limiter)
+
+    async def list_tools(ctx: Context, params: Paging) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        name, arguments = params.name, params.arguments
+        try:
+            text = await run_sync(lambda: dispatch(memory, name, arguments))
+        except Exception as exc:  # dispatch never raises; this guards the worker thread itself
+            log.exception("tool call %s failed outside the registry", name)
+            text = json.dumps({"status": "error", "ok": False, "error": f"{name} failed: {exc}"})
+        return types.CallToolResult(
+            content=[types.TextContent(text=text)], is_error=is_tool_error_result(text)
+        )
+
+    async def list_resources(ctx: Context, params: Paging) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=r.uri(memory.agent_id),
+                    name=r.name,
+                    description=r.description,
+                    mime_type="text/markdown",
+                )
+                for r in RESOURCES
+            ]
+        )
+
+    async def read_resource(
+        ctx: Context, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        try:
+            name = _resource_name(memory, uri)
+            text = await run_sync(lambda: resource_text(memory, name))
+        except MarkusMemoryError as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)]
+        )
+
+    async def list_prompts(ctx: Context, params: Paging) -> types.ListPromptsResult:
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(
+                    name=PROMPT_NAME,
+                    description="The agent's memory blocks for a system prompt "
+                    "(knowledge capped per profile, then the notebook).",
+                    arguments=[
+                        types.PromptArgument(
+                            name="profile",
+                            description=f"one of {', '.join(PROFILES)} (default: default)",
+                            required=False,
+                        ),
+                        types.PromptArgument(
+                            name="query",
+                            description="the current user message; refreshes the "
+                            "relevant-context notebook entry from it",
+                            required=False,
+                        ),
+                    ],
+                )
+            ]
+        )
+
+    async def get_prompt(
+        ctx: Context, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        arguments = params.arguments or {}
+        if params.name != PROMPT_NAME:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"unknown prompt {params.name!r}; this server has {PROMPT_NAME!r}",
+            )
+        profile = arguments.get("profile") or "default"
+        if profile not in PROFILES:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}",
+            )
+        query = arguments.get("query") or None
+        try:
+            context = await run_sync(lambda: render_memory_context(memory, profile, query=query))
+        except MarkusMemoryError as exc:
+            raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+        return types.GetPromptResult(
+            description=f"memory context of {memory.agent_id} ({profile})",
+            messages=[
+                types.PromptMessage(role="user", content=types.TextContent(text=context.text))
+            ],
+        )
+
+    server: Server[Any] = Server(
+        "markus-memory",
+        version=_version(),
+        instructions=f"Persistent memory of agent {memory.agent_id!r}: save facts with "
+        "memory_save, find them with memory_search, keep working notes with update_notebook.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )
+    return server
+
+
+def _version() -> str:
+    try:
+        return version("markus-memory")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare source tree
+        return "0"
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and ``localhost``."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_http_binding(host: str, token: str | None) -> None:
+    """Refuse to serve beyond this machine without a bearer token."""
+    if token is not None and not token.strip():
+        raise InvalidInputError("the bearer token is empty; pass a long random string")
+    if not is_loopback(host) and token is None:
+        raise InvalidInputError(
+            f"refusing to bind {host!r} without a bearer token: pass --token "
+            f"(or set {TOKEN_ENV}), or bind 127.0.0.1"
+        )
+
+
+class BearerGuard:
+    """ASGI middleware: HTTP requests without ``Authorization: Bearer <token>`` get 401."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._expected):
+                body = b'{"error":"unauthorized: send Authorization: Bearer <token>"}'
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b"Bearer"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(
+    memory: AgentMemory,
+    *,
+    host: str = DEFAULT_HOST,
+    token: str | None = None,
+    legacy_tools: bool = False,
+) -> ASGIApp:
+    """The streamable-HTTP ASGI app at ``/mcp``; with a token, every request must carry it."""
+    check_http_binding(host, token)
+    server = build_server(memory, legacy_tools=legacy_tools)
+    app: ASGIApp = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    return BearerGuard(app, token) if token is not None else app
+
+
+def serve_stdio(memory: AgentMemory, *, legacy_tools: bool = False) -> None:
+    """Serve over stdin/stdout until the client closes the stream."""
+    server = build_server(memory, legacy_tools=legacy_tools)
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def serve_http(
+    memory: AgentMemory,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    token: str | None = None,
+    legacy_tools: bool = False,
+) -> None:
+    """Serve streamable HTTP on ``host:port`` until interrupted."""
+    app = http_app(memory, host=host, token=token, legacy_tools=legacy_tools)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,343 @@
+"""PostgresStore: the scale-out episodic backend (``[postgres]`` extra); activities and search.
+
+Selected by a URL (``MARKUS_DATABASE_URL`` / ``Settings.database_url``), never by code. Pools,
+timeouts and migrations live in :mod:`.postgres_conn`; mailbox, chat history and the transcript
+index in :mod:`.postgres_side`. Search is ``tsvector`` + GIN ranked by ``ts_rank`` with the
+same weights, the same all-terms-then-any-term rule and the same candidate bound as SQLite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .base import (
+    Activity,
+    ActivityEnd,
+    ActivityHit,
+    ActivityLogEntry,
+    JsonObject,
+    search_terms,
+)
+from .postgres_conn import (
+    CONNECT_TIMEOUT_S,
+    STATEMENT_TIMEOUT_MS,
+    clean_text,
+    from_db,
+    json_obj,
+    json_value,
+    opt_utc,
+    to_utc,
+)
+from .postgres_schema import ACTIVITY_RANK_WEIGHTS, activity_document_sql, headline_sql
+from .postgres_side import PostgresSideTables, tsquery_sql
+from .sqlite_conn import EPOCH, SEARCH_CANDIDATES
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from .migrations import Migrations
+
+_ACTIVITY_COLUMNS = (
+    "id, agent_id, type, label, started_at, task_id, mailbox_item_id, ended_at, "
+    "total_tokens, total_tools, success, summary, keywords"
+)
+_REINDEX_SQL = (
+    "INSERT INTO activity_search (activity_id, agent_id, started_at, document, headline) "
+    "SELECT a.id, a.agent_id, a.started_at, "
+    + activity_document_sql(
+        "a.label",
+        "a.keywords",
+        "a.summary",
+        "(SELECT string_agg(content, E'\\n' ORDER BY seq) FROM agent_activity_logs l "
+        "WHERE l.activity_id = a.id)",
+    )
+    + ", "
+    + headline_sql("a.label", "a.keywords")
+    + " FROM agent_activities a WHERE a.id = %s "
+    "ON CONFLICT (activity_id) DO UPDATE SET document = EXCLUDED.document, "
+    "headline = EXCLUDED.headline, started_at = EXCLUDED.started_at"
+)
+
+
+def _activity(row: tuple[Any, ...]) -> Activity:
+    keywords = tuple(k.strip() for k in (row[12] or "").split(",") if k.strip())
+    return Activity(
+        id=row[0],
+        agent_id=row[1],
+        type=row[2],
+        label=row[3],
+        started_at=from_db(row[4]) or EPOCH,
+        task_id=row[5],
+        mailbox_item_id=row[6],
+        ended_at=from_db(row[7]),
+        total_tokens=int(row[8] or 0),
+        total_tools=int(row[9] or 0),
+        success=bool(row[10]) if row[10] is not None else True,
+        summary=row[11] or "",
+        keywords=keywords,
+    )
+
+
+class PostgresStore(PostgresSideTables):
+    """Activities, mailbox, chat history and the transcript index in one PostgreSQL schema."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        extra_migrations: Sequence[Migrations[psycopg.Connection[Any]]] = (),
+        search_candidates: int = SEARCH_CANDIDATES,
+        connect_timeout: float = CONNECT_TIMEOUT_S,
+        statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
+    ) -> None:
+        self.search_candidates = search_candidates
+        super().__init__(
+            url,
+            extra_migrations=extra_migrations,
+            connect_timeout=connect_timeout,
+            statement_timeout_ms=statement_timeout_ms,
+        )
+
+    # -- activities ---------------------------------------------------------------------------
+
+    def insert_activity(self, activity: Activity) -> None:
+        with self.write() as conn:
+            conn.execute(
+                "INSERT INTO agent_activities (id, agent_id, mailbox_item_id, type, label, "
+                "task_id, started_at, ended_at, total_tokens, total_tools, success, summary, "
+                "keywords, created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                (
+                    activity.id,
+                    activity.agent_id,
+                    activity.mailbox_item_id,
+                    clean_text(activity.type),
+                    clean_text(activity.label),
+                    activity.task_id,
+                    to_utc(activity.started_at),
+                    opt_utc(activity.ended_at),
+                    activity.total_tokens,
+                    activity.total_tools,
+                    bool(activity.success),
+                    clean_text(activity.summary),
+                    clean_text(",".join(activity.keywords)),
+                    to_utc(activity.started_at),
+                ),
+            )
+            conn.execute(_REINDEX_SQL, (activity.id,))
+
+    def end_activity(self, agent_id: str, activity_id: str, end: ActivityEnd) -> bool:
+        with self.write() as conn:
+            updated = conn.execute(
+                "UPDATE agent_activities SET ended_at = %s, total_tokens = %s, "
+                "total_tools = %s, success = %s, summary = %s, keywords = %s "
+                "WHERE id = %s AND agent_id = %s",
+                (
+                    to_utc(end.ended_at),
+                    end.total_tokens,
+                    end.total_tools,
+                    bool(end.success),
+                    clean_text(end.summary),
+                    clean_text(",".join(end.keywords)),
+                    activity_id,
+                    agent_id,
+                ),
+            ).rowcount
+            if not updated:
+                return False
+            # As on SQLite: the document is rewritten once per episode, with its log text.
+            conn.execute(_REINDEX_SQL, (activity_id,))
+        return True
+
+    def append_log(
+        self,
+        agent_id: str,
+        activity_id: str,
+        type: str,
+        content: str,
+        metadata: JsonObject,
+        created_at: datetime,
+    ) -> int | None:
+        with self.write() as conn:
+            # The row lock serialises appends to one activity, so seq is assigned atomically.
+            owner = conn.execute(
+                "SELECT 1 FROM agent_activities WHERE id = %s AND agent_id = %s FOR UPDATE",
+                (activity_id, agent_id),
+            ).fetchone()
+            if owner is None:
+                return None
+            row = conn.execute(
+                "INSERT INTO agent_activity_logs (activity_id, seq, type, content, metadata, "
+                "created_at) SELECT %s, COALESCE(MAX(seq), 0) + 1, %s, %s, %s::jsonb, %s "
+                "FROM agent_activity_logs WHERE activity_id = %s RETURNING seq",
+                (
+                    activity_id,
+                    clean_text(type),
+                    clean_text(content),
+                    clean_text(json_value(metadata) or "{}"),
+                    to_utc(created_at),
+                    activity_id,
+                ),
+            ).fetchone()
+        return None if row is None else int(row[0])
+
+    def get_activity(self, agent_id: str, activity_id: str) -> Activity | None:
+        with self.read() as conn:
+            row = conn.execute(
+                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities WHERE id = %s AND agent_id = %s",
+                (activity_id, agent_id),
+            ).fetchone()
+        return None if row is None else _activity(row)
+
+    def activity_logs(self, agent_id: str, activity_id: str) -> list[ActivityLogEntry]:
+        with self.read() as conn:
+            rows = conn.execute(
+                "SELECT l.activity_id, l.seq, l.type, l.content, l.metadata, l.created_at "
+                "FROM agent_activity_logs l JOIN agent_activities a ON a.id = l.activity_id "
+                "WHERE l.activity_id = %s AND a.agent_id = %s ORDER BY l.seq, l.id",
+                (activity_id, agent_id),
+            ).fetchall()
+        return [
+            ActivityLogEntry(
+                activity_id=r[0],
+                seq=int(r[1]),
+                type=r[2],
+                content=r[3] or "",
+                metadata=json_obj(r[4]),
+                created_at=from_db(r[5]) or EPOCH,
+            )
+            for r in rows
+        ]
+
+    def query_activities(
+        self,
+        agent_id: str,
+        *,
+        types: Sequence[str] | None = None,
+        task_id: str | None = None,
+        before: datetime | None = None,
+        limit: int = 30,
+    ) -> list[Activity]:
+        sql = f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities WHERE agent_id = %s"
+        params: list[Any] = [agent_id]
+        if types:
+            sql += " AND type = ANY(%s)"
+            params.append(list(types))
+        if task_id is not None:
+            sql += " AND task_id = %s"
+            params.append(task_id)
+        if before is not None:
+            sql += " AND started_at < %s"
+            params.append(to_utc(before))
+        sql += " ORDER BY started_at DESC, id DESC LIMIT %s"
+        params.append(max(0, int(limit)))
+        with self.read() as conn:
+            return [_activity(r) for r in conn.execute(sql, params).fetchall()]
+
+    def search_activities(self, agent_id: str, query: str, *, limit: int = 10) -> list[ActivityHit]:
+        """All terms first (AND); if that finds fewer than ``limit``, any term (OR) fills up.
+
+        Each term is a literal phrase (``phraseto_tsquery``). Ranking is ``ts_rank`` (label 4,
+        keywords 3, summary 2, logs 1, newer first on ties) when the agent has at most
+        :attr:`search_candidates` matches; beyond that, as on SQLite, recency: the newest
+        matching in label or keywords, then the newest matching anywhere (``score`` 0.0).
+        """
+        terms = search_terms(query)
+        if not terms or limit <= 0:
+            return []
+        with self.read() as conn:
+            hits = self._ranked(conn, agent_id, terms, False, limit)
+            if len(hits) < limit and len(terms) > 1:
+                seen = {activity_id for activity_id, _ in hits}
+                extra = self._ranked(conn, agent_id, terms, True, limit)
+                hits += [h for h in extra if h[0] not in seen][: limit - len(hits)]
+            if not hits:
+                return []
+            rows = conn.execute(
+                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities "
+                "WHERE id = ANY(%s) AND agent_id = %s",
+                ([activity_id for activity_id, _ in hits], agent_id),
+            ).fetchall()
+        by_id = {r[0]: _activity(r) for r in rows}
+        return [ActivityHit(by_id[i], score) for i, score in hits if i in by_id]
+
+    def _ranked(
+        self,
+        conn: psycopg.Connection[Any],
+        agent_id: str,
+        terms: list[str],
+        any_term: bool,
+        limit: int,
+    ) -> list[tuple[str, float]]:
+        """(activity id, score) best first among one agent's matches.
+
+        A probe fetches the ids of the newest ``search_candidates + 1`` matches (newest first
+        lets the planner walk the agent's (agent_id, started_at) index and stop early when a
+        term is everywhere, or use the GIN index when it is rare). A complete candidate set is
+        then ranked by ``ts_rank``; an overflowing one is ordered by recency, as on SQLite.
+        """
+        query, params = tsquery_sql(terms, any_term=any_term)
+        match = f"agent_id = %s AND document @@ {query}"
+        probe = [
+            str(r[0])
+            for r in conn.execute(
+                f"SELECT activity_id FROM activity_search WHERE {match} "
+                "ORDER BY started_at DESC, activity_id DESC LIMIT %s",
+                (agent_id, *params, self.search_candidates + 1),
+            ).fetchall()
+        ]
+        if len(probe) <= self.search_candidates:
+            if not probe:
+                return []
+            # ts_rank only for a complete candidate set (ranking thousands would cost more
+            # than the probe); ties newest first.
+            rows = conn.execute(
+                f"SELECT activity_id, ts_rank('{ACTIVITY_RANK_WEIGHTS}', document, {query}) "
+                "AS score FROM activity_search WHERE activity_id = ANY(%s) "
+                "ORDER BY score DESC, started_at DESC, activity_id DESC LIMIT %s",
+                (*params, probe, limit),
+            ).fetchall()
+            return [(str(r[0]), float(r[1])) for r in rows]
+        strong = [
+            str(r[0])
+            for r in conn.execute(
+                f"SELECT activity_id FROM activity_search WHERE agent_id = %s "
+                f"AND headline @@ {query} ORDER BY started_at DESC, activity_id DESC LIMIT %s",
+                (agent_id, *params, limit),
+            ).fetchall()
+        ]
+        seen = set(strong)
+        ordered = strong + [i for i in probe[: self.search_candidates] if i not in seen]
+        return [(activity_id, 0.0) for activity_id in ordered[:limit]]
+
+    def prune_activities(self, agent_id: str, *, before: datetime) -> int:
+        # Logs and search documents go with their activity (ON DELETE CASCADE).
+        with self.write() as conn:
+            return conn.execute(
+                "DELETE FROM agent_activities WHERE agent_id = %s AND started_at < %s",
+                (agent_id, to_utc(before)),
+            ).rowcount
+
+    def activity_for_mailbox_item(self, agent_id: str, mailbox_item_id: str) -> Activity | None:
+        with self.read() as conn:
+            row = conn.execute(
+                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities WHERE agent_id = %s "
+                "AND mailbox_item_id = %s ORDER BY started_at DESC LIMIT 1",
+                (agent_id, mailbox_item_id),
+            ).fetchone()
+        return None if row is None else _activity(row)
+
+    def activities_for_mailbox_items(
+        self, agent_id: str, mailbox_item_ids: Sequence[str]
+    ) -> dict[str, Activity]:
+        ids = list(dict.fromkeys(mailbox_item_ids))
+        if not ids:
+            return {}
+        with self.read() as conn:
+            rows = conn.execute(
+                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities "
+                "WHERE mailbox_item_id = ANY(%s) AND agent_id = %s ORDER BY started_at",
+                (ids, agent_id),
+            ).fetchall()
+        return {row[6]: _activity(row) for row in rows}

@@ -1,0 +1,243 @@
+"""Export / import: move agents between the file layout and PostgreSQL without losing a byte.
+
+:func:`export_agent` copies one agent (or every agent) from the memory described by one
+:class:`Settings` to another: every document of the markdown layers (knowledge.md, NOTEBOOK.md,
+state.md, the legacy MEMORY.md / memories.json, every file in ``role/``) goes through the
+:class:`DocumentStore` of each side with its exact text and modification time, and every other
+file of the agent directory (sessions, daily logs, anything else) is copied byte for byte with
+its modification time, because those stay on files whatever the document store is. Locks and
+temporary files (names starting with ``.``) are not copied.
+
+Nothing is read through the layers, so a copy never migrates, normalises or prunes anything:
+files → PostgreSQL → files gives back the same bytes. The destination agent must be empty
+unless ``replace=True``, which makes it an exact mirror (documents the source lacks are
+removed).
+
+Episodic rows (activities with their logs, mailbox items, decisions, chat sessions and
+messages) are copied through the ``EpisodicStore`` protocol when the two sides use different
+stores; derived indexes (full-text, transcript index, vectors) are rebuilt, not copied. Rows
+are never merged: a destination that already holds different rows for the agent is refused,
+one that holds the same rows is left alone. The episodic store of a side is the SQLite file
+``<home>/data.db`` (the PostgreSQL episodic store plugs in here when it lands).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._docs import DocumentStore, is_document_name
+from .._fs import AgentLock, atomic_write_bytes, validate_id
+from .._fs_docs import FileDocuments
+from ..config import AgentPaths, Settings
+from ..errors import InvalidInputError
+from ..storage.base import EpisodicStore
+from ..storage.sqlite import SqliteStore
+from ._rows import AgentRows, read_rows, write_rows
+
+__all__ = ["TransferReport", "agent_ids", "export_agent", "import_agent"]
+
+
+@dataclass(frozen=True)
+class TransferReport:
+    """What one export moved."""
+
+    agents: tuple[str, ...]
+    documents: int
+    files: int
+    removed: int = 0
+    rows: int = 0
+
+
+class _Side:
+    """One memory (files or PostgreSQL documents) with a shared connection pool if any."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.pool: Any = None
+        self._episodic: EpisodicStore | None = None
+        if settings.documents_on_postgres and settings.database_url is not None:
+            from ..storage.pg_documents import open_pool
+
+            self.pool = open_pool(settings.database_url, timeout=settings.lock_timeout_seconds)
+
+    def paths(self, agent_id: str) -> AgentPaths:
+        return AgentPaths(self.settings.agent_dir(agent_id))
+
+    def documents(self, agent_id: str) -> DocumentStore:
+        paths = self.paths(agent_id)
+        if self.pool is None:
+            return FileDocuments(
+                paths.root, AgentLock(paths.lock, self.settings.lock_timeout_seconds)
+            )
+        from ..storage.pg_documents import PostgresDocuments
+
+        return PostgresDocuments(
+            self.pool, agent_id, lock_timeout=self.settings.lock_timeout_seconds
+        )
+
+    def agent_ids(self) -> list[str]:
+        found = set()
+        agents_dir = self.settings.agents_dir
+        if agents_dir.is_dir():
+            found |= {p.name for p in agents_dir.iterdir() if p.is_dir()}
+        if self.pool is not None:
+            from ..storage.pg_documents import list_agents
+
+            found |= set(list_agents(self.pool))
+        return sorted(found)
+
+    def episodic(self) -> EpisodicStore:
+        if self._episodic is None:
+            self._episodic = SqliteStore(self.settings.database_path)
+        return self._episodic
+
+    def episodic_place(self) -> Path:
+        return self.settings.database_path.expanduser().resolve()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+        if self._episodic is not None:
+            self._episodic.close()
+
+
+@contextmanager
+def _sides(src: Settings, dst: Settings) -> Iterator[tuple[_Side, _Side]]:
+    with ExitStack() as stack:
+        a = _Side(src)
+        stack.callback(a.close)
+        b = _Side(dst)
+        stack.callback(b.close)
+        yield a, b
+
+
+def agent_ids(settings: Settings) -> list[str]:
+    """Every agent of a memory: agent directories and, on PostgreSQL, agents with documents."""
+    side = _Side(settings)
+    try:
+        return side.agent_ids()
+    finally:
+        side.close()
+
+
+def _same_place(src: Settings, dst: Settings) -> bool:
+    same_home = src.home.expanduser().resolve() == dst.home.expanduser().resolve()
+    if src.documents_on_postgres != dst.documents_on_postgres:
+        return False
+    return same_home and (not src.documents_on_postgres or src.database_url == dst.database_url)
+
+
+def _plain_files(root: Path) -> Iterator[tuple[str, Path]]:
+    """Files of an agent directory that are not documents (sessions, daily logs, others)."""
+    if not root.is_dir():
+        return
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            path = Path(directory, name)
+            relative = path.relative_to(root).as_posix()
+            if name.startswith(".") or is_document_name(relative) or not path.is_file():
+                continue
+            yield relative, path
+
+
+def _rows_to_copy(source: _Side, target: _Side, agent_id: str) -> AgentRows | None:
+    """The rows to write at the destination (None: nothing to do); refuses divergent rows."""
+    if source.episodic_place() == target.episodic_place():
+        return None
+    if not source.settings.database_path.exists():
+        return None
+    rows = read_rows(source.episodic(), agent_id)
+    present = read_rows(target.episodic(), agent_id)
+    if present.empty:
+        return None if rows.empty else rows
+    if present != rows:
+        raise InvalidInputError(
+            f"agent {agent_id!r} already has other episodic rows (activities, mailbox, chat) "
+            "at the destination; rows are never merged or overwritten"
+        )
+    return None
+
+
+def _copy_agent(
+    source: _Side, target: _Side, agent_id: str, replace: bool
+) -> tuple[int, int, int, int]:
+    rows = _rows_to_copy(source, target, agent_id)
+    src_docs, dst_docs = source.documents(agent_id), target.documents(agent_id)
+    src_root, dst_root = source.paths(agent_id).root, target.paths(agent_id).root
+    same_dir = src_root.expanduser().resolve() == dst_root.expanduser().resolve()
+    try:
+        with src_docs.lock(), dst_docs.lock():
+            texts = src_docs.dump()
+            present = dst_docs.names()
+            files = [] if same_dir else list(_plain_files(src_root))  # already in place
+            existing = [] if same_dir else list(_plain_files(dst_root))
+            if (present or existing) and not replace:
+                raise InvalidInputError(
+                    f"agent {agent_id!r} already has memory at the destination; "
+                    "pass replace=True to overwrite it with an exact copy"
+                )
+            for name, text in texts.items():
+                version = src_docs.version(name)
+                dst_docs.write(name, text, modified_ns=version.modified_ns if version else None)
+            removed = 0
+            for name in present:
+                if name not in texts:
+                    removed += dst_docs.delete(name)
+            for relative, path in files:
+                stat = path.stat()
+                target_path = dst_root / relative
+                atomic_write_bytes(target_path, path.read_bytes())
+                os.utime(target_path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+            copied = {relative for relative, _ in files}
+            for relative, path in existing:
+                if relative not in copied:
+                    path.unlink()
+                    removed += 1
+            if rows is not None:
+                write_rows(target.episodic(), rows)
+    finally:
+        src_docs.close()
+        dst_docs.close()
+    return len(texts), len(files), removed, 0 if rows is None else rows.count
+
+
+def export_agent(
+    src_settings: Settings,
+    dst_settings: Settings,
+    agent_id: str | None = None,
+    *,
+    replace: bool = False,
+) -> TransferReport:
+    """Copy ``agent_id`` (None: every agent) from ``src_settings`` to ``dst_settings``.
+
+    Either side may keep its documents on files or in PostgreSQL (``Settings.documents`` /
+    ``database_url``). Both sides' document locks are held while an agent is copied. Raises
+    :class:`InvalidInputError` when both sides are the same place, or when the destination
+    already holds the agent and ``replace`` is False (nothing is written then).
+    """
+    if _same_place(src_settings, dst_settings):
+        raise InvalidInputError("source and destination are the same memory")
+    with _sides(src_settings, dst_settings) as (source, target):
+        ids = [validate_id("agent id", agent_id)] if agent_id is not None else source.agent_ids()
+        totals = [0, 0, 0, 0]
+        for one in ids:
+            for index, value in enumerate(_copy_agent(source, target, one, replace)):
+                totals[index] += value
+    return TransferReport(tuple(ids), *totals)
+
+
+def import_agent(
+    src_settings: Settings,
+    dst_settings: Settings,
+    agent_id: str | None = None,
+    *,
+    replace: bool = False,
+) -> TransferReport:
+    """The same copy seen from the destination: bring ``agent_id`` (None: all) into ``dst``."""
+    return export_agent(src_settings, dst_settings, agent_id, replace=replace)

@@ -1,0 +1,73 @@
+"""Episodic rows of one agent, read and written through the EpisodicStore protocol only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..storage.base import (
+    Activity,
+    ActivityLogEntry,
+    ChatMessage,
+    ChatSession,
+    Decision,
+    EpisodicStore,
+    MailboxItem,
+)
+
+ALL = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class AgentRows:
+    """Every stored row of one agent (derived indexes excluded: they are rebuilt)."""
+
+    activities: tuple[tuple[Activity, tuple[ActivityLogEntry, ...]], ...]
+    mailbox: tuple[MailboxItem, ...]
+    decisions: tuple[Decision, ...]
+    chats: tuple[tuple[ChatSession, tuple[ChatMessage, ...]], ...]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.activities or self.mailbox or self.decisions or self.chats)
+
+    @property
+    def count(self) -> int:
+        return (
+            sum(1 + len(logs) for _, logs in self.activities)
+            + len(self.mailbox)
+            + len(self.decisions)
+            + sum(1 + len(messages) for _, messages in self.chats)
+        )
+
+
+def read_rows(store: EpisodicStore, agent_id: str) -> AgentRows:
+    """The agent's rows, oldest first, in a canonical order (comparable between stores)."""
+    activities = sorted(
+        store.query_activities(agent_id, limit=ALL), key=lambda a: (a.started_at, a.id)
+    )
+    chats = sorted(store.chat_sessions(agent_id, limit=ALL), key=lambda s: (s.created_at, s.id))
+    return AgentRows(
+        tuple((a, tuple(store.activity_logs(agent_id, a.id))) for a in activities),
+        tuple(sorted(store.mailbox_items(agent_id, limit=ALL), key=lambda m: m.id)),
+        tuple(sorted(store.decisions(agent_id, limit=ALL), key=lambda d: (d.created_at, d.id))),
+        tuple((s, tuple(store.chat_messages(agent_id, s.id))) for s in chats),
+    )
+
+
+def write_rows(store: EpisodicStore, rows: AgentRows) -> None:
+    """Insert ``rows`` into a store that holds none of them (log ``seq``s come out the same
+    when the source's are 1..n, which the stores guarantee)."""
+    for activity, logs in rows.activities:
+        store.insert_activity(activity)
+        for log in logs:
+            store.append_log(
+                activity.agent_id, activity.id, log.type, log.content, log.metadata, log.created_at
+            )
+    for item in rows.mailbox:
+        store.save_mailbox_item(item)
+    for decision in rows.decisions:
+        store.record_decision(decision)
+    for session, messages in rows.chats:
+        store.create_chat_session(session)
+        for message in messages:
+            store.append_chat_message(message)

@@ -1,0 +1,64 @@
+"""export / import through the command line: files ↔ PostgreSQL ↔ another home."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from markus_memory import Settings, open_agent
+from tests.postgres_support import postgres_url
+
+from .conftest import Invoke, as_json
+
+__all__ = ["postgres_url"]
+
+
+def _agent(home: Path, agent: str) -> Path:
+    with open_agent(agent, settings=Settings(home=home)) as mem:
+        mem.notebook.upsert("task", "ship it")
+        mem.knowledge.save_observation("Deploys run on Fridays.")
+        mem.daily_log.write("quiet")
+        return mem.paths.root
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+    }
+
+
+def test_export_to_another_home_and_import_back(
+    invoke: Invoke, isolated_home: Path, tmp_path: Path
+) -> None:
+    root = _agent(isolated_home, "agt_cli")
+    report = as_json(invoke("export", "--to-home", str(tmp_path / "copy"), "--json"))
+    assert report["agents"] == ["agt_cli"] and report["documents"] == 2
+    assert _files(tmp_path / "copy" / "agents" / "agt_cli") == _files(root)
+    invoke("export", "--to-home", str(tmp_path / "copy"), code=2)  # exists: refused
+    out = invoke("import", "--from-home", str(tmp_path / "copy"), "--replace").output
+    assert "Imported 1 agent(s)" in out
+
+
+def test_export_to_postgres_in_place_and_back(
+    invoke: Invoke, isolated_home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    root = _agent(isolated_home, "agt_cli_pg")
+    before = _files(root)
+    invoke("export", "--to-database-url", postgres_url, "--agent", "agt_cli_pg")
+    pg = Settings(home=isolated_home, database_url=postgres_url)
+    with open_agent("agt_cli_pg", settings=pg) as mem:
+        assert mem.notebook.get("task").text == "ship it"  # type: ignore[union-attr]
+    out = tmp_path / "restored"
+    invoke(
+        "--home",
+        str(out),
+        "import",
+        "--from-database-url",
+        postgres_url,
+        "--from-home",
+        str(isolated_home),
+        "--agent",
+        "agt_cli_pg",
+    )
+    assert _files(out / "agents" / "agt_cli_pg") == before

@@ -1,0 +1,344 @@
+"""The MCP server through the SDK's own client: in-process, over stdio, over HTTP."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+pytest.importorskip("mcp")
+
+import anyio  # noqa: E402
+import httpx2  # noqa: E402
+import uvicorn  # noqa: E402
+from mcp import Client, MCPError, StdioServerParameters  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.shared._httpx_utils import create_mcp_http_client  # noqa: E402
+
+from markus_memory import AgentMemory, InvalidInputError, open_agent  # noqa: E402
+from markus_memory.mcp_server import (  # noqa: E402
+    PROMPT_NAME,
+    RESOURCES,
+    build_server,
+    check_http_binding,
+    http_app,
+    is_loopback,
+)
+from markus_memory.prompt import render_memory_context  # noqa: E402
+from markus_memory.tools import REGISTRY, dispatch, is_tool_error_result, tool_schemas  # noqa: E402
+
+T = TypeVar("T")
+
+
+def with_client(server: Any, body: Callable[[Client], Awaitable[T]]) -> T:
+    async def main() -> T:
+        async with Client(server) as client:
+            return await body(client)
+
+    return anyio.run(main)
+
+
+def protocol_error(server: Any, body: Callable[[Client], Awaitable[Any]]) -> MCPError:
+    """The MCPError a request raises (caught inside the session, which stays usable)."""
+
+    async def main() -> MCPError:
+        async with Client(server) as client:
+            try:
+                await body(client)
+            except MCPError as exc:
+                await client.list_tools()
+                return exc
+            raise AssertionError("the request did not fail")
+
+    return anyio.run(main)
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[AgentMemory]:
+    with open_agent("alice", home=tmp_path / "a") as mem:
+        yield mem
+
+
+def seed(mem: AgentMemory) -> None:
+    """The same starting memory for the server's agent and its twin."""
+    mem.knowledge.save_observation("The deploy runs every Friday at noon.", tags=("ops",))
+    mem.knowledge.update_section("Team", "Ana leads the platform team.")
+    mem.notebook.upsert("plan", "ship the importer")
+    mem.state.update("build", "green")
+    activity = mem.activities.start("task", "Fix the importer deploy")
+    mem.activities.log(activity, "tool_call", "ran the importer tests")
+    mem.activities.end(activity)
+
+
+# tools
+
+
+def test_lists_every_canonical_tool_with_the_registry_schema(memory: AgentMemory) -> None:
+    listed = with_client(build_server(memory), lambda c: c.list_tools())
+    got = [
+        {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+        for t in listed.tools
+    ]
+    assert got == tool_schemas("mcp")
+
+
+def test_legacy_aliases_are_listed_on_request(memory: AgentMemory) -> None:
+    listed = with_client(build_server(memory, legacy_tools=True), lambda c: c.list_tools())
+    assert [t.name for t in listed.tools] == [t.name for t in REGISTRY]
+    assert any(t.legacy for t in REGISTRY)
+
+
+def shape(value: Any) -> Any:
+    """Keys and JSON types at every depth: what the two results must share (ids differ)."""
+    if isinstance(value, dict):
+        return {k: shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shape(v) for v in value[:1]]
+    return type(value).__name__
+
+
+@pytest.mark.parametrize("tool", list(REGISTRY), ids=lambda t: t.name)
+def test_every_tool_answers_like_dispatch(tool: Any, tmp_path: Path) -> None:
+    with (
+        open_agent("alice", home=tmp_path / "a") as served,
+        open_agent("alice", home=tmp_path / "b") as twin,
+    ):
+        seed(served)
+        seed(twin)
+        args = dict(tool.example)
+        result = with_client(build_server(served), lambda c: c.call_tool(tool.name, args))
+        expected = dispatch(twin, tool.name, args)
+    (content,) = result.content
+    got = json.loads(content.text)
+    assert result.is_error == is_tool_error_result(content.text) == is_tool_error_result(expected)
+    assert shape(got) == shape(json.loads(expected))
+    assert got.get("store") == tool.store
+
+
+def test_a_save_through_the_server_lands_in_knowledge_md(memory: AgentMemory) -> None:
+    result = with_client(
+        build_server(memory),
+        lambda c: c.call_tool("memory_save", {"content": "Ana prefers short answers."}),
+    )
+    assert not result.is_error
+    saved = json.loads(result.content[0].text)
+    assert [o.id for o in memory.knowledge.observations()] == [saved["id"]]
+    assert "Ana prefers short answers." in memory.paths.knowledge.read_text()
+
+
+def test_bad_calls_are_tool_errors_and_the_server_keeps_serving(memory: AgentMemory) -> None:
+    async def body(client: Client) -> list[Any]:
+        return [
+            await client.call_tool("memory_save", {"content": ["a", "b"]}),
+            await client.call_tool("no_such_tool", {}),
+            await client.call_tool("state_update", {}),
+            await client.call_tool("memory_save", {"content": "still here"}),
+        ]
+
+    array, unknown, missing, good = with_client(build_server(memory), body)
+    for bad in (array, unknown, missing):
+        assert bad.is_error
+        assert json.loads(bad.content[0].text)["ok"] is False
+    assert "no_such_tool" in unknown.content[0].text
+    assert not good.is_error
+    assert [o.content for o in memory.knowledge.observations()] == ["still here"]
+
+
+def test_a_corrupt_file_is_a_tool_error_not_a_crash(memory: AgentMemory) -> None:
+    async def body(client: Client) -> list[Any]:
+        memory.paths.notebook.write_bytes(b"\xff\xfe not utf-8 \xff")
+        broken = await client.call_tool("update_notebook", {"key": "plan", "content": "x"})
+        memory.paths.notebook.write_text("", encoding="utf-8")
+        fixed = await client.call_tool("update_notebook", {"key": "plan", "content": "x"})
+        return [broken, fixed]
+
+    broken, fixed = with_client(build_server(memory), body)
+    assert broken.is_error
+    assert "NOTEBOOK.md" in broken.content[0].text
+    assert not fixed.is_error
+    assert memory.notebook.get("plan") is not None
+
+
+# resources and prompt
+
+
+def test_memory_files_are_resources_that_follow_hand_edits(memory: AgentMemory) -> None:
+    seed(memory)
+    memory.paths.role.parent.mkdir(parents=True, exist_ok=True)
+    memory.paths.role.write_text("# Release manager\nYou ship releases.\n", encoding="utf-8")
+
+    async def body(client: Client) -> tuple[Any, dict[str, str]]:
+        listed = await client.list_resources()
+        texts = {}
+        for resource in listed.resources:
+            read = await client.read_resource(resource.uri)
+            texts[resource.name] = read.contents[0].text
+        return listed, texts
+
+    listed, texts = with_client(build_server(memory), body)
+    assert [r.name for r in listed.resources] == [r.name for r in RESOURCES]
+    assert texts == {
+        "knowledge.md": memory.paths.knowledge.read_text(),
+        "NOTEBOOK.md": memory.paths.notebook.read_text(),
+        "state.md": memory.paths.state.read_text(),
+        "ROLE.md": "# Release manager\nYou ship releases.\n",
+    }
+
+
+def test_an_unknown_resource_is_a_protocol_error_naming_the_known_ones(
+    memory: AgentMemory,
+) -> None:
+    error = protocol_error(
+        build_server(memory), lambda c: c.read_resource("markus://agents/alice/../../etc/passwd")
+    )
+    assert "markus://agents/alice/knowledge.md" in str(error)
+
+
+@pytest.mark.parametrize("profile", ["default", "converse", "reflex"])
+def test_the_prompt_is_the_rendered_memory_context(memory: AgentMemory, profile: str) -> None:
+    seed(memory)
+    result = with_client(
+        build_server(memory), lambda c: c.get_prompt(PROMPT_NAME, {"profile": profile})
+    )
+    (message,) = result.messages
+    expected = render_memory_context(memory, profile).text
+    assert message.content.text == expected
+    assert ("Ana leads" in expected) == (profile != "reflex")
+
+
+def test_an_unknown_profile_is_refused(memory: AgentMemory) -> None:
+    error = protocol_error(
+        build_server(memory), lambda c: c.get_prompt(PROMPT_NAME, {"profile": "chatty"})
+    )
+    assert "converse" in str(error)
+
+
+# stdio
+
+
+def markus_command() -> str:
+    found = shutil.which("markus-memory", path=str(Path(sys.executable).parent))
+    assert found is not None, "the markus-memory console script is not installed"
+    return found
+
+
+@pytest.mark.slow
+def test_stdio_round_trip_with_the_server_as_a_subprocess(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    params = StdioServerParameters(
+        command=markus_command(),
+        args=["serve", "--agent", "bob", "--home", str(home)],
+    )
+
+    async def body(client: Client) -> tuple[Any, Any]:
+        tools = await client.list_tools()
+        saved = await client.call_tool("memory_save", {"content": "stdio works"})
+        return tools, saved
+
+    tools, saved = with_client(params, body)
+    assert "memory_save" in [t.name for t in tools.tools]
+    assert not saved.is_error
+    assert "stdio works" in (home / "agents" / "bob" / "knowledge.md").read_text()
+
+
+# HTTP
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def running(app: Any) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on a free loopback port in a thread; yields the /mcp URL."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(500):
+        if server.started:
+            break
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def http_call(url: str, token: str | None) -> Any:
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else None
+
+    async def main() -> Any:
+        async with create_mcp_http_client(headers=headers) as http:
+            async with Client(streamable_http_client(url, http_client=http)) as client:
+                return await client.call_tool("memory_save", {"content": "over http"})
+
+    return anyio.run(main)
+
+
+def raw_post(url: str, headers: dict[str, str]) -> httpx2.Response:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    return httpx2.post(
+        url,
+        json=body,
+        headers={"Accept": "application/json, text/event-stream", **headers},
+    )
+
+
+@pytest.mark.slow
+def test_http_on_loopback_without_a_token(memory: AgentMemory) -> None:
+    with running(http_app(memory)) as url:
+        result = http_call(url, None)
+    assert not result.is_error
+    assert [o.content for o in memory.knowledge.observations()] == ["over http"]
+
+
+@pytest.mark.slow
+def test_http_with_a_token_refuses_requests_without_it(memory: AgentMemory) -> None:
+    token = "s3cret-token-for-tests"
+    with running(http_app(memory, token=token)) as url:
+        missing = raw_post(url, {})
+        wrong = raw_post(url, {"Authorization": "Bearer nope"})
+        result = http_call(url, token)
+    assert missing.status_code == wrong.status_code == 401
+    assert not result.is_error
+    assert [o.content for o in memory.knowledge.observations()] == ["over http"]
+
+
+def test_binding_beyond_loopback_requires_a_token() -> None:
+    with pytest.raises(InvalidInputError, match="token"):
+        check_http_binding("0.0.0.0", None)
+    with pytest.raises(InvalidInputError, match="empty"):
+        check_http_binding("0.0.0.0", "  ")
+    check_http_binding("0.0.0.0", "t0ken")
+    check_http_binding("127.0.0.1", None)
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.1.2.3", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("192.168.1.5", False),
+        ("example.com", False),
+    ],
+)
+def test_is_loopback(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback

@@ -1,0 +1,168 @@
+"""export_agent: files → PostgreSQL → files gives back every byte; files ↔ files; refusals."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from markus_memory.config import Settings
+from markus_memory.errors import InvalidInputError
+from markus_memory.memory import AgentMemory, open_agent
+from markus_memory.storage.base import ChatMessage, ChatSession, Decision, MailboxItem
+from markus_memory.storage.sqlite import SqliteStore
+from markus_memory.transfer import agent_ids, export_agent
+from markus_memory.transfer._rows import AgentRows, read_rows
+from tests.postgres_support import new_agent_id, postgres_url
+
+__all__ = ["postgres_url"]
+
+
+def _populate(settings: Settings, agent_id: str) -> None:
+    """An agent with every kind of file, some written by hand as a person would."""
+    with open_agent(agent_id, settings=settings) as mem:
+        mem.knowledge.save_observation("TypeScript is the main language", tags=["lang"])
+        mem.knowledge.update_section("conventions", "Use snake_case.\r\nAlways.")
+        mem.notebook.upsert("current-task", "ship it")
+        mem.notebook.upsert("triage", "## decision\nwait", managed="system")
+        mem.state.update("focus", "release notes")
+        session = mem.sessions.create()
+        mem.sessions.append(session.id, {"role": "user", "content": "hello ✓"})
+        mem.sessions.flush()
+        mem.daily_log.write("a quiet day")
+        _rows(mem)
+        root = mem.paths.root
+    (root / "role").mkdir(exist_ok=True)
+    (root / "role" / "ROLE.md").write_bytes("\ufeff# Reviewer\r\nChecks PRs.\r\n".encode())
+    (root / "role" / "HEARTBEAT.md").write_bytes(b"- check the inbox\n")
+    (root / "MEMORY.md").write_bytes(b"# MEMORY\n\n## Legacy\nkept verbatim\n")
+    (root / "notes.txt").write_bytes(b"\x00\xffnot utf-8 and not a document")
+    os.utime(root / "notes.txt", ns=(1_600_000_000_123_456_789, 1_600_000_000_123_456_789))
+
+
+def _rows(mem: AgentMemory) -> None:
+    """Episodic rows of every kind (activities with logs, mailbox, decisions, chat)."""
+    agent = mem.agent_id
+    box, chat = f"mbx_{agent}", f"chat_{agent}"
+    done = mem.activities.start("task", "review the PR", task_id="t1", mailbox_item_id=box)
+    mem.activities.log(done, "tool", "ran the tests", {"ok": True})
+    mem.activities.log(done, "note", "all green")
+    mem.activities.end(done)
+    mem.activities.log(mem.activities.start("chat", "still running"), "msg", "hello")
+    at = datetime(2026, 7, 1, 12, tzinfo=timezone.utc)
+    mem.store.save_mailbox_item(MailboxItem(box, agent, "human_chat", at, payload={"q": 1}))
+    mem.store.record_decision(Decision(f"dec_{agent}", agent, "pick", box, at, reasoning="why"))
+    mem.store.create_chat_session(ChatSession(chat, agent, at, title="Hi", is_main=True))
+    for i in range(3):
+        message = ChatMessage(f"{chat}_{i}", chat, agent, "user", f"message {i}", at, {"i": i})
+        mem.store.append_chat_message(message)
+
+
+def _episodic(settings: Settings, agent_id: str) -> AgentRows:
+    store = SqliteStore(settings.database_path)
+    try:
+        return read_rows(store, agent_id)
+    finally:
+        store.close()
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.startswith(".")
+    }
+
+
+def _mtimes_ms(root: Path) -> dict[str, int]:
+    return {
+        p.relative_to(root).as_posix(): p.stat().st_mtime_ns // 1_000_000
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+    }
+
+
+def test_files_to_postgres_to_files_is_byte_for_byte(postgres_url: str, tmp_path: Path) -> None:
+    first, second = new_agent_id(), new_agent_id()
+    files_a = Settings(home=tmp_path / "a")
+    on_pg = Settings(home=tmp_path / "b", database_url=postgres_url)
+    files_c = Settings(home=tmp_path / "c")
+    for agent in (first, second):
+        _populate(files_a, agent)
+
+    there = export_agent(files_a, on_pg)  # every agent
+    assert set(there.agents) == {first, second}
+    assert there.documents == 2 * 6 and there.removed == 0
+    back = export_agent(on_pg, files_c, first)
+    assert back.agents == (first,)
+
+    rows = _episodic(files_a, first)
+    assert there.rows == 2 * rows.count and len(rows.activities) == 2 and len(rows.chats) == 1
+    assert _episodic(on_pg, first) == rows == _episodic(files_c, first)
+    a_root, b_root, c_root = (s.agent_dir(first) for s in (files_a, on_pg, files_c))
+    assert _tree(c_root) == _tree(a_root)
+    assert _mtimes_ms(c_root) == _mtimes_ms(a_root)
+    on_disk = set(_tree(b_root))  # on PostgreSQL only sessions, daily logs and other files
+    assert "knowledge.md" not in on_disk and "notes.txt" in on_disk
+    assert any(name.startswith("sessions/") for name in on_disk)
+
+    from markus_memory.storage.pg_documents import PostgresDocuments
+
+    rows = PostgresDocuments(postgres_url, first)
+    try:
+        assert rows.dump() == {
+            name: data.decode("utf-8")
+            for name, data in _tree(a_root).items()
+            if name in rows.names()
+        }
+        assert rows.names() == [
+            "MEMORY.md",
+            "NOTEBOOK.md",
+            "knowledge.md",
+            "role/HEARTBEAT.md",
+            "role/ROLE.md",
+            "state.md",
+        ]
+    finally:
+        rows.close()
+
+    with open_agent(first, settings=on_pg) as mem:  # the agent works on PostgreSQL
+        assert [o.content for o in mem.knowledge.observations()] == [
+            "TypeScript is the main language"
+        ]
+        assert mem.roles.role().name == "Reviewer"
+        assert mem.search("TypeScript").hits
+        mem.notebook.upsert("after-move", "written on PostgreSQL")
+    again = export_agent(on_pg, files_c, first, replace=True)
+    assert again.removed == 0 and again.rows == 0  # the same rows are already there
+    assert "## after-move" in (c_root / "NOTEBOOK.md").read_text(encoding="utf-8")
+
+
+def test_the_destination_must_be_empty_unless_replacing(tmp_path: Path) -> None:
+    src, dst = Settings(home=tmp_path / "a"), Settings(home=tmp_path / "b")
+    _populate(src, "agt_one")
+    export_agent(src, dst, "agt_one")
+    (dst.agent_dir("agt_one") / "role" / "POLICIES.md").write_text("## extra\n- gone\n")
+    with pytest.raises(InvalidInputError, match="replace=True"):
+        export_agent(src, dst, "agt_one")
+    report = export_agent(src, dst, "agt_one", replace=True)
+    assert report.removed == 1
+    assert _tree(dst.agent_dir("agt_one")) == _tree(src.agent_dir("agt_one"))
+    assert agent_ids(dst) == ["agt_one"]
+
+
+def test_a_memory_is_never_exported_onto_itself(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="same memory"):
+        export_agent(Settings(home=tmp_path), Settings(home=tmp_path))
+
+
+def test_different_rows_at_the_destination_are_refused_before_writing(tmp_path: Path) -> None:
+    src, dst = Settings(home=tmp_path / "a"), Settings(home=tmp_path / "b")
+    _populate(src, "agt_one")
+    with open_agent("agt_one", settings=dst) as mem:
+        mem.activities.start("task", "something else")
+    with pytest.raises(InvalidInputError, match="never merged"):
+        export_agent(src, dst, "agt_one", replace=True)
+    assert not (dst.agent_dir("agt_one") / "NOTEBOOK.md").exists()
