@@ -166,3 +166,20 @@ def test_different_rows_at_the_destination_are_refused_before_writing(tmp_path: 
     with pytest.raises(InvalidInputError, match="never merged"):
         export_agent(src, dst, "agt_one", replace=True)
     assert not (dst.agent_dir("agt_one") / "NOTEBOOK.md").exists()
+
+
+def test_the_transcript_moves_with_the_agent_even_turns_compacted_out_of_its_files(
+    tmp_path: Path,
+) -> None:
+    source, target = Settings(home=tmp_path / "a"), Settings(home=tmp_path / "b")
+    with open_agent("mover", settings=source) as mem:
+        sid = mem.sessions.create().id
+        for text in ["the harbour ferry leaves at noon", "bring the tickets", "see you there"]:
+            mem.sessions.append(sid, {"role": "user", "content": text})
+        mem.sessions.compact(sid, keep_last=1)
+    report = export_agent(source, target, "mover")
+    assert report.rows == 3
+    assert _episodic(target, "mover") == _episodic(source, "mover")
+    with open_agent("mover", settings=target) as mem:
+        hit = mem.recall_conversation("harbour ferry", limit=1)[0]
+        assert (hit.session_id, hit.index) == (sid, 0)
