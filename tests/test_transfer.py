@@ -208,3 +208,20 @@ def test_different_rows_on_postgres_are_refused(postgres_url: str, tmp_path: Pat
         export_agent(files, on_pg, agent, replace=True)
     with open_agent(agent, settings=on_pg) as mem:
         assert mem.notebook.get("current-task") is None  # nothing was written
+
+
+def test_the_transcript_moves_with_the_agent_even_turns_compacted_out_of_its_files(
+    tmp_path: Path,
+) -> None:
+    source, target = Settings(home=tmp_path / "a"), Settings(home=tmp_path / "b")
+    with open_agent("mover", settings=source) as mem:
+        sid = mem.sessions.create().id
+        for text in ["the harbour ferry leaves at noon", "bring the tickets", "see you there"]:
+            mem.sessions.append(sid, {"role": "user", "content": text})
+        mem.sessions.compact(sid, keep_last=1)
+    report = export_agent(source, target, "mover")
+    assert report.rows == 3
+    assert _episodic(target, "mover") == _episodic(source, "mover")
+    with open_agent("mover", settings=target) as mem:
+        hit = mem.recall_conversation("harbour ferry", limit=1)[0]
+        assert (hit.session_id, hit.index) == (sid, 0)

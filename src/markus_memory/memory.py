@@ -7,6 +7,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Mapping
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -29,8 +30,9 @@ from .search.embedders import Embedder
 from .search.index import KnowledgeIndex, open_index
 from .search.memory_search import MemorySearcher, SearchResult
 from .search.recall import ConversationHit, TranscriptRecall, speaker_of
+from .search.transcript_log import SessionSource, TranscriptLog, turn_of
 from .search.transcript_vectors import TranscriptVectors, TranscriptVectorStore
-from .storage.base import EpisodicStore
+from .storage.base import EpisodicStore, TranscriptMessage
 from .storage.sqlite import SqliteStore
 
 log = logging.getLogger(__name__)
@@ -62,6 +64,7 @@ class AgentMemory:
             embedder=embedder,
             vector_store=None if embedder is None else self._open_vector_store(),
         )
+        self._transcript_log = TranscriptLog(lambda: self.store, self.agent_id)
         self.sessions = SessionStore(*layer_args, agent_id=self.agent_id, on_append=self._on_append)
         self._closed = False
         self._store: EpisodicStore | None = None
@@ -209,37 +212,57 @@ class AgentMemory:
         )
 
     def _on_append(self, record: AppendedMessage) -> None:
-        """Keep the transcript index in step with every durable append."""
+        """Record every durable append in the episodic store and the live recall index."""
+        message = _message(
+            self.agent_id,
+            record.session_id,
+            record.seq,
+            record.role,
+            record.text,
+            record.metadata,
+            record.timestamp,
+        )
+        try:
+            self._transcript_log.record(message, record.timestamp)
+        except (OSError, MarkusMemoryError):
+            # The session file holds the message; the next first recall imports it.
+            log.exception("transcript store missed %s #%d", record.session_id, record.seq)
         if record.text.strip():
-            self._transcripts.add(
-                _turn(
-                    record.session_id,
-                    record.index,
-                    record.role,
-                    record.text,
-                    record.timestamp,
-                    record.metadata,
-                )
-            )
+            self._transcripts.add(turn_of(message))
 
     def _stored_turns(self) -> Iterator[Turn]:
-        """Every stored transcript message (read once, at the first recall).
+        """Every recorded transcript message (read once, at the first recall): session files
+        the store is behind are imported first, then the store is read in one query."""
+        self._transcript_log.sync(
+            SessionSource(info.id, info.last_activity_at, partial(self._session_messages, info.id))
+            for info in self.sessions.list()
+        )
+        return self._transcript_log.turns()
 
-        Session files keep no per-message time: a message without ``metadata["timestamp"]``
-        takes its session's start time.
-        """
-        for info in self.sessions.list():
-            session = self.sessions.get(info.id)
-            if session is None:
+    def _session_messages(self, session_id: str) -> list[TranscriptMessage]:
+        """The messages of a session file with absolute seqs, for the import. Files keep no
+        per-message time: one without ``metadata["timestamp"]`` takes the session's start."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            return []
+        found = []
+        for index, raw in enumerate(session.messages):
+            seq = session.seq(index)
+            if seq is None:  # the summary standing in for compacted messages
                 continue
-            for index, message in enumerate(session.messages):
-                text = message_text(message)
-                if not text.strip():
-                    continue
-                raw = message.get("metadata")
-                metadata = raw if isinstance(raw, Mapping) else None
-                stamp = _metadata_time(metadata) or session.started_at
-                yield _turn(session.id, index, str(message.get("role")), text, stamp, metadata)
+            metadata = raw.get("metadata")
+            found.append(
+                _message(
+                    self.agent_id,
+                    session_id,
+                    seq,
+                    str(raw.get("role")),
+                    message_text(raw),
+                    metadata if isinstance(metadata, Mapping) else None,
+                    session.started_at,
+                )
+            )
+        return found
 
     def close(self) -> None:
         """Flush and release everything this handle holds. Safe to call twice."""
@@ -271,15 +294,26 @@ class AgentMemory:
         return f"AgentMemory({self.agent_id!r}, home={str(self.settings.home)!r})"
 
 
-def _turn(
+def _message(
+    agent_id: str,
     session_id: str,
-    index: int,
+    seq: int,
     role: str,
     text: str,
-    timestamp: datetime | None,
     metadata: Mapping[str, Any] | None,
-) -> Turn:
-    return Turn(session_id, index, role, text, timestamp, speaker_of(metadata), metadata or {})
+    fallback_time: datetime,
+) -> TranscriptMessage:
+    """A transcript record: timed by ``metadata["timestamp"]`` if any, else ``fallback_time``."""
+    return TranscriptMessage(
+        agent_id,
+        session_id,
+        seq,
+        role,
+        text,
+        _metadata_time(metadata) or fallback_time,
+        speaker_of(metadata),
+        None if metadata is None else dict(metadata),
+    )
 
 
 def _metadata_time(metadata: Mapping[str, Any] | None) -> datetime | None:

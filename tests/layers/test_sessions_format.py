@@ -13,6 +13,7 @@ from markus_memory._fs import validate_id
 from markus_memory.errors import InvalidIdError
 from markus_memory.layers.sessions import file_stem, id_from_file_stem
 from markus_memory.layers.sessions._format import (
+    COMPACTED_KEY,
     SessionDoc,
     parse_session,
     render_session,
@@ -90,11 +91,15 @@ def test_file_stem_is_reversible_and_windows_safe(session_id: str) -> None:
     st.lists(messages(), max_size=5),
     awkward_text,
     st.dictionaries(st.sampled_from(["title", "userId"]), json_values, max_size=2),
+    st.integers(0, 10**9),
 )
-def test_session_file_render_parse_round_trip(msgs, agent_id, extra) -> None:
-    doc = SessionDoc("sess_1_abcdef", agent_id, msgs, "2024-06-10T06:13:20.000Z", "x", extra)
+def test_session_file_render_parse_round_trip(msgs, agent_id, extra, compacted) -> None:
+    doc = SessionDoc(
+        "sess_1_abcdef", agent_id, msgs, "2024-06-10T06:13:20.000Z", "x", extra, compacted
+    )
     text = render_session(doc)
     assert parse_session(text) == doc
+    assert (COMPACTED_KEY in json.loads(text)) == (compacted > 0)
     assert text == json.dumps(json.loads(text), indent=2, ensure_ascii=False)
 
 
@@ -132,3 +137,11 @@ def test_journal_round_trip_and_torn_tail(msgs, cut) -> None:
         again.close()
         assert list(make_store(root).get(sid).messages) == expected
         store.close()
+
+
+@given(st.sampled_from([None, -3, True, "7", 2.5, [1]]))
+def test_a_malformed_compacted_count_reads_as_zero(value: object) -> None:
+    doc = SessionDoc("sess_1_abcdef", "a", [], "x", "y")
+    data = json.loads(render_session(doc))
+    data[COMPACTED_KEY] = value
+    assert parse_session(json.dumps(data)).compacted == 0

@@ -6,10 +6,13 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from markus_memory.config import Limits
 from markus_memory.errors import CorruptFileError
@@ -44,6 +47,41 @@ def test_auto_compaction_fires_when_a_session_exceeds_2000_messages(tmp_path: Pa
     on_disk = json.loads((store.directory / f"{sid}.json").read_text(encoding="utf-8"))
     assert len(on_disk["messages"]) == 1001
     store.close()
+
+
+def test_seqs_never_restart_across_compactions_and_reopens(tmp_path: Path) -> None:
+    seen: list[tuple[int, int, str]] = []
+    store = make_store(tmp_path, on_append=lambda r: seen.append((r.index, r.seq, r.text)))
+    sid = store.create().id
+    for i in range(6):
+        store.append(sid, user(f"m{i}"))
+    assert [(index, seq) for index, seq, _ in seen] == [(i, i) for i in range(6)]
+    store.compact(sid, keep_last=2)  # m0..m3 leave the file
+    session = store.get(sid)
+    assert session.compacted == 4
+    assert [session.seq(i) for i in range(3)] == [None, 4, 5]
+    assert store.append(sid, user("m6")).seq == 6
+    store.close()
+    reopened = make_store(tmp_path, on_append=lambda r: seen.append((r.index, r.seq, r.text)))
+    on_disk = json.loads((reopened.directory / f"{sid}.json").read_text(encoding="utf-8"))
+    assert on_disk["compactedMessages"] == 4
+    # A second compaction folds the first summary in: it has no seq, so it is not counted.
+    reopened.compact(sid, keep_last=1)
+    session = reopened.get(sid)
+    assert session.compacted == 6
+    assert session.seq(1) == 6 and session.messages[1]["content"] == "m6"
+    assert reopened.append(sid, user("m7")).seq == 7
+    assert seen[-1] == (2, 7, "m7")
+    reopened.close()
+
+
+def test_an_uncompacted_session_file_has_no_compacted_key(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    sid = store.create().id
+    store.append(sid, user("hello"))
+    store.close()
+    on_disk = json.loads((store.directory / f"{sid}.json").read_text(encoding="utf-8"))
+    assert "compactedMessages" not in on_disk
 
 
 def test_old_tool_results_are_shrunk_with_the_exact_marker(tmp_path: Path) -> None:
@@ -356,3 +394,39 @@ def test_damaged_journal_line_in_the_middle_is_reported_and_kept_aside(tmp_path:
     assert len(list(store.directory.glob(f"{sid}.jsonl.corrupt-*"))) == 1
     assert make_store(tmp_path).get(sid).messages == ()  # the checkpoint is still readable
     store.close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.integers(1, 4), st.tuples(st.just("compact"), st.integers(0, 5))),
+        max_size=14,
+    )
+)
+def test_every_message_keeps_the_seq_it_was_appended_with(ops) -> None:  # type: ignore[no-untyped-def]
+    seq_of_text: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = make_store(
+            Path(tmp),
+            limits=Limits(session_compact_trigger=8, session_compact_keep=3),
+            on_append=lambda r: seq_of_text.setdefault(r.text, r.seq),
+        )
+        sid = store.create().id
+        for op in ops:
+            if isinstance(op, tuple):
+                store.compact(sid, keep_last=op[1])
+            else:
+                for _ in range(op):
+                    store.append(sid, user(f"m{len(seq_of_text)}"))
+        store.close()
+        session = make_store(Path(tmp)).get(sid)
+    assert session is not None
+    assert sorted(seq_of_text.values()) == list(range(len(seq_of_text)))
+    for index, message in enumerate(session.messages):
+        seq = session.seq(index)
+        if seq is None:
+            assert index == 0 and session.compacted > 0
+        else:
+            assert seq_of_text[message["content"]] == seq
+    kept = [session.seq(i) for i in range(len(session.messages))]
+    assert [s for s in kept if s is not None] == list(range(session.compacted, len(seq_of_text)))

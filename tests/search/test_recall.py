@@ -50,9 +50,6 @@ def test_backfill_is_lazy_and_new_turns_are_indexed() -> None:
     assert calls == [1]
     engine.recall("adoption", limit=1)
     assert calls == [1]
-    engine.forget()
-    engine.recall("adoption", limit=1)
-    assert calls == [1, 1]
 
 
 @pytest.mark.parametrize(

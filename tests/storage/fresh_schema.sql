@@ -58,6 +58,9 @@ None;
 -- index sqlite_autoindex_mailbox_items_1 ON mailbox_items
 None;
 
+-- index sqlite_autoindex_transcript_marks_1 ON transcript_marks
+None;
+
 -- index sqlite_autoindex_transcript_messages_1 ON transcript_messages
 None;
 
@@ -195,6 +198,15 @@ CREATE TABLE 'transcript_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB);
 -- table transcript_fts_idx ON transcript_fts_idx
 CREATE TABLE 'transcript_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID;
 
+-- table transcript_marks ON transcript_marks
+CREATE TABLE transcript_marks (
+  agent_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  next_seq INTEGER NOT NULL,
+  synced_at TEXT NOT NULL,
+  PRIMARY KEY (agent_id, session_id)
+);
+
 -- table transcript_messages ON transcript_messages
 CREATE TABLE transcript_messages (
   id INTEGER PRIMARY KEY,
@@ -203,7 +215,7 @@ CREATE TABLE transcript_messages (
   seq INTEGER NOT NULL,
   role TEXT NOT NULL,
   content TEXT NOT NULL,
-  created_at TEXT NOT NULL,
+  created_at TEXT NOT NULL, speaker TEXT, metadata TEXT,
   UNIQUE (agent_id, session_id, seq)
 );
 

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from markus_memory.errors import InvalidInputError
 from markus_memory.storage.base import (
     Activity,
     ActivityEnd,
@@ -14,6 +15,8 @@ from markus_memory.storage.base import (
     Decision,
     EpisodicStore,
     MailboxItem,
+    TranscriptMark,
+    TranscriptMessage,
     search_terms,
 )
 
@@ -411,6 +414,63 @@ def test_transcript_reindex_replaces_and_forget_removes(store: EpisodicStore) ->
     assert [h.content for h in store.search_transcript("a1", "second")] == ["second words"]
     assert store.forget_session("a1", "s1") == 1
     assert store.search_transcript("a1", "second") == []
+
+
+def test_transcript_records_speaker_and_metadata_and_reads_back_in_order(
+    store: EpisodicStore,
+) -> None:
+    store.index_message(
+        "a1", "s2", 0, "user", "hi", T0, speaker="Caroline", metadata={"speaker": "Caroline"}
+    )
+    store.index_message("a1", "s1", 1, "assistant", "", T0 + timedelta(minutes=1))
+    store.index_message("a1", "s1", 0, "user", "hello", T0)
+    store.index_message("a2", "s1", 0, "user", "someone else", T0)
+    got = store.transcript_messages("a1")
+    assert [(m.session_id, m.seq) for m in got] == [("s1", 0), ("s1", 1), ("s2", 0)]
+    assert got[2] == TranscriptMessage(
+        "a1", "s2", 0, "user", "hi", T0, "Caroline", {"speaker": "Caroline"}
+    )
+    assert got[1].speaker is None and got[1].metadata is None and got[1].content == ""
+    assert [m.seq for m in store.transcript_messages("a1", session_id="s2")] == [0]
+    assert store.transcript_messages("nobody") == []
+
+
+def test_transcript_mark_advances_only_without_gaps(store: EpisodicStore) -> None:
+    late = T0 + timedelta(hours=1)
+    store.index_message("a1", "s1", 0, "user", "m0", T0 - timedelta(days=9), appended_at=T0)
+    store.index_message("a1", "s1", 1, "user", "m1", T0 + timedelta(minutes=1))
+    assert store.transcript_marks("a1") == {"s1": TranscriptMark(2, T0 + timedelta(minutes=1))}
+    store.index_message("a1", "s1", 3, "user", "m3", late)  # seq 2 is missing: no advance
+    store.index_message("a1", "s2", 5, "user", "x", late)  # no mark and not message 0
+    assert store.transcript_marks("a1") == {"s1": TranscriptMark(2, T0 + timedelta(minutes=1))}
+    store.index_message("a1", "s1", 0, "user", "m0 again", T0)  # re-record: time never drops
+    assert store.transcript_marks("a1")["s1"] == TranscriptMark(2, T0 + timedelta(minutes=1))
+    assert store.transcript_marks("a2") == {}
+
+
+def test_transcript_import_adds_only_missing_seqs_and_sets_the_mark(store: EpisodicStore) -> None:
+    store.index_message("a1", "s1", 1, "user", "exact", T0 + timedelta(minutes=5))
+    file_copy = [
+        TranscriptMessage("a1", "s1", seq, "user", f"from file {seq}", T0, None, None)
+        for seq in range(3)
+    ]
+    synced = T0 + timedelta(hours=2)
+    assert store.import_transcript("a1", "s1", file_copy, synced_at=synced) == 2
+    got = store.transcript_messages("a1")
+    assert [m.content for m in got] == ["from file 0", "exact", "from file 2"]
+    assert got[1].created_at == T0 + timedelta(minutes=5)
+    assert store.transcript_marks("a1") == {"s1": TranscriptMark(3, synced)}
+    assert store.import_transcript("a1", "s1", file_copy, synced_at=T0) == 0
+    assert store.transcript_marks("a1")["s1"] == TranscriptMark(3, synced)
+    assert store.import_transcript("a1", "empty", [], synced_at=T0) == 0
+    assert store.transcript_marks("a1")["empty"] == TranscriptMark(0, T0)
+    assert [h.seq for h in store.search_transcript("a1", "file")] != []
+    assert store.forget_session("a1", "s1") == 3
+    assert "s1" not in store.transcript_marks("a1")
+    foreign = [TranscriptMessage("a2", "s1", 0, "user", "not mine", T0)]
+    with pytest.raises(InvalidInputError):
+        store.import_transcript("a1", "s1", foreign, synced_at=T0)
+    assert store.transcript_messages("a2") == []
 
 
 def test_regression_14_3_item_23_activities_can_be_pruned(store: EpisodicStore) -> None:

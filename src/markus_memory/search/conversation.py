@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -103,7 +104,8 @@ class ConversationIndex:
         self._turns: dict[int, Turn] = {}
         self._ids: dict[tuple[str, int], int] = {}
         self._speakers: set[str] = set()
-        self._df: dict[str, int] = {}
+        self._df: Counter[str] = Counter()
+        self._next_id = 1
         self._embedder = embedder
         self._vectors: dict[int, Any] = {}
         self._matrix: Any = None
@@ -117,43 +119,41 @@ class ConversationIndex:
         return self._embedder
 
     def add(self, turns: Iterable[Turn]) -> None:
-        """Index turns (replacing any with the same session and index)."""
-        batch = list(turns)
+        """Index turns (replacing any with the same session and index; the last copy of a
+        turn given twice wins). One batched insert: a backfill of 100k turns stays fast."""
+        batch = list({(turn.session_id, turn.index): turn for turn in turns}.values())
         with self._lock:
+            rows, texts = [], []
             for turn in batch:
-                self._insert(turn)
+                rowid = self._next_id
+                self._next_id += 1
+                self._remove((turn.session_id, turn.index))
+                speaker = turn.speaker or turn.role
+                stamp = epoch_ms(turn.timestamp) if turn.timestamp is not None else None
+                rows.append((rowid, turn.session_id, turn.index, turn.role, speaker.lower(), stamp))
+                texts.append((rowid, turn.text))
+                self._df.update(set(words(turn.text)))
+                self._turns[rowid] = turn
+                self._ids[(turn.session_id, turn.index)] = rowid
+                self._speakers.update(words(speaker))
+            self._db.executemany(
+                "INSERT INTO turns (id, session, idx, role, speaker, ts) VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            self._db.executemany("INSERT INTO turns_fts (rowid, text) VALUES (?, ?)", texts)
             self._db.commit()
             if self._embedder is not None and batch:
-                ids = [self._ids[(turn.session_id, turn.index)] for turn in batch]
-                self._embed_ids(ids)
+                self._embed_ids([rowid for rowid, _ in texts])
 
-    def _insert(self, turn: Turn) -> None:
-        key = (turn.session_id, turn.index)
-        speaker = turn.speaker or turn.role
-        stamp = epoch_ms(turn.timestamp) if turn.timestamp is not None else None
-        existing = self._ids.get(key)
-        if existing is not None:
-            self._db.execute("DELETE FROM turns_fts WHERE rowid = ?", (existing,))
-            self._db.execute("DELETE FROM turns WHERE id = ?", (existing,))
-            self._vectors.pop(existing, None)
-            self._matrix = None
-        cursor = self._db.execute(
-            "INSERT INTO turns (session, idx, role, speaker, ts) VALUES (?, ?, ?, ?, ?)",
-            (turn.session_id, turn.index, turn.role, speaker.lower(), stamp),
-        )
-        rowid = int(cursor.lastrowid or 0)
-        self._db.execute("INSERT INTO turns_fts (rowid, text) VALUES (?, ?)", (rowid, turn.text))
-        if existing is not None:
-            self._count_words(self._turns.pop(existing).text, -1)
-        self._count_words(turn.text, 1)
-        self._turns[rowid] = turn
-        self._ids[key] = rowid
-        self._speakers.update(words(speaker))
-
-    def _count_words(self, text: str, delta: int) -> None:
-        df = self._df
-        for word in set(words(text)):
-            df[word] = df.get(word, 0) + delta
+    def _remove(self, key: tuple[str, int]) -> None:
+        existing = self._ids.pop(key, None)
+        if existing is None:
+            return
+        self._db.execute("DELETE FROM turns_fts WHERE rowid = ?", (existing,))
+        self._db.execute("DELETE FROM turns WHERE id = ?", (existing,))
+        self._vectors.pop(existing, None)
+        self._matrix = None
+        self._df.subtract(set(words(self._turns.pop(existing).text)))
 
     def _prune_common(self, terms: list[str]) -> tuple[list[str], bool]:
         """Drop terms so common that ranking all their rows would dominate the query cost.

@@ -30,7 +30,11 @@ class ContextTurn:
 
 @dataclass(frozen=True)
 class ConversationHit:
-    """One ranked transcript message, with up to ``neighbours`` turns on each side."""
+    """One ranked transcript message, with up to ``neighbours`` turns on each side.
+
+    ``index`` is the message's absolute seq in its session: compaction never renumbers it, so
+    after a compaction it is no longer a position in the session file.
+    """
 
     session_id: str
     index: int
@@ -59,7 +63,7 @@ class TranscriptRecall:
     """Keeps a :class:`ConversationIndex` in step with an agent's sessions and answers recalls.
 
     ``backfill`` yields every stored turn; it is read once, lazily, at the first recall (turns
-    appended before that are indexed by ``add`` as they come and replaced on backfill).
+    added before that are buffered and win over their stored copy).
     """
 
     def __init__(
@@ -86,30 +90,14 @@ class TranscriptRecall:
         return self._index
 
     def add(self, turn: Turn) -> None:
-        """Index one new turn (buffered until the first recall loads the history).
-
-        A new turn at a position the session already had means the session was rewritten
-        (compaction renumbers its messages): the index is dropped and re-read at the next
-        recall, so it never mixes old and new numbering.
-        """
+        """Index one new turn (buffered until the first recall loads the history). Turn indexes
+        are absolute seqs, which compaction never renumbers: a turn at a known position
+        replaces it."""
         with self._lock:
             if not self._loaded:
                 self._pending.append(turn)
-            elif self._index.get(turn.session_id, turn.index) is not None:
-                self.forget()
             else:
                 self._index.add([turn])
-
-    def forget(self) -> None:
-        """Drop the index; the next recall re-reads the history."""
-        with self._lock:
-            self._pending = []
-            embedder, options = self._index.embedder, self._index.options
-            self._index.close()
-            self._index = ConversationIndex(
-                embedder=embedder, options=options, vector_store=self._vector_store
-            )
-            self._loaded = False
 
     def ensure_loaded(self) -> None:
         with self._lock:

@@ -170,6 +170,31 @@ class TranscriptHit:
     score: float
 
 
+@dataclass(frozen=True)
+class TranscriptMessage:
+    """One recorded session message. ``seq`` is its absolute position in the session: it never
+    restarts, not even when compaction drops old messages from the session file."""
+
+    agent_id: str
+    session_id: str
+    seq: int
+    role: str
+    content: str
+    created_at: datetime
+    speaker: str | None = None
+    metadata: JsonObject | None = None
+
+
+@dataclass(frozen=True)
+class TranscriptMark:
+    """How far the store holds a session: messages ``[0, next_seq)`` were recorded or imported,
+    and ``synced_at`` is the session activity time they cover (compared with the session
+    file's last activity to find files written past the store)."""
+
+    next_seq: int
+    synced_at: datetime
+
+
 class ActivityRepo(Protocol):
     """Activities and their ordered logs."""
 
@@ -272,7 +297,8 @@ class ChatRepo(Protocol):
 
 
 class TranscriptIndex(Protocol):
-    """Full-text index of session transcripts (fed by SessionStore through AgentMemory)."""
+    """The durable transcript of every session (fed by SessionStore through AgentMemory), with
+    full-text search."""
 
     def index_message(
         self,
@@ -282,12 +308,44 @@ class TranscriptIndex(Protocol):
         role: str,
         content: str,
         created_at: datetime,
+        *,
+        speaker: str | None = None,
+        metadata: JsonObject | None = None,
+        appended_at: datetime | None = None,
     ) -> None:
-        """Index (or re-index) message ``seq`` of a session."""
+        """Record (or re-record) message ``seq`` of a session. In the same transaction the
+        session's mark advances while the store holds the session without a gap: message 0
+        creates it as ``(1, appended_at)``; with ``seq <= next_seq`` it becomes
+        ``(max(next_seq, seq + 1), max(synced_at, appended_at))``; after a gap (or with no mark
+        and ``seq > 0``) it is left alone. ``appended_at`` defaults to ``created_at``."""
+        ...
+
+    def import_transcript(
+        self,
+        agent_id: str,
+        session_id: str,
+        messages: Sequence[TranscriptMessage],
+        *,
+        synced_at: datetime,
+    ) -> int:
+        """Record the messages whose ``seq`` the session does not hold yet (rows already there
+        keep their exact times) and set its mark to ``(max(next_seq, top seq + 1),
+        max(synced_at, synced_at argument))``, created if absent; one transaction. The number
+        of messages added."""
+        ...
+
+    def transcript_messages(
+        self, agent_id: str, *, session_id: str | None = None
+    ) -> list[TranscriptMessage]:
+        """Every recorded message of the agent (or of one session), by session id then seq."""
+        ...
+
+    def transcript_marks(self, agent_id: str) -> dict[str, TranscriptMark]:
+        """The mark of every session of the agent the store holds."""
         ...
 
     def forget_session(self, agent_id: str, session_id: str) -> int:
-        """Drop a session's messages from the index; the number removed."""
+        """Drop a session's messages and mark; the number of messages removed."""
         ...
 
     def search_transcript(

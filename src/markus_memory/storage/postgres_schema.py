@@ -236,3 +236,20 @@ def m005_transcript(conn: psycopg.Connection[Any]) -> None:
         "CREATE INDEX idx_transcript_agent_created ON transcript_messages(agent_id, created_at)"
     )
     conn.execute("CREATE INDEX idx_transcript_search ON transcript_messages USING GIN (search)")
+
+
+@migrations()
+def m006_transcript_record(conn: psycopg.Connection[Any]) -> None:
+    # As SQLite m006: speaker and metadata of each message, and a per-session mark of how far
+    # the store holds the session.
+    conn.execute("ALTER TABLE transcript_messages ADD COLUMN speaker TEXT")
+    conn.execute("ALTER TABLE transcript_messages ADD COLUMN metadata JSONB")
+    conn.execute(
+        """CREATE TABLE transcript_marks (
+  agent_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  next_seq INTEGER NOT NULL,
+  synced_at TIMESTAMPTZ NOT NULL,
+  PRIMARY KEY (agent_id, session_id)
+)"""
+    )

@@ -6,7 +6,18 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from .base import ChatMessage, ChatSession, Decision, MailboxItem, TranscriptHit, search_terms
+from ..errors import InvalidInputError
+from .base import (
+    ChatMessage,
+    ChatSession,
+    Decision,
+    JsonObject,
+    MailboxItem,
+    TranscriptHit,
+    TranscriptMark,
+    TranscriptMessage,
+    search_terms,
+)
 from .postgres_conn import (
     PostgresDatabase,
     clean_text,
@@ -99,6 +110,19 @@ def _chat_message(r: tuple[Any, ...]) -> ChatMessage:
 def _json(value: Any) -> str | None:
     text = json_value(value)
     return None if text is None else clean_text(text)
+
+
+def _transcript_row(m: TranscriptMessage) -> tuple[Any, ...]:
+    return (
+        m.agent_id,
+        m.session_id,
+        int(m.seq),
+        clean_text(m.role),
+        clean_text(m.content),
+        to_utc(m.created_at),
+        None if m.speaker is None else clean_text(m.speaker),
+        _json(m.metadata),
+    )
 
 
 class PostgresSideTables(PostgresDatabase):
@@ -275,25 +299,128 @@ class PostgresSideTables(PostgresDatabase):
         role: str,
         content: str,
         created_at: datetime,
+        *,
+        speaker: str | None = None,
+        metadata: JsonObject | None = None,
+        appended_at: datetime | None = None,
     ) -> None:
+        message = TranscriptMessage(
+            agent_id, session_id, int(seq), role, content, created_at, speaker, metadata
+        )
         with self.write() as conn:
             conn.execute(
                 "INSERT INTO transcript_messages (agent_id, session_id, seq, role, content, "
-                "created_at) VALUES (%s,%s,%s,%s,%s,%s) "
+                "created_at, speaker, metadata) VALUES (%s,%s,%s,%s,%s,%s,%s,%s::jsonb) "
                 "ON CONFLICT (agent_id, session_id, seq) DO UPDATE SET role = EXCLUDED.role, "
-                "content = EXCLUDED.content, created_at = EXCLUDED.created_at",
+                "content = EXCLUDED.content, created_at = EXCLUDED.created_at, "
+                "speaker = EXCLUDED.speaker, metadata = EXCLUDED.metadata",
+                _transcript_row(message),
+            )
+            # The mark advances only while the session is held without a gap (base.py).
+            conn.execute(
+                "INSERT INTO transcript_marks AS m (agent_id, session_id, next_seq, synced_at) "
+                "SELECT %s, %s, %s, %s WHERE %s = 0 "
+                "ON CONFLICT (agent_id, session_id) DO UPDATE SET "
+                "next_seq = GREATEST(m.next_seq, EXCLUDED.next_seq), "
+                "synced_at = GREATEST(m.synced_at, EXCLUDED.synced_at)",
                 (
                     agent_id,
                     session_id,
-                    int(seq),
-                    clean_text(role),
-                    clean_text(content),
-                    to_utc(created_at),
+                    message.seq + 1,
+                    to_utc(appended_at or created_at),
+                    message.seq,
+                ),
+            )
+            conn.execute(
+                "UPDATE transcript_marks SET next_seq = GREATEST(next_seq, %s), "
+                "synced_at = GREATEST(synced_at, %s) "
+                "WHERE agent_id = %s AND session_id = %s AND next_seq >= %s AND %s > 0",
+                (
+                    message.seq + 1,
+                    to_utc(appended_at or created_at),
+                    agent_id,
+                    session_id,
+                    message.seq,
+                    message.seq,
                 ),
             )
 
+    def import_transcript(
+        self,
+        agent_id: str,
+        session_id: str,
+        messages: Sequence[TranscriptMessage],
+        *,
+        synced_at: datetime,
+    ) -> int:
+        for m in messages:
+            if m.agent_id != agent_id or m.session_id != session_id:
+                raise InvalidInputError("import_transcript: message of another session")
+        rows = [_transcript_row(m) for m in messages]
+        top = max((int(m.seq) + 1 for m in messages), default=0)
+        with self.write() as conn:
+            added = 0
+            if rows:
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO transcript_messages (agent_id, session_id, seq, role, "
+                        "content, created_at, speaker, metadata) "
+                        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s::jsonb) "
+                        "ON CONFLICT (agent_id, session_id, seq) DO NOTHING",
+                        rows,
+                        returning=False,
+                    )
+                    added = max(cur.rowcount, 0)
+            conn.execute(
+                "INSERT INTO transcript_marks AS m (agent_id, session_id, next_seq, synced_at) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (agent_id, session_id) DO UPDATE SET "
+                "next_seq = GREATEST(m.next_seq, EXCLUDED.next_seq), "
+                "synced_at = GREATEST(m.synced_at, EXCLUDED.synced_at)",
+                (agent_id, session_id, top, to_utc(synced_at)),
+            )
+            return added
+
+    def transcript_messages(
+        self, agent_id: str, *, session_id: str | None = None
+    ) -> list[TranscriptMessage]:
+        sql = (
+            "SELECT agent_id, session_id, seq, role, content, created_at, speaker, metadata "
+            "FROM transcript_messages WHERE agent_id = %s"
+        )
+        params: list[Any] = [agent_id]
+        if session_id is not None:
+            sql += " AND session_id = %s"
+            params.append(session_id)
+        with self.read() as conn:
+            rows = conn.execute(sql + ' ORDER BY session_id COLLATE "C", seq', params).fetchall()
+        return [
+            TranscriptMessage(
+                agent_id=r[0],
+                session_id=r[1],
+                seq=int(r[2]),
+                role=r[3],
+                content=r[4],
+                created_at=from_db(r[5]) or EPOCH,
+                speaker=r[6],
+                metadata=None if r[7] is None else json_obj(r[7]),
+            )
+            for r in rows
+        ]
+
+    def transcript_marks(self, agent_id: str) -> dict[str, TranscriptMark]:
+        with self.read() as conn:
+            rows = conn.execute(
+                "SELECT session_id, next_seq, synced_at FROM transcript_marks WHERE agent_id = %s",
+                (agent_id,),
+            ).fetchall()
+        return {r[0]: TranscriptMark(int(r[1]), from_db(r[2]) or EPOCH) for r in rows}
+
     def forget_session(self, agent_id: str, session_id: str) -> int:
         with self.write() as conn:
+            conn.execute(
+                "DELETE FROM transcript_marks WHERE agent_id = %s AND session_id = %s",
+                (agent_id, session_id),
+            )
             return conn.execute(
                 "DELETE FROM transcript_messages WHERE agent_id = %s AND session_id = %s",
                 (agent_id, session_id),

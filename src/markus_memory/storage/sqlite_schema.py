@@ -229,3 +229,21 @@ def m005_transcript(conn: sqlite3.Connection) -> None:
         "VALUES ('delete', old.id, old.content); "
         "INSERT INTO transcript_fts (rowid, content) VALUES (new.id, new.content); END"
     )
+
+
+@migrations()
+def m006_transcript_record(conn: sqlite3.Connection) -> None:
+    # The transcript becomes the durable record of every session message: who spoke and the
+    # message metadata, plus a per-session mark of how far the store holds the session (to
+    # import session files written before the store, or past it, once).
+    conn.execute("ALTER TABLE transcript_messages ADD COLUMN speaker TEXT")
+    conn.execute("ALTER TABLE transcript_messages ADD COLUMN metadata TEXT")
+    conn.execute(
+        """CREATE TABLE transcript_marks (
+  agent_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  next_seq INTEGER NOT NULL,
+  synced_at TEXT NOT NULL,
+  PRIMARY KEY (agent_id, session_id)
+)"""
+    )

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from ..errors import InvalidInputError
 from .base import (
     ChatMessage,
     ChatSession,
     Decision,
+    JsonObject,
     MailboxItem,
     TranscriptHit,
+    TranscriptMark,
+    TranscriptMessage,
     search_terms,
 )
 from .sqlite_conn import (
@@ -26,6 +31,46 @@ from .sqlite_conn import (
     next_rowid,
     to_iso,
 )
+
+
+def _message_values(m: TranscriptMessage) -> tuple[Any, ...]:
+    """``(session_id, seq, role, content, created_at, speaker, metadata)`` as stored."""
+    return (
+        m.session_id,
+        int(m.seq),
+        m.role,
+        m.content,
+        to_iso(m.created_at),
+        m.speaker,
+        json_text(m.metadata),
+    )
+
+
+def _insert_messages(
+    conn: sqlite3.Connection, agent_id: str, messages: Sequence[TranscriptMessage]
+) -> None:
+    """Insert new rows (inside a write); ids live in the agent's rowid span (sqlite_schema m004)."""
+    if not messages:
+        return
+    first = next_rowid(conn, "transcript_messages", "id", agent_id)
+    conn.executemany(
+        "INSERT INTO transcript_messages (id, agent_id, session_id, seq, role, content, "
+        "created_at, speaker, metadata) VALUES (?,?,?,?,?,?,?,?,?)",
+        [(first + n, agent_id, *_message_values(m)) for n, m in enumerate(messages)],
+    )
+
+
+def _raise_mark(
+    conn: sqlite3.Connection, agent_id: str, session_id: str, next_seq: int, synced_at: datetime
+) -> None:
+    # iso_ms strings of UTC times order like the times themselves.
+    conn.execute(
+        "INSERT INTO transcript_marks (agent_id, session_id, next_seq, synced_at) "
+        "VALUES (?,?,?,?) ON CONFLICT (agent_id, session_id) DO UPDATE SET "
+        "next_seq = MAX(next_seq, excluded.next_seq), "
+        "synced_at = MAX(synced_at, excluded.synced_at)",
+        (agent_id, session_id, int(next_seq), to_iso(synced_at)),
+    )
 
 
 def _opt_iso(moment: datetime | None) -> str | None:
@@ -252,37 +297,103 @@ class SqliteSideTables(SqliteDatabase):
         role: str,
         content: str,
         created_at: datetime,
+        *,
+        speaker: str | None = None,
+        metadata: JsonObject | None = None,
+        appended_at: datetime | None = None,
     ) -> None:
+        message = TranscriptMessage(
+            agent_id, session_id, int(seq), role, content, created_at, speaker, metadata
+        )
         with self.write() as conn:
             existing = conn.execute(
                 "SELECT id FROM transcript_messages WHERE agent_id = ? AND session_id = ? "
                 "AND seq = ?",
-                (agent_id, session_id, int(seq)),
+                (agent_id, session_id, message.seq),
             ).fetchone()
-            if existing is not None:
+            if existing is None:
+                _insert_messages(conn, agent_id, [message])
+            else:
                 conn.execute(
-                    "UPDATE transcript_messages SET role = ?, content = ?, created_at = ? "
-                    "WHERE id = ?",
-                    (role, content, to_iso(created_at), existing[0]),
+                    "UPDATE transcript_messages SET role = ?, content = ?, created_at = ?, "
+                    "speaker = ?, metadata = ? WHERE id = ?",
+                    (*_message_values(message)[2:], existing[0]),
                 )
-                return
-            # ids live in the agent's rowid span (see sqlite_schema m004).
-            conn.execute(
-                "INSERT INTO transcript_messages (id, agent_id, session_id, seq, role, content, "
-                "created_at) VALUES (?,?,?,?,?,?,?)",
-                (
-                    next_rowid(conn, "transcript_messages", "id", agent_id),
-                    agent_id,
-                    session_id,
-                    int(seq),
-                    role,
-                    content,
-                    to_iso(created_at),
-                ),
+            mark = conn.execute(
+                "SELECT next_seq FROM transcript_marks WHERE agent_id = ? AND session_id = ?",
+                (agent_id, session_id),
+            ).fetchone()
+            if message.seq <= (0 if mark is None else int(mark[0])):
+                _raise_mark(conn, agent_id, session_id, message.seq + 1, appended_at or created_at)
+
+    def import_transcript(
+        self,
+        agent_id: str,
+        session_id: str,
+        messages: Sequence[TranscriptMessage],
+        *,
+        synced_at: datetime,
+    ) -> int:
+        with self.write() as conn:
+            held = {
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT seq FROM transcript_messages WHERE agent_id = ? AND session_id = ?",
+                    (agent_id, session_id),
+                )
+            }
+            fresh: dict[int, TranscriptMessage] = {}
+            for m in messages:
+                if m.agent_id != agent_id or m.session_id != session_id:
+                    raise InvalidInputError("import_transcript: message of another session")
+                if int(m.seq) not in held:
+                    fresh[int(m.seq)] = m
+            _insert_messages(conn, agent_id, [fresh[seq] for seq in sorted(fresh)])
+            top = max((int(m.seq) + 1 for m in messages), default=0)
+            _raise_mark(conn, agent_id, session_id, top, synced_at)
+            return len(fresh)
+
+    def transcript_messages(
+        self, agent_id: str, *, session_id: str | None = None
+    ) -> list[TranscriptMessage]:
+        sql = (
+            "SELECT agent_id, session_id, seq, role, content, created_at, speaker, metadata "
+            "FROM transcript_messages WHERE agent_id = ?"
+        )
+        params: list[Any] = [agent_id]
+        if session_id is not None:
+            sql += " AND session_id = ?"
+            params.append(session_id)
+        with self.read() as conn:
+            rows = conn.execute(sql + " ORDER BY session_id, seq", params).fetchall()
+        return [
+            TranscriptMessage(
+                agent_id=r[0],
+                session_id=r[1],
+                seq=int(r[2]),
+                role=r[3],
+                content=r[4],
+                created_at=from_iso(r[5]) or EPOCH,
+                speaker=r[6],
+                metadata=None if r[7] is None else json_obj(r[7]),
             )
+            for r in rows
+        ]
+
+    def transcript_marks(self, agent_id: str) -> dict[str, TranscriptMark]:
+        with self.read() as conn:
+            rows = conn.execute(
+                "SELECT session_id, next_seq, synced_at FROM transcript_marks WHERE agent_id = ?",
+                (agent_id,),
+            ).fetchall()
+        return {r[0]: TranscriptMark(int(r[1]), from_iso(r[2]) or EPOCH) for r in rows}
 
     def forget_session(self, agent_id: str, session_id: str) -> int:
         with self.write() as conn:
+            conn.execute(
+                "DELETE FROM transcript_marks WHERE agent_id = ? AND session_id = ?",
+                (agent_id, session_id),
+            )
             return conn.execute(
                 "DELETE FROM transcript_messages WHERE agent_id = ? AND session_id = ?",
                 (agent_id, session_id),

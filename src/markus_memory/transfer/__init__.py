@@ -14,8 +14,9 @@ unless ``replace=True``, which makes it an exact mirror (documents the source la
 removed).
 
 Episodic rows (activities with their logs, mailbox items, decisions, chat sessions and
-messages) are copied through the ``EpisodicStore`` protocol when the two sides use different
-stores; derived indexes (full-text, transcript index, vectors) are rebuilt, not copied. Rows
+messages, the session transcript with its import marks) are copied through the
+``EpisodicStore`` protocol when the two sides use different stores; derived indexes
+(full-text, vectors) are rebuilt, not copied. Rows
 are never merged: a destination that already holds different rows for the agent is refused,
 one that holds the same rows is left alone. The episodic store of a side is the one
 :func:`open_store` picks for its settings: the PostgreSQL ``PostgresStore`` when a database URL

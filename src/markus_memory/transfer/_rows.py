@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from ..storage.base import (
     Activity,
@@ -12,23 +13,34 @@ from ..storage.base import (
     Decision,
     EpisodicStore,
     MailboxItem,
+    TranscriptMark,
+    TranscriptMessage,
 )
 
 ALL = 2**31 - 1
+EPOCH_UTC = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
 class AgentRows:
-    """Every stored row of one agent (derived indexes excluded: they are rebuilt)."""
+    """Every stored row of one agent (derived indexes excluded: they are rebuilt).
+
+    ``transcript`` is the session transcript, per session: its mark and its messages (the only
+    copy of the turns compaction dropped from the session files).
+    """
 
     activities: tuple[tuple[Activity, tuple[ActivityLogEntry, ...]], ...]
     mailbox: tuple[MailboxItem, ...]
     decisions: tuple[Decision, ...]
     chats: tuple[tuple[ChatSession, tuple[ChatMessage, ...]], ...]
+    agent_id: str = ""
+    transcript: tuple[tuple[str, TranscriptMark, tuple[TranscriptMessage, ...]], ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.activities or self.mailbox or self.decisions or self.chats)
+        return not (
+            self.activities or self.mailbox or self.decisions or self.chats or self.transcript
+        )
 
     @property
     def count(self) -> int:
@@ -37,6 +49,7 @@ class AgentRows:
             + len(self.mailbox)
             + len(self.decisions)
             + sum(1 + len(messages) for _, messages in self.chats)
+            + sum(len(messages) for _, _, messages in self.transcript)
         )
 
 
@@ -51,6 +64,22 @@ def read_rows(store: EpisodicStore, agent_id: str) -> AgentRows:
         tuple(sorted(store.mailbox_items(agent_id, limit=ALL), key=lambda m: m.id)),
         tuple(sorted(store.decisions(agent_id, limit=ALL), key=lambda d: (d.created_at, d.id))),
         tuple((s, tuple(store.chat_messages(agent_id, s.id))) for s in chats),
+        agent_id,
+        _transcript(store, agent_id),
+    )
+
+
+def _transcript(
+    store: EpisodicStore, agent_id: str
+) -> tuple[tuple[str, TranscriptMark, tuple[TranscriptMessage, ...]], ...]:
+    by_session: dict[str, list[TranscriptMessage]] = {}
+    for message in store.transcript_messages(agent_id):
+        by_session.setdefault(message.session_id, []).append(message)
+    marks = store.transcript_marks(agent_id)
+    unmarked = TranscriptMark(0, EPOCH_UTC)  # held with a gap: the next recall re-imports it
+    return tuple(
+        (sid, marks.get(sid, unmarked), tuple(by_session.get(sid, ())))
+        for sid in sorted(set(marks) | set(by_session))
     )
 
 
@@ -71,3 +100,5 @@ def write_rows(store: EpisodicStore, rows: AgentRows) -> None:
         store.create_chat_session(session)
         for message in messages:
             store.append_chat_message(message)
+    for session_id, mark, transcript in rows.transcript:
+        store.import_transcript(rows.agent_id, session_id, transcript, synced_at=mark.synced_at)

@@ -170,9 +170,30 @@ class SessionDoc:
     started_at: str
     last_activity_at: str
     extra: dict[str, Any] = field(default_factory=dict)
+    compacted: int = 0
+
+    def seq(self, index: int) -> int | None:
+        """The absolute sequence number of ``messages[index]``; None for a compaction summary."""
+        return seq_of(self.compacted, index)
 
 
-_KNOWN_KEYS = ("id", "agentId", "messages", "startedAt", "lastActivityAt")
+def seq_of(compacted: int, index: int) -> int | None:
+    """Absolute seq of message ``index`` of a file that ``compacted`` messages have left.
+
+    While ``compacted`` is 0 the seq is the index. Once compaction has removed messages, index 0
+    is the summary standing in for them (it has no seq) and message ``index`` is the
+    ``compacted + index - 1``-th message ever appended, so seqs never restart.
+    """
+    if compacted <= 0:
+        return index
+    return None if index == 0 else compacted + index - 1
+
+
+COMPACTED_KEY = "compactedMessages"
+"""Extra top-level key of a compacted session file: how many appended messages compaction has
+dropped from it. Markus readers ignore it; absent means 0."""
+
+_KNOWN_KEYS = ("id", "agentId", "messages", "startedAt", "lastActivityAt", COMPACTED_KEY)
 
 
 def render_session(doc: SessionDoc) -> str:
@@ -185,6 +206,8 @@ def render_session(doc: SessionDoc) -> str:
         "lastActivityAt": doc.last_activity_at,
     }
     body.update(doc.extra)
+    if doc.compacted > 0:
+        body[COMPACTED_KEY] = doc.compacted
     return json.dumps(body, indent=2, ensure_ascii=False)
 
 
@@ -206,7 +229,13 @@ def parse_session(text: str) -> SessionDoc:
         started_at=data["startedAt"],
         last_activity_at=data["lastActivityAt"],
         extra={k: v for k, v in data.items() if k not in _KNOWN_KEYS},
+        compacted=_count(data.get(COMPACTED_KEY)),
     )
+
+
+def _count(value: object) -> int:
+    """A non-negative count; anything else (absent, hand-edited) reads as 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 # ---------------------------------------------------------------------------------------------

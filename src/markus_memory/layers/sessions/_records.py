@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ._format import Message
+from ._format import Message, seq_of
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,12 @@ class Session:
     messages: tuple[Message, ...]
     started_at: datetime
     last_activity_at: datetime
+    compacted: int = 0
+
+    def seq(self, index: int) -> int | None:
+        """The absolute seq of ``messages[index]`` (never restarts; see ``_format.seq_of``);
+        None for the summary that stands in for compacted messages."""
+        return seq_of(self.compacted, index)
 
 
 @dataclass(frozen=True)
@@ -33,7 +39,11 @@ class SessionInfo:
 
 @dataclass(frozen=True)
 class AppendedMessage:
-    """What an append made durable; also what ``on_append`` receives."""
+    """What an append made durable; also what ``on_append`` receives.
+
+    ``index`` is the position in the session file (compaction renumbers it); ``seq`` is the
+    absolute sequence number, which never restarts (``index`` until a first compaction).
+    """
 
     agent_id: str
     session_id: str
@@ -42,6 +52,7 @@ class AppendedMessage:
     text: str
     timestamp: datetime
     metadata: Mapping[str, Any] | None
+    seq: int
 
 
 @dataclass(frozen=True)

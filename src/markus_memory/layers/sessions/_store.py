@@ -123,6 +123,8 @@ class SessionStore:
             if live is None:
                 raise NotFoundError(f"Session not found: {sid}")
             index = len(live.doc.messages)
+            seq = live.doc.seq(index)
+            assert seq is not None  # only index 0 of a compacted file lacks one
             try:
                 live.append_line(fmt.journal_record(index, stamp, encoded), now, fsync=self.fsync)
             except BaseException:
@@ -141,6 +143,7 @@ class SessionStore:
             text=fmt.message_text(clean),
             timestamp=now,
             metadata=clean.get("metadata"),
+            seq=seq,
         )
         self._notify(record)
         return record
@@ -193,7 +196,7 @@ class SessionStore:
                 sid = fmt.new_session_id("sess", epoch_ms(now))
                 if locate(self.directory, sid) is None:
                     break
-            live = self._new(sid, clean)
+            live = self._new(sid, clean, now)
             snapshot = self._snapshot(live)
         for index, message in enumerate(clean):
             self._notify(
@@ -205,6 +208,7 @@ class SessionStore:
                     fmt.message_text(message),
                     now,
                     message.get("metadata"),
+                    seq=index,
                 )
             )
         return snapshot
@@ -275,8 +279,10 @@ class SessionStore:
             self._shrink_old(live)
         return live
 
-    def _new(self, sid: str, messages: builtins.list[fmt.Message]) -> SessionFiles:
-        stamp = iso_ms(self.clock())
+    def _new(
+        self, sid: str, messages: builtins.list[fmt.Message], now: datetime | None = None
+    ) -> SessionFiles:
+        stamp = iso_ms(self.clock() if now is None else now)
         doc = fmt.SessionDoc(sid, self.agent_id, messages, stamp, stamp)
         live = SessionFiles.fresh(doc, self.directory)
         self._shrink_old(live)
@@ -315,6 +321,9 @@ class SessionStore:
         older = messages[: len(messages) - keep_last]
         kept = messages[len(messages) - keep_last :]
         summary = fmt.heuristic_summary(older)
+        # Every message of ``older`` but a previous summary leaves the file for good: counting
+        # them keeps the seq of the kept messages (and of later appends) unchanged.
+        live.doc.compacted += len(older) - (1 if live.doc.compacted > 0 else 0)
         live.doc.messages = [fmt.summary_message(len(older), len(kept), summary), *kept]
         live.shrink_checked = 0
         self._shrink_old(live)
@@ -331,6 +340,7 @@ class SessionStore:
             messages=tuple(doc.messages),
             started_at=_when(doc.started_at),
             last_activity_at=_when(doc.last_activity_at),
+            compacted=doc.compacted,
         )
 
     def _first_loadable(self, infos: Iterable[SessionInfo]) -> Session | None:
