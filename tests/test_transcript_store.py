@@ -87,6 +87,7 @@ def test_every_append_is_recorded_with_speaker_time_and_metadata(home, clock) ->
         mem.sessions.append(
             sid, {"role": "user", "content": "then", "metadata": {"timestamp": said}}
         )
+    with home.open() as mem:  # written in the background: close drained it
         got = mem.store.transcript_messages(home.agent_id)
     assert [(m.session_id, m.seq, m.role, m.content) for m in got] == [
         (sid, 0, "user", "hi"),

@@ -32,6 +32,7 @@ from .search.memory_search import MemorySearcher, SearchResult
 from .search.recall import ConversationHit, TranscriptRecall, speaker_of
 from .search.transcript_log import SessionSource, TranscriptLog, turn_of
 from .search.transcript_vectors import TranscriptVectors, TranscriptVectorStore
+from .search.transcript_writer import TranscriptWriter
 from .storage.base import EpisodicStore, TranscriptMessage
 from .storage.sqlite import SqliteStore
 
@@ -42,7 +43,12 @@ class AgentMemory:
     """All memory layers of one agent. Open with :func:`open_agent`; close when done."""
 
     def __init__(
-        self, agent_id: str, settings: Settings, *, embedder: Embedder | None = None
+        self,
+        agent_id: str,
+        settings: Settings,
+        *,
+        embedder: Embedder | None = None,
+        store: EpisodicStore | None = None,
     ) -> None:
         self.agent_id = validate_id("agent id", agent_id)
         self.settings = settings
@@ -65,9 +71,15 @@ class AgentMemory:
             vector_store=None if embedder is None else self._open_vector_store(),
         )
         self._transcript_log = TranscriptLog(lambda: self.store, self.agent_id)
-        self.sessions = SessionStore(*layer_args, agent_id=self.agent_id, on_append=self._on_append)
+        self._writer = TranscriptWriter(lambda: self.store, self.agent_id)
+        self.sessions = SessionStore(
+            *layer_args,
+            agent_id=self.agent_id,
+            on_append=self._on_append,
+            before_compact=self._before_compact,
+        )
         self._closed = False
-        self._store: EpisodicStore | None = None
+        self._store: EpisodicStore | None = store
         self._activities: ActivityLog | None = None
         self._store_guard = threading.Lock()
         self._migrate_legacy()
@@ -201,6 +213,7 @@ class AgentMemory:
         """
         if session_id is not None:
             validate_id("session id", session_id)
+        self._writer.drain()  # the first recall reads the store: every returned append is in
         return self._transcripts.recall(
             query,
             session_id=session_id,
@@ -212,7 +225,8 @@ class AgentMemory:
         )
 
     def _on_append(self, record: AppendedMessage) -> None:
-        """Record every durable append in the episodic store and the live recall index."""
+        """Queue every durable append for the episodic store (written in the background: the
+        session file already holds it) and index it in the live recall index."""
         message = _message(
             self.agent_id,
             record.session_id,
@@ -222,13 +236,29 @@ class AgentMemory:
             record.metadata,
             record.timestamp,
         )
-        try:
-            self._transcript_log.record(message, record.timestamp)
-        except (OSError, MarkusMemoryError):
-            # The session file holds the message; the next first recall imports it.
-            log.exception("transcript store missed %s #%d", record.session_id, record.seq)
+        self._writer.put(message, record.timestamp)
         if record.text.strip():
             self._transcripts.add(turn_of(message))
+
+    def _before_compact(self, session_id: str, keep_from_seq: int) -> bool:
+        """Let a compaction drop seqs below ``keep_from_seq`` only once the store holds them:
+        the queued writes first, then (if the store is still behind, e.g. a write failed) an
+        import of the whole file. Raises if the store cannot be reached (compaction waits)."""
+        self._writer.drain()
+        mark = self.store.transcript_marks(self.agent_id).get(session_id)
+        if mark is not None and mark.next_seq >= keep_from_seq:
+            return True
+        session = self.sessions.get(session_id)
+        if session is None:
+            return False
+        self.store.import_transcript(
+            self.agent_id,
+            session_id,
+            self._session_messages(session_id),
+            synced_at=session.last_activity_at,
+        )
+        mark = self.store.transcript_marks(self.agent_id).get(session_id)
+        return mark is not None and mark.next_seq >= keep_from_seq
 
     def _stored_turns(self) -> Iterator[Turn]:
         """Every recorded transcript message (read once, at the first recall): session files
@@ -267,6 +297,7 @@ class AgentMemory:
     def close(self) -> None:
         """Flush and release everything this handle holds. Safe to call twice."""
         self.sessions.close()
+        self._writer.close()  # every queued append reaches the store before it closes
         if self._searcher is not None and self._searcher.index is not None:
             self._searcher.index.close()
         self._searcher = None
@@ -352,12 +383,14 @@ def open_agent(
     *,
     settings: Settings | None = None,
     embedder: Embedder | None = None,
+    store: EpisodicStore | None = None,
 ) -> AgentMemory:
     """Open (creating if needed) the memory of ``agent_id`` under ``home``.
 
     ``home`` defaults to ``$MARKUS_HOME`` or ``~/.markus``; ``settings`` overrides everything.
     ``embedder`` (e.g. ``MiniLMEmbedder()`` from the ``[semantic]`` extra) adds vectors to
-    :meth:`AgentMemory.recall_conversation`; without one it ranks by bm25 alone.
+    :meth:`AgentMemory.recall_conversation`; without one it ranks by bm25 alone. ``store``
+    replaces the episodic backend the settings select (the handle closes it).
     """
     resolved = settings if settings is not None else Settings.from_env(home=home)
-    return AgentMemory(agent_id, resolved, embedder=embedder)
+    return AgentMemory(agent_id, resolved, embedder=embedder, store=store)

@@ -39,20 +39,6 @@ class TranscriptLog:
         self._store = store
         self.agent_id = agent_id
 
-    def record(self, message: TranscriptMessage, appended_at: datetime) -> None:
-        """Store one durable append (its seq never repeats, so this never renumbers)."""
-        self._store().index_message(
-            self.agent_id,
-            message.session_id,
-            message.seq,
-            message.role,
-            message.content,
-            message.created_at,
-            speaker=message.speaker,
-            metadata=message.metadata,
-            appended_at=appended_at,
-        )
-
     def sync(self, sources: Iterable[SessionSource]) -> int:
         """Import the session files the store is behind: files that predate it (an existing
         Markus data dir) or that were written past it (an append whose store write failed, or a

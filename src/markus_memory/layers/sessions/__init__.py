@@ -8,12 +8,20 @@ from ._format import (
     trim_messages_for_restore,
     validate_message,
 )
-from ._records import AppendedMessage, CompactResult, OnAppend, Session, SessionInfo
+from ._records import (
+    AppendedMessage,
+    BeforeCompact,
+    CompactResult,
+    OnAppend,
+    Session,
+    SessionInfo,
+)
 from ._store import NON_MAIN_PREFIXES, SessionStore
 
 __all__ = [
     "NON_MAIN_PREFIXES",
     "AppendedMessage",
+    "BeforeCompact",
     "CompactResult",
     "OnAppend",
     "Session",

@@ -62,3 +62,8 @@ class CompactResult:
 
 
 OnAppend = Callable[[AppendedMessage], None]
+
+BeforeCompact = Callable[[str, int], bool]
+"""``(session_id, keep_from_seq) -> ok``: called under the agent lock before a compaction drops
+the messages with seq below ``keep_from_seq`` from the file; False (or an exception) defers the
+compaction, because those messages are not yet safe anywhere else."""

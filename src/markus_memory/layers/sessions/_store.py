@@ -33,7 +33,14 @@ from ...config import AgentPaths, Clock, Limits, epoch_ms, iso_ms, parse_iso
 from ...errors import CorruptFileError, InvalidInputError, NotFoundError
 from . import _format as fmt
 from ._files import SessionFiles, locate, scan
-from ._records import AppendedMessage, CompactResult, OnAppend, Session, SessionInfo
+from ._records import (
+    AppendedMessage,
+    BeforeCompact,
+    CompactResult,
+    OnAppend,
+    Session,
+    SessionInfo,
+)
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +71,7 @@ class SessionStore:
         *,
         agent_id: str | None = None,
         on_append: OnAppend | None = None,
+        before_compact: BeforeCompact | None = None,
         fsync: bool = False,
         checkpoint_min_bytes: int = 1 << 20,
     ) -> None:
@@ -73,6 +81,7 @@ class SessionStore:
         self.clock = clock
         self.agent_id = agent_id if agent_id is not None else paths.root.name
         self.on_append = on_append
+        self.before_compact = before_compact
         self.fsync = fsync
         self.checkpoint_min_bytes = checkpoint_min_bytes
         self._cache: OrderedDict[str, SessionFiles] = OrderedDict()
@@ -318,6 +327,8 @@ class SessionStore:
         keep_last = max(keep_last, 0)
         if len(messages) <= keep_last:
             return CompactResult("", 0)
+        if not self._may_drop(live, len(messages) - keep_last):
+            return CompactResult("", 0)
         older = messages[: len(messages) - keep_last]
         kept = messages[len(messages) - keep_last :]
         summary = fmt.heuristic_summary(older)
@@ -329,6 +340,20 @@ class SessionStore:
         self._shrink_old(live)
         live.checkpoint()
         return CompactResult(summary, len(older))
+
+    def _may_drop(self, live: SessionFiles, keep_from: int) -> bool:
+        """Whether ``before_compact`` lets the messages before index ``keep_from`` leave."""
+        if self.before_compact is None:
+            return True
+        keep_from_seq = live.doc.seq(keep_from)
+        assert keep_from_seq is not None  # index 0 is never kept by a compaction that drops
+        try:
+            if self.before_compact(live.doc.id, keep_from_seq):
+                return True
+        except Exception:
+            log.exception("before_compact failed for %s", live.doc.id)
+        log.warning("compaction of %s deferred: its old messages are not safe yet", live.doc.id)
+        return False
 
     # -- helpers -------------------------------------------------------------------------------
 

@@ -1,0 +1,234 @@
+"""Appends reach the episodic store in the background: never lost, seen by every recall."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from markus_memory import open_agent
+from markus_memory.config import Limits, Settings
+from markus_memory.errors import BackendUnavailableError
+from markus_memory.memory import AgentMemory
+from markus_memory.storage.base import JsonObject, TranscriptMessage
+from markus_memory.storage.sqlite import SqliteStore
+
+
+class FlakyStore(SqliteStore):
+    """A real SQLite store whose transcript writes fail while ``down`` is set."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.down = False
+
+    def _check(self) -> None:
+        if self.down:
+            raise BackendUnavailableError("flaky://store")
+
+    def index_message(
+        self,
+        agent_id: str,
+        session_id: str,
+        seq: int,
+        role: str,
+        content: str,
+        created_at: datetime,
+        *,
+        speaker: str | None = None,
+        metadata: JsonObject | None = None,
+        appended_at: datetime | None = None,
+    ) -> None:
+        self._check()
+        super().index_message(
+            agent_id,
+            session_id,
+            seq,
+            role,
+            content,
+            created_at,
+            speaker=speaker,
+            metadata=metadata,
+            appended_at=appended_at,
+        )
+
+    def import_transcript(
+        self,
+        agent_id: str,
+        session_id: str,
+        messages: Sequence[TranscriptMessage],
+        *,
+        synced_at: datetime,
+    ) -> int:
+        self._check()
+        return super().import_transcript(agent_id, session_id, messages, synced_at=synced_at)
+
+
+class GatedStore(SqliteStore):
+    """A real SQLite store whose transcript imports wait until ``gate`` is set."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.gate = threading.Event()
+
+    def import_transcript(
+        self,
+        agent_id: str,
+        session_id: str,
+        messages: Sequence[TranscriptMessage],
+        *,
+        synced_at: datetime,
+    ) -> int:
+        self.gate.wait()
+        return super().import_transcript(agent_id, session_id, messages, synced_at=synced_at)
+
+
+def settings(tmp_path: Path, **limits: int) -> Settings:
+    return Settings(home=tmp_path, limits=Limits(**limits))
+
+
+def stored_seqs(tmp_path: Path, session_id: str) -> list[int]:
+    store = SqliteStore(tmp_path / "data.db")
+    try:
+        return [m.seq for m in store.transcript_messages("alice", session_id=session_id)]
+    finally:
+        store.close()
+
+
+def say(mem: AgentMemory, sid: str, text: str) -> int:
+    return mem.sessions.append(sid, {"role": "user", "content": text}).seq
+
+
+def test_close_writes_every_append_to_the_store_and_stops_the_writer(tmp_path: Path) -> None:
+    mem = open_agent("alice", settings=settings(tmp_path))
+    sid = mem.sessions.create().id
+    for i in range(50):
+        say(mem, sid, f"note {i}")
+    mem.close()
+    assert stored_seqs(tmp_path, sid) == list(range(50))
+    assert not any(t.name == "markus-transcript" and t.is_alive() for t in threading.enumerate())
+
+
+def test_recall_sees_every_append_made_from_several_threads(tmp_path: Path) -> None:
+    with open_agent("alice", settings=settings(tmp_path)) as mem:
+        sids = [mem.sessions.create().id for _ in range(4)]
+
+        def chat(k: int) -> None:
+            for i in range(40):
+                say(mem, sids[k], f"thread{k} word{k}x{i}")
+
+        threads = [threading.Thread(target=chat, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for k in range(4):
+            hit = mem.recall_conversation(f"word{k}x39", limit=1)[0]
+            assert (hit.session_id, hit.index) == (sids[k], 39)
+        assert all(stored_seqs(tmp_path, sid) == list(range(40)) for sid in sids)
+
+
+def test_a_failing_store_leaves_the_mark_behind_and_the_next_open_imports(tmp_path: Path) -> None:
+    flaky = FlakyStore(tmp_path / "data.db")
+    with open_agent("alice", settings=settings(tmp_path), store=flaky) as mem:
+        sid = mem.sessions.create().id
+        say(mem, sid, "before the outage")
+        mem.recall_conversation("outage")  # drained: seq 0 is stored
+        flaky.down = True
+        say(mem, sid, "during the outage: canoe")
+        assert mem.recall_conversation("canoe", limit=1)[0].index == 1  # the live index has it
+        flaky.down = False
+        say(mem, sid, "after the outage: paddle")  # past the gap: stored, mark left alone
+        mem.recall_conversation("paddle")
+        mark = flaky.transcript_marks("alice")[sid]
+        assert mark.next_seq == 1
+    assert stored_seqs(tmp_path, sid) == [0, 2]
+    with open_agent("alice", settings=settings(tmp_path)) as mem:
+        assert mem.recall_conversation("canoe", limit=1)[0].index == 1
+        assert mem.store.transcript_marks("alice")[sid].next_seq == 3
+    assert stored_seqs(tmp_path, sid) == [0, 1, 2]
+
+
+def test_compaction_waits_for_queued_writes(tmp_path: Path) -> None:
+    gated = GatedStore(tmp_path / "data.db")
+    limits = {"session_compact_trigger": 10, "session_compact_keep": 4}
+    with open_agent("alice", settings=settings(tmp_path, **limits), store=gated) as mem:
+        sid = mem.sessions.create().id
+        opener = threading.Timer(0.2, gated.gate.set)
+        opener.start()
+        for i in range(11):  # the 11th append compacts, dropping seqs 0..6 from the file
+            say(mem, sid, f"turn {i}")
+        session = mem.sessions.get(sid)
+        assert session is not None and session.compacted == 7
+        assert [m.seq for m in gated.transcript_messages("alice", session_id=sid)][:7] == list(
+            range(7)
+        )
+        opener.join()
+
+
+def test_compaction_is_deferred_while_the_store_is_down(tmp_path: Path) -> None:
+    flaky = FlakyStore(tmp_path / "data.db")
+    limits = {"session_compact_trigger": 10, "session_compact_keep": 4}
+    with open_agent("alice", settings=settings(tmp_path, **limits), store=flaky) as mem:
+        sid = mem.sessions.create().id
+        flaky.down = True
+        for i in range(12):
+            say(mem, sid, f"turn {i}")
+        session = mem.sessions.get(sid)
+        assert session is not None and session.compacted == 0  # nothing dropped: not stored
+        flaky.down = False
+        say(mem, sid, "turn 12")  # the store is back: the file is imported, then compacted
+        session = mem.sessions.get(sid)
+        assert session is not None and session.compacted == 9
+        assert [m.seq for m in flaky.transcript_messages("alice", session_id=sid)] == list(
+            range(13)
+        )
+
+
+CHILD = textwrap.dedent(
+    """
+    import os, signal, sys, threading
+    from pathlib import Path
+    from markus_memory import open_agent
+    from markus_memory.config import Settings
+    from markus_memory.storage.sqlite import SqliteStore
+
+    class Stuck(SqliteStore):
+        def import_transcript(self, *args, **kwargs):
+            threading.Event().wait()
+
+    home = Path(sys.argv[1])
+    mem = open_agent("alice", settings=Settings(home=home), store=Stuck(home / "data.db"))
+    sid = mem.sessions.create().id
+    for i in range(200):
+        mem.sessions.append(sid, {"role": "user", "content": f"message word{i}"})
+    print(sid, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+    """
+)
+
+
+@pytest.mark.slow
+def test_sigkill_with_a_full_queue_loses_no_returned_append(tmp_path: Path) -> None:
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "MARKUS_HOME": str(tmp_path)},
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    sid = child.stdout.strip()
+    assert stored_seqs(tmp_path, sid) == []  # the queue died with the process
+    with open_agent("alice", settings=settings(tmp_path)) as mem:
+        for i in (0, 117, 199):
+            hit = mem.recall_conversation(f"word{i}", limit=1)[0]
+            assert (hit.session_id, hit.index) == (sid, i)
+    assert stored_seqs(tmp_path, sid) == list(range(200))
