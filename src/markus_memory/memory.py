@@ -71,7 +71,7 @@ class AgentMemory:
             vector_store=None if embedder is None else self._open_vector_store(),
         )
         self._transcript_log = TranscriptLog(lambda: self.store, self.agent_id)
-        self._writer = TranscriptWriter(lambda: self.store, self.agent_id)
+        self._writer = TranscriptWriter(lambda: self.store, self.agent_id, then=self._index_turns)
         self.sessions = SessionStore(
             *layer_args,
             agent_id=self.agent_id,
@@ -213,7 +213,7 @@ class AgentMemory:
         """
         if session_id is not None:
             validate_id("session id", session_id)
-        self._writer.drain()  # the first recall reads the store: every returned append is in
+        self._writer.drain()  # every append that returned is in the store and the live index
         return self._transcripts.recall(
             query,
             session_id=session_id,
@@ -225,8 +225,8 @@ class AgentMemory:
         )
 
     def _on_append(self, record: AppendedMessage) -> None:
-        """Queue every durable append for the episodic store (written in the background: the
-        session file already holds it) and index it in the live recall index."""
+        """Queue every durable append (the session file already holds it) for the episodic
+        store and then the live recall index, both written in the background."""
         message = _message(
             self.agent_id,
             record.session_id,
@@ -237,8 +237,10 @@ class AgentMemory:
             record.timestamp,
         )
         self._writer.put(message, record.timestamp)
-        if record.text.strip():
-            self._transcripts.add(turn_of(message))
+
+    def _index_turns(self, messages: list[TranscriptMessage]) -> None:
+        """Feed written messages with text to the live recall index (the writer's thread)."""
+        self._transcripts.add_many([turn_of(m) for m in messages if m.content.strip()])
 
     def _before_compact(self, session_id: str, keep_from_seq: int) -> bool:
         """Let a compaction drop seqs below ``keep_from_seq`` only once the store holds them:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -93,11 +93,15 @@ class TranscriptRecall:
         """Index one new turn (buffered until the first recall loads the history). Turn indexes
         are absolute seqs, which compaction never renumbers: a turn at a known position
         replaces it."""
+        self.add_many([turn])
+
+    def add_many(self, turns: Sequence[Turn]) -> None:
+        """:meth:`add` for several turns at once (one index transaction once loaded)."""
         with self._lock:
             if not self._loaded:
-                self._pending.append(turn)
+                self._pending.extend(turns)
             else:
-                self._index.add([turn])
+                self._index.add(turns)
 
     def ensure_loaded(self) -> None:
         with self._lock:

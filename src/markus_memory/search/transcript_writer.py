@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from datetime import datetime
@@ -22,6 +23,9 @@ from ..storage.base import TranscriptIndex, TranscriptMessage
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 256
+LINGER_SECONDS = 0.05
+"""How long the writer gathers appends after the first of a batch (unless a drain asks): one
+transaction per batch, and the appending threads are not competing with it for every append."""
 
 
 class TranscriptWriter:
@@ -29,16 +33,24 @@ class TranscriptWriter:
 
     Thread-safe: any thread may :meth:`put`, :meth:`drain` or :meth:`close`. The thread starts
     at the first :meth:`put` (again after a close), and an exit hook drains a writer that was
-    never closed.
+    never closed. ``then`` gets each batch once written (or given up on), in append order.
     """
 
-    def __init__(self, store: Callable[[], TranscriptIndex], agent_id: str) -> None:
+    def __init__(
+        self,
+        store: Callable[[], TranscriptIndex],
+        agent_id: str,
+        *,
+        then: Callable[[list[TranscriptMessage]], None] | None = None,
+    ) -> None:
         self._store = store
         self.agent_id = agent_id
+        self._then = then
         self._cond = threading.Condition()
         self._queue: list[tuple[TranscriptMessage, datetime]] = []
         self._busy = False  # a batch taken from the queue is being written
         self._stop = False
+        self._waiting = 0  # drain() calls waiting: write at once, do not linger
         self._thread: threading.Thread | None = None
         self._atexit: Callable[[], None] | None = None
 
@@ -48,14 +60,20 @@ class TranscriptWriter:
             self._queue.append((message, appended_at))
             if self._thread is None:
                 self._start()
-            self._cond.notify_all()
+            if len(self._queue) == 1 or len(self._queue) >= MAX_BATCH:
+                self._cond.notify_all()
 
     def drain(self) -> None:
         """Return once every message queued before this call has been written (or given up
         on); at once when the queue is empty."""
         with self._cond:
-            while (self._queue or self._busy) and self._thread is not None:
-                self._cond.wait()
+            self._waiting += 1
+            self._cond.notify_all()
+            try:
+                while (self._queue or self._busy) and self._thread is not None:
+                    self._cond.wait()
+            finally:
+                self._waiting -= 1
 
     def close(self) -> None:
         """Drain, then stop the thread. Safe to call twice; a later :meth:`put` restarts it."""
@@ -90,6 +108,12 @@ class TranscriptWriter:
         with self._cond:
             while not self._queue and not self._stop:
                 self._cond.wait()
+            deadline = time.monotonic() + LINGER_SECONDS
+            while len(self._queue) < MAX_BATCH and not self._stop and not self._waiting:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
             if not self._queue:
                 return None
             batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
@@ -102,8 +126,17 @@ class TranscriptWriter:
             self._cond.notify_all()
 
     def write(self, batch: list[tuple[TranscriptMessage, datetime]]) -> None:
-        """Store one batch: per session, the messages that continue the store's mark, in one
-        transaction. Never raises: a failure is logged and leaves the mark behind."""
+        """Store one batch, then hand it to ``then``. Never raises: a failure is logged (a
+        store failure leaves the mark behind)."""
+        self._write(batch)
+        if self._then is not None:
+            try:
+                self._then([message for message, _ in batch])
+            except Exception:
+                log.exception("transcript writer callback failed on %d messages", len(batch))
+
+    def _write(self, batch: list[tuple[TranscriptMessage, datetime]]) -> None:
+        """Per session, the messages that continue the store's mark in one transaction."""
         try:
             store = self._store()
             marks = store.transcript_marks(self.agent_id)
