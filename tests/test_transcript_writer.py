@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -232,3 +233,17 @@ def test_sigkill_with_a_full_queue_loses_no_returned_append(tmp_path: Path) -> N
             hit = mem.recall_conversation(f"word{i}", limit=1)[0]
             assert (hit.session_id, hit.index) == (sid, i)
     assert stored_seqs(tmp_path, sid) == list(range(200))
+
+
+def test_a_handle_dropped_unclosed_lets_its_writer_thread_end(tmp_path: Path) -> None:
+    before = set(threading.enumerate())
+    mem = open_agent("alice", settings=settings(tmp_path))
+    sid = mem.sessions.create().id
+    say(mem, sid, "left open")
+    mem.recall_conversation("open")
+    (writer,) = [t for t in threading.enumerate() if t not in before]
+    del mem
+    gc.collect()
+    writer.join(timeout=30)
+    assert not writer.is_alive()
+    assert stored_seqs(tmp_path, sid) == [0]

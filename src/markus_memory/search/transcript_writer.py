@@ -26,6 +26,48 @@ MAX_BATCH = 256
 LINGER_SECONDS = 0.05
 """How long the writer gathers appends after the first of a batch (unless a drain asks): one
 transaction per batch, and the appending threads are not competing with it for every append."""
+IDLE_SECONDS = 1.0
+"""How often an idle thread checks whether its writer was dropped unclosed (then it ends)."""
+
+
+Item = tuple[TranscriptMessage, datetime]
+
+
+class _Queue:
+    """The queue shared by a writer and its thread; the thread holds only this (and a weak
+    reference to the writer) while it waits, so an unclosed writer can be collected."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.items: list[Item] = []
+        self.busy = False  # a batch taken from the queue is being written
+        self.stop = False
+        self.waiting = 0  # drain() calls waiting: write at once, do not linger
+        self.thread: threading.Thread | None = None
+
+    def take(self) -> list[Item] | None:
+        """The next batch (waiting for one), ``[]`` after ``IDLE_SECONDS`` without one, or
+        None when stopped with nothing left."""
+        with self.cond:
+            while not self.items and not self.stop:
+                if not self.cond.wait(IDLE_SECONDS):
+                    return []
+            deadline = time.monotonic() + LINGER_SECONDS
+            while len(self.items) < MAX_BATCH and not self.stop and not self.waiting:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.cond.wait(left)
+            if not self.items:
+                return None
+            batch, self.items = self.items[:MAX_BATCH], self.items[MAX_BATCH:]
+            self.busy = True
+            return batch
+
+    def finish(self) -> None:
+        with self.cond:
+            self.busy = False
+            self.cond.notify_all()
 
 
 class TranscriptWriter:
@@ -46,47 +88,45 @@ class TranscriptWriter:
         self._store = store
         self.agent_id = agent_id
         self._then = then
-        self._cond = threading.Condition()
-        self._queue: list[tuple[TranscriptMessage, datetime]] = []
-        self._busy = False  # a batch taken from the queue is being written
-        self._stop = False
-        self._waiting = 0  # drain() calls waiting: write at once, do not linger
-        self._thread: threading.Thread | None = None
+        self._q = _Queue()
         self._atexit: Callable[[], None] | None = None
 
     def put(self, message: TranscriptMessage, appended_at: datetime) -> None:
         """Queue one durable append for the store (returns at once)."""
-        with self._cond:
-            self._queue.append((message, appended_at))
-            if self._thread is None:
+        q = self._q
+        with q.cond:
+            q.items.append((message, appended_at))
+            if q.thread is None:
                 self._start()
-            if len(self._queue) == 1 or len(self._queue) >= MAX_BATCH:
-                self._cond.notify_all()
+            if len(q.items) == 1 or len(q.items) >= MAX_BATCH:
+                q.cond.notify_all()
 
     def drain(self) -> None:
         """Return once every message queued before this call has been written (or given up
         on); at once when the queue is empty."""
-        with self._cond:
-            self._waiting += 1
-            self._cond.notify_all()
+        q = self._q
+        with q.cond:
+            q.waiting += 1
+            q.cond.notify_all()
             try:
-                while (self._queue or self._busy) and self._thread is not None:
-                    self._cond.wait()
+                while (q.items or q.busy) and q.thread is not None:
+                    q.cond.wait()
             finally:
-                self._waiting -= 1
+                q.waiting -= 1
 
     def close(self) -> None:
         """Drain, then stop the thread. Safe to call twice; a later :meth:`put` restarts it."""
-        with self._cond:
-            thread = self._thread
-            self._stop = True
-            self._cond.notify_all()
+        q = self._q
+        with q.cond:
+            thread = q.thread
+            q.stop = True
+            q.cond.notify_all()
         if thread is not None and thread is not threading.current_thread():
             thread.join()
-        with self._cond:
-            self._thread = None
-            self._stop = False
-            if self._queue:  # put while the thread was stopping: write it, do not strand it
+        with q.cond:
+            q.thread = None
+            q.stop = False
+            if q.items:  # put while the thread was stopping: write it, do not strand it
                 self._start()
                 return
         if self._atexit is not None:
@@ -95,35 +135,13 @@ class TranscriptWriter:
 
     def _start(self) -> None:
         thread = threading.Thread(
-            target=_run, args=(weakref.ref(self),), name="markus-transcript", daemon=True
+            target=_run, args=(weakref.ref(self), self._q), name="markus-transcript", daemon=True
         )
-        self._thread = thread
+        self._q.thread = thread
         if self._atexit is None:
             self._atexit = _exit_hook(weakref.ref(self))
             atexit.register(self._atexit)
         thread.start()
-
-    def _take(self) -> list[tuple[TranscriptMessage, datetime]] | None:
-        """The next batch (waiting for one), or None when stopped with nothing left."""
-        with self._cond:
-            while not self._queue and not self._stop:
-                self._cond.wait()
-            deadline = time.monotonic() + LINGER_SECONDS
-            while len(self._queue) < MAX_BATCH and not self._stop and not self._waiting:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self._cond.wait(left)
-            if not self._queue:
-                return None
-            batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
-            self._busy = True
-            return batch
-
-    def _finish(self) -> None:
-        with self._cond:
-            self._busy = False
-            self._cond.notify_all()
 
     def write(self, batch: list[tuple[TranscriptMessage, datetime]]) -> None:
         """Store one batch, then hand it to ``then``. Never raises: a failure is logged (a
@@ -194,21 +212,26 @@ def _split(
     return ordered, []
 
 
-def _run(ref: weakref.ReferenceType[TranscriptWriter]) -> None:
+def _run(ref: weakref.ReferenceType[TranscriptWriter], q: _Queue) -> None:
     while True:
-        writer = ref()
-        if writer is None:
-            return
-        batch = writer._take()
+        batch = q.take()
         if batch is None:
-            writer._finish()
+            q.finish()
             return
+        if not batch:
+            if ref() is None:  # dropped unclosed: its exit hook went with it
+                return
+            continue
+        writer = ref()
         try:
-            writer.write(batch)
+            if writer is None:  # the session files hold them: the next first recall imports
+                log.warning("transcript writer dropped; %d messages left to the import", len(batch))
+            else:
+                writer.write(batch)
         except Exception:  # the thread must outlive any bug in one batch
             log.exception("transcript writer failed on a batch of %d", len(batch))
         finally:
-            writer._finish()
+            q.finish()
         del writer
 
 
