@@ -1,14 +1,18 @@
 """Median cost of one durable append through the facade vs the bare SessionStore.
 
-Run: ``.venv/bin/python benchmarks/bench_append.py``. Prints plain medians (ms) of
+Run: ``.venv/bin/python benchmarks/bench_append.py [--postgres URL]``. Prints plain medians (ms) of
 ``open_agent(...).sessions.append`` (which also feeds the transcript store and the recall index)
 and of a bare :class:`SessionStore` append, both in this process, for a 10- and a
 2,000-message session, and their ratio. Automatic compaction is disabled so the long session
-stays that long. The facade's close (which drains any pending transcript writes) is not timed.
+stays that long. With ``--postgres`` the facade also runs on that database (episodic store and
+transcript there, documents as files). The facade's close (which drains any pending
+transcript writes) is not timed.
 """
 
 from __future__ import annotations
 
+import argparse
+import secrets
 import sys
 import tempfile
 from pathlib import Path
@@ -39,9 +43,9 @@ def bench_bare(root: Path, length: int) -> float:
     return result
 
 
-def bench_facade(root: Path, length: int) -> float:
-    settings = Settings(home=root / f"home_{length}", limits=LIMITS)
-    mem = open_agent("bench", settings=settings)
+def bench_facade(root: Path, length: int, url: str | None = None) -> float:
+    settings = Settings(home=root / f"home_{length}", limits=LIMITS, database_url=url)
+    mem = open_agent(f"bench_{secrets.token_hex(4)}", settings=settings)
     sid = mem.sessions.create().id
     for i in range(length):
         mem.sessions.append(sid, message(i))
@@ -53,12 +57,19 @@ def bench_facade(root: Path, length: int) -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--postgres", metavar="URL", help="also run the facade on PostgreSQL")
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         bare = {n: bench_bare(root, n) for n in (10, 2000)}
         facade = {n: bench_facade(root, n) for n in (10, 2000)}
+        rows = [("SessionStore", bare), ("open_agent().sessions", facade)]
+        if args.postgres:
+            pg = {n: bench_facade(root / "pg", n, args.postgres) for n in (10, 2000)}
+            rows.append(("  on PostgreSQL", pg))
     print("median append cost (ms), durable on return (survives SIGKILL)")
-    for name, got in (("SessionStore", bare), ("open_agent().sessions", facade)):
+    for name, got in rows:
         print(
             f"  {name:22s} 10 msgs: {got[10]:.4f}   2000 msgs: {got[2000]:.4f}"
             f"   ratio 2000/10: {got[2000] / got[10]:.2f}"
