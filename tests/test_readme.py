@@ -109,6 +109,16 @@ def test_the_python_api_example_runs(isolated_home: Path) -> None:
     assert (isolated_home / "agents" / "alice" / "knowledge.md").is_file()
 
 
+def test_the_agent_loop_example_runs(isolated_home: Path) -> None:
+    example = next(b for b in blocks("python") if 'scenario="converse"' in b)
+    namespace: dict[str, object] = {}
+    exec(compile(example, "README.md", "exec"), namespace)
+    assert '"status":"saved"' in str(namespace["result_json"])
+    assert str(namespace["system_prompt"]).startswith("You are Alice, the team's release engineer.")
+    knowledge = (isolated_home / "agents" / "alice" / "knowledge.md").read_text("utf-8")
+    assert "Deploy window: Fridays 14-16 UTC" in knowledge
+
+
 def command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     found = []
     for name, command in group.commands.items():
