@@ -71,6 +71,8 @@ class AgentMemory:
             vector_store=None if embedder is None else self._open_vector_store(),
         )
         self._transcript_log = TranscriptLog(lambda: self.store, self.agent_id)
+        self._synced = False
+        self._sync_guard = threading.Lock()
         self._writer = TranscriptWriter(lambda: self.store, self.agent_id, then=self._index_turns)
         self.sessions = SessionStore(
             *layer_args,
@@ -214,6 +216,7 @@ class AgentMemory:
         if session_id is not None:
             validate_id("session id", session_id)
         self._writer.drain()  # every append that returned is in the store and the live index
+        self._sync_sessions()
         return self._transcripts.recall(
             query,
             session_id=session_id,
@@ -262,13 +265,27 @@ class AgentMemory:
         mark = self.store.transcript_marks(self.agent_id).get(session_id)
         return mark is not None and mark.next_seq >= keep_from_seq
 
+    def _sync_sessions(self) -> None:
+        """Before the first recall: import the session files the store is behind.
+
+        Done here, not in the recall index's backfill, because reading a session takes the
+        agent lock, and a compaction holding that lock waits for the writer, which feeds the
+        recall index: the index's lock must never be held while waiting for the agent lock.
+        """
+        with self._sync_guard:
+            if self._synced:
+                return
+            self._transcript_log.sync(
+                SessionSource(
+                    info.id, info.last_activity_at, partial(self._session_messages, info.id)
+                )
+                for info in self.sessions.list()
+            )
+            self._synced = True
+
     def _stored_turns(self) -> Iterator[Turn]:
-        """Every recorded transcript message (read once, at the first recall): session files
-        the store is behind are imported first, then the store is read in one query."""
-        self._transcript_log.sync(
-            SessionSource(info.id, info.last_activity_at, partial(self._session_messages, info.id))
-            for info in self.sessions.list()
-        )
+        """Every recorded transcript message (read once, at the first recall, after
+        :meth:`_sync_sessions`), in one query."""
         return self._transcript_log.turns()
 
     def _session_messages(self, session_id: str) -> list[TranscriptMessage]:
