@@ -10,12 +10,11 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from ._docs import DocumentStore
 from ._fs import AgentLock, validate_id
 from ._fs_docs import FileDocuments
-from .config import AgentPaths, Settings, parse_iso
+from .config import AgentPaths, Settings
 from .errors import MarkusMemoryError, MigrationError
 from .layers.activities import ActivityLog
 from .layers.daily_log import DailyLog
@@ -23,16 +22,14 @@ from .layers.knowledge import KnowledgeFile, Observation
 from .layers.migration import plan_migration
 from .layers.notebook import Notebook
 from .layers.procedural import RoleLoader
-from .layers.sessions import AppendedMessage, SessionStore, message_text
+from .layers.sessions import SessionStore, message_text
 from .layers.state import StateFile
-from .search.conversation import Turn
 from .search.embedders import Embedder
 from .search.index import KnowledgeIndex, open_index
 from .search.memory_search import MemorySearcher, SearchResult
-from .search.recall import ConversationHit, TranscriptRecall, speaker_of
-from .search.transcript_log import SessionSource, TranscriptLog, turn_of
-from .search.transcript_vectors import TranscriptVectors, TranscriptVectorStore
-from .search.transcript_writer import TranscriptWriter
+from .search.recall import ConversationHit
+from .search.transcript_log import SessionSource
+from .search.transcripts import Transcripts, open_vector_store, transcript_message
 from .storage.base import EpisodicStore, TranscriptMessage
 from .storage.sqlite import SqliteStore
 
@@ -65,20 +62,19 @@ class AgentMemory:
         self.knowledge = KnowledgeFile(*layer_args, documents=docs)
         self.embedder = embedder
         self._searcher: MemorySearcher | None = None
-        self._transcripts = TranscriptRecall(
-            self._stored_turns,
+        self._transcripts = Transcripts(
+            lambda: self.store,
+            self.agent_id,
+            sessions=self._session_sources,
+            session=self._session_source,
             embedder=embedder,
-            vector_store=None if embedder is None else self._open_vector_store(),
+            vector_store=None if embedder is None else open_vector_store(settings, self.agent_id),
         )
-        self._transcript_log = TranscriptLog(lambda: self.store, self.agent_id)
-        self._synced = False
-        self._sync_guard = threading.Lock()
-        self._writer = TranscriptWriter(lambda: self.store, self.agent_id, then=self._index_turns)
         self.sessions = SessionStore(
             *layer_args,
             agent_id=self.agent_id,
-            on_append=self._on_append,
-            before_compact=self._before_compact,
+            on_append=self._transcripts.on_append,
+            before_compact=self._transcripts.before_compact,
         )
         self._closed = False
         self._store: EpisodicStore | None = store
@@ -174,14 +170,6 @@ class AgentMemory:
             )
         return self._searcher
 
-    def _open_vector_store(self) -> TranscriptVectors:
-        """Transcript vectors beside the episodic store: PostgreSQL with a URL, else data.db."""
-        if self.settings.database_url:
-            from .search.pg_transcript_vectors import PostgresTranscriptVectorStore
-
-            return PostgresTranscriptVectorStore(self.settings.database_url, self.agent_id)
-        return TranscriptVectorStore(self.settings.database_path, self.agent_id)
-
     def _open_search_index(self) -> KnowledgeIndex | None:
         try:
             if self.settings.database_url:
@@ -215,9 +203,7 @@ class AgentMemory:
         """
         if session_id is not None:
             validate_id("session id", session_id)
-        self._writer.drain()  # every append that returned is in the store and the live index
-        self._sync_sessions()
-        return self._transcripts.recall(
+        return self._transcripts.caught_up().recall(
             query,
             session_id=session_id,
             role=role,
@@ -227,66 +213,20 @@ class AgentMemory:
             neighbours=neighbours,
         )
 
-    def _on_append(self, record: AppendedMessage) -> None:
-        """Queue every durable append (the session file already holds it) for the episodic
-        store and then the live recall index, both written in the background."""
-        message = _message(
-            self.agent_id,
-            record.session_id,
-            record.seq,
-            record.role,
-            record.text,
-            record.metadata,
-            record.timestamp,
-        )
-        self._writer.put(message, record.timestamp)
+    def _session_sources(self) -> Iterator[SessionSource]:
+        """Every session file for the catch-up import: id and activity time (nothing parsed)."""
+        for info in self.sessions.list():
+            yield SessionSource(
+                info.id, info.last_activity_at, partial(self._session_messages, info.id)
+            )
 
-    def _index_turns(self, messages: list[TranscriptMessage]) -> None:
-        """Feed written messages with text to the live recall index (the writer's thread)."""
-        self._transcripts.add_many([turn_of(m) for m in messages if m.content.strip()])
-
-    def _before_compact(self, session_id: str, keep_from_seq: int) -> bool:
-        """Let a compaction drop seqs below ``keep_from_seq`` only once the store holds them:
-        the queued writes first, then (if the store is still behind, e.g. a write failed) an
-        import of the whole file. Raises if the store cannot be reached (compaction waits)."""
-        self._writer.drain()
-        mark = self.store.transcript_marks(self.agent_id).get(session_id)
-        if mark is not None and mark.next_seq >= keep_from_seq:
-            return True
+    def _session_source(self, session_id: str) -> SessionSource | None:
         session = self.sessions.get(session_id)
         if session is None:
-            return False
-        self.store.import_transcript(
-            self.agent_id,
-            session_id,
-            self._session_messages(session_id),
-            synced_at=session.last_activity_at,
+            return None
+        return SessionSource(
+            session_id, session.last_activity_at, partial(self._session_messages, session_id)
         )
-        mark = self.store.transcript_marks(self.agent_id).get(session_id)
-        return mark is not None and mark.next_seq >= keep_from_seq
-
-    def _sync_sessions(self) -> None:
-        """Before the first recall: import the session files the store is behind.
-
-        Done here, not in the recall index's backfill, because reading a session takes the
-        agent lock, and a compaction holding that lock waits for the writer, which feeds the
-        recall index: the index's lock must never be held while waiting for the agent lock.
-        """
-        with self._sync_guard:
-            if self._synced:
-                return
-            self._transcript_log.sync(
-                SessionSource(
-                    info.id, info.last_activity_at, partial(self._session_messages, info.id)
-                )
-                for info in self.sessions.list()
-            )
-            self._synced = True
-
-    def _stored_turns(self) -> Iterator[Turn]:
-        """Every recorded transcript message (read once, at the first recall, after
-        :meth:`_sync_sessions`), in one query."""
-        return self._transcript_log.turns()
 
     def _session_messages(self, session_id: str) -> list[TranscriptMessage]:
         """The messages of a session file with absolute seqs, for the import. Files keep no
@@ -301,7 +241,7 @@ class AgentMemory:
                 continue
             metadata = raw.get("metadata")
             found.append(
-                _message(
+                transcript_message(
                     self.agent_id,
                     session_id,
                     seq,
@@ -316,11 +256,10 @@ class AgentMemory:
     def close(self) -> None:
         """Flush and release everything this handle holds. Safe to call twice."""
         self.sessions.close()
-        self._writer.close()  # every queued append reaches the store before it closes
+        self._transcripts.close()  # every queued append reaches the store before it closes
         if self._searcher is not None and self._searcher.index is not None:
             self._searcher.index.close()
         self._searcher = None
-        self._transcripts.close()
         with self._store_guard:
             store, self._store = self._store, None
             self._activities = None
@@ -342,33 +281,6 @@ class AgentMemory:
 
     def __repr__(self) -> str:
         return f"AgentMemory({self.agent_id!r}, home={str(self.settings.home)!r})"
-
-
-def _message(
-    agent_id: str,
-    session_id: str,
-    seq: int,
-    role: str,
-    text: str,
-    metadata: Mapping[str, Any] | None,
-    fallback_time: datetime,
-) -> TranscriptMessage:
-    """A transcript record: timed by ``metadata["timestamp"]`` if any, else ``fallback_time``."""
-    return TranscriptMessage(
-        agent_id,
-        session_id,
-        seq,
-        role,
-        text,
-        _metadata_time(metadata) or fallback_time,
-        speaker_of(metadata),
-        None if metadata is None else dict(metadata),
-    )
-
-
-def _metadata_time(metadata: Mapping[str, Any] | None) -> datetime | None:
-    value = (metadata or {}).get("timestamp")
-    return parse_iso(value) if isinstance(value, str) else None
 
 
 def open_documents(

@@ -1,0 +1,168 @@
+"""Transcripts: the whole transcript side of one agent behind one object.
+
+Owns the background :class:`TranscriptWriter` (every durable append to the episodic store, then
+to the live recall index), the catch-up import (:class:`TranscriptLog`) and the recall index
+(:class:`TranscriptRecall`). The sessions layer is not imported here: the facade hands over
+appends (anything shaped like an appended message) and session files as
+:class:`SessionSource` values.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from typing import Any, Protocol
+
+from ..config import Settings, parse_iso
+from ..storage.base import TranscriptIndex, TranscriptMessage
+from .embedders import Embedder
+from .recall import TranscriptRecall, speaker_of
+from .transcript_log import SessionSource, TranscriptLog, turn_of
+from .transcript_vectors import TranscriptVectors, TranscriptVectorStore
+from .transcript_writer import TranscriptWriter
+
+
+class Appended(Protocol):
+    """A durable append as the sessions layer reports it (its ``AppendedMessage``)."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def metadata(self) -> Mapping[str, Any] | None: ...
+    @property
+    def timestamp(self) -> datetime: ...
+
+
+class Transcripts:
+    """Records, catches up and recalls the session transcripts of ``agent_id``.
+
+    ``store`` is called for the episodic backend at each use (the facade opens it lazily);
+    ``sessions`` yields every session file, ``session`` one by id (None when there is none).
+    """
+
+    def __init__(
+        self,
+        store: Callable[[], TranscriptIndex],
+        agent_id: str,
+        *,
+        sessions: Callable[[], Iterable[SessionSource]],
+        session: Callable[[str], SessionSource | None],
+        embedder: Embedder | None = None,
+        vector_store: TranscriptVectors | None = None,
+    ) -> None:
+        self.agent_id = agent_id
+        self._store = store
+        self._sessions = sessions
+        self._session = session
+        self._log = TranscriptLog(store, agent_id)
+        # Every recorded message, read once at the first recall (after _sync), in one query.
+        self._recall = TranscriptRecall(
+            self._log.turns, embedder=embedder, vector_store=vector_store
+        )
+        self._synced = False
+        self._sync_guard = threading.Lock()
+        self._writer = TranscriptWriter(store, agent_id, then=self._index_turns)
+
+    def caught_up(self) -> TranscriptRecall:
+        """The recall index, once every append that returned is in the store and the live index
+        and the session files the store is behind are imported."""
+        self._writer.drain()
+        self._sync()
+        return self._recall
+
+    def on_append(self, record: Appended) -> None:
+        """Queue every durable append (the session file already holds it) for the episodic
+        store and then the live recall index, both written in the background."""
+        message = transcript_message(
+            self.agent_id,
+            record.session_id,
+            record.seq,
+            record.role,
+            record.text,
+            record.metadata,
+            record.timestamp,
+        )
+        self._writer.put(message, record.timestamp)
+
+    def _index_turns(self, messages: list[TranscriptMessage]) -> None:
+        """Feed written messages with text to the live recall index (the writer's thread)."""
+        self._recall.add_many([turn_of(m) for m in messages if m.content.strip()])
+
+    def before_compact(self, session_id: str, keep_from_seq: int) -> bool:
+        """Let a compaction drop seqs below ``keep_from_seq`` only once the store holds them:
+        the queued writes first, then (if the store is still behind, e.g. a write failed) an
+        import of the whole file. Raises if the store cannot be reached (compaction waits)."""
+        self._writer.drain()
+        mark = self._store().transcript_marks(self.agent_id).get(session_id)
+        if mark is not None and mark.next_seq >= keep_from_seq:
+            return True
+        source = self._session(session_id)
+        if source is None:
+            return False
+        self._store().import_transcript(
+            self.agent_id, session_id, source.read(), synced_at=source.last_activity_at
+        )
+        mark = self._store().transcript_marks(self.agent_id).get(session_id)
+        return mark is not None and mark.next_seq >= keep_from_seq
+
+    def _sync(self) -> None:
+        """Before the first recall: import the session files the store is behind.
+
+        Done here, not in the recall index's backfill, because reading a session takes the
+        agent lock, and a compaction holding that lock waits for the writer, which feeds the
+        recall index: the index's lock must never be held while waiting for the agent lock.
+        """
+        with self._sync_guard:
+            if self._synced:
+                return
+            self._log.sync(self._sessions())
+            self._synced = True
+
+    def close(self) -> None:
+        """Drain and stop the writer (every queued append reaches the store), then close the
+        recall index and its vector store."""
+        self._writer.close()
+        self._recall.close()
+
+
+def open_vector_store(settings: Settings, agent_id: str) -> TranscriptVectors:
+    """Transcript vectors beside the episodic store: PostgreSQL with a URL, else data.db."""
+    if settings.database_url:
+        from .pg_transcript_vectors import PostgresTranscriptVectorStore
+
+        return PostgresTranscriptVectorStore(settings.database_url, agent_id)
+    return TranscriptVectorStore(settings.database_path, agent_id)
+
+
+def transcript_message(
+    agent_id: str,
+    session_id: str,
+    seq: int,
+    role: str,
+    text: str,
+    metadata: Mapping[str, Any] | None,
+    fallback_time: datetime,
+) -> TranscriptMessage:
+    """A transcript record: timed by ``metadata["timestamp"]`` if any, else ``fallback_time``."""
+    return TranscriptMessage(
+        agent_id,
+        session_id,
+        seq,
+        role,
+        text,
+        _metadata_time(metadata) or fallback_time,
+        speaker_of(metadata),
+        None if metadata is None else dict(metadata),
+    )
+
+
+def _metadata_time(metadata: Mapping[str, Any] | None) -> datetime | None:
+    value = (metadata or {}).get("timestamp")
+    return parse_iso(value) if isinstance(value, str) else None
