@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-import sqlite3
 import threading
 from collections.abc import Iterator, Mapping
 from datetime import datetime
@@ -18,22 +16,19 @@ from .config import AgentPaths, Settings
 from .errors import MarkusMemoryError, MigrationError
 from .layers.activities import ActivityLog
 from .layers.daily_log import DailyLog
-from .layers.knowledge import KnowledgeFile, Observation
+from .layers.knowledge import KnowledgeDoc, KnowledgeFile, Observation
 from .layers.migration import plan_migration
 from .layers.notebook import Notebook
 from .layers.procedural import RoleLoader
 from .layers.sessions import SessionStore, message_text
 from .layers.state import StateFile
 from .search.embedders import Embedder
-from .search.index import KnowledgeIndex, open_index
-from .search.memory_search import MemorySearcher, SearchResult
+from .search.memory_search import MemorySearcher, SearchResult, open_memory_searcher
 from .search.recall import ConversationHit
 from .search.transcript_log import SessionSource
 from .search.transcripts import Transcripts, open_vector_store, transcript_message
 from .storage.base import EpisodicStore, TranscriptMessage
 from .storage.sqlite import SqliteStore
-
-log = logging.getLogger(__name__)
 
 
 class AgentMemory:
@@ -143,9 +138,7 @@ class AgentMemory:
         An empty query lists the ``limit`` most recent observations (of ``type``). Hand edits of
         knowledge.md are picked up here: the derived indexes follow the document's version.
         """
-        seen = self.documents.version(KnowledgeFile.store_name)  # before the read: a race
-        doc = self.knowledge.read()  # only re-syncs
-        version = None if seen is None else seen.token
+        doc, version = self._knowledge_version()
         return self._memory_searcher().search(
             query, doc.observations, doc.sections, version=version, limit=limit, type=type
         )
@@ -153,34 +146,19 @@ class AgentMemory:
     def rebuild_search_index(self) -> None:
         """Drop and re-derive this agent's search index (BM25 and vectors) from knowledge.md."""
         searcher = self._memory_searcher()
-        seen = self.documents.version(KnowledgeFile.store_name)
-        doc = self.knowledge.read()
-        version = None if seen is None else seen.token
+        doc, version = self._knowledge_version()
         searcher.rebuild(searcher.corpus(doc.observations, doc.sections, None), version)
+
+    def _knowledge_version(self) -> tuple[KnowledgeDoc, str | None]:
+        """knowledge.md and the version it was read at (the derived indexes follow it)."""
+        seen = self.documents.version(KnowledgeFile.store_name)  # before the read: a race
+        doc = self.knowledge.read()  # only re-syncs
+        return doc, None if seen is None else seen.token
 
     def _memory_searcher(self) -> MemorySearcher:
         if self._searcher is None:
-            limits = self.settings.limits
-            self._searcher = MemorySearcher(
-                self.agent_id,
-                self._open_search_index(),
-                self.embedder,
-                curated_boost=limits.curated_search_boost,
-                preview_chars=limits.curated_hit_preview_chars,
-            )
+            self._searcher = open_memory_searcher(self.settings, self.agent_id, self.embedder)
         return self._searcher
-
-    def _open_search_index(self) -> KnowledgeIndex | None:
-        try:
-            if self.settings.database_url:
-                from .search.pg_index import PostgresSearchIndex  # the [postgres] extra
-
-                return PostgresSearchIndex(self.settings.database_url)
-            self.settings.home.mkdir(parents=True, exist_ok=True)
-            return open_index(self.settings.database_path)
-        except (OSError, sqlite3.Error, MarkusMemoryError) as exc:
-            log.warning("search index unavailable, keyword search only: %s", exc)
-            return None
 
     def recall_conversation(
         self,
@@ -257,8 +235,8 @@ class AgentMemory:
         """Flush and release everything this handle holds. Safe to call twice."""
         self.sessions.close()
         self._transcripts.close()  # every queued append reaches the store before it closes
-        if self._searcher is not None and self._searcher.index is not None:
-            self._searcher.index.close()
+        if self._searcher is not None:
+            self._searcher.close()
         self._searcher = None
         with self._store_guard:
             store, self._store = self._store, None

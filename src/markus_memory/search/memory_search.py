@@ -18,11 +18,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..config import Settings
 from ..errors import InvalidInputError, MarkusMemoryError
 from .embedders import Embedder
 from .hybrid import RRF_K as RRF_K_DEFAULT
 from .hybrid import ranked, rrf
-from .index import IndexDoc, KnowledgeIndex
+from .index import IndexDoc, KnowledgeIndex, open_index
 from .keyword import (
     CURATED_TYPE,
     DEFAULT_CURATED_BOOST,
@@ -259,6 +260,10 @@ class MemorySearcher:
         self._corpus: tuple[str, Corpus] | None = None
         self._vectors: tuple[str, str, VectorSet] | None = None
 
+    def close(self) -> None:
+        if self.index is not None:
+            self.index.close()
+
     def corpus(
         self,
         observations: Sequence[ObservationLike],
@@ -395,3 +400,32 @@ class MemorySearcher:
             if owner is not None and owner not in best and allowed(owner):
                 best[owner] = sim  # best-first, so a section keeps its best chunk
         return best
+
+
+def open_memory_searcher(
+    settings: Settings, agent_id: str, embedder: Embedder | None
+) -> MemorySearcher:
+    """The ``memory_search`` of one agent, with the settings' limits and its index beside the
+    episodic store (keyword search only if that index cannot be opened)."""
+    limits = settings.limits
+    return MemorySearcher(
+        agent_id,
+        _open_index(settings),
+        embedder,
+        curated_boost=limits.curated_search_boost,
+        preview_chars=limits.curated_hit_preview_chars,
+    )
+
+
+def _open_index(settings: Settings) -> KnowledgeIndex | None:
+    """PostgreSQL with a database URL, else data.db; None (logged) if it cannot be opened."""
+    try:
+        if settings.database_url:
+            from .pg_index import PostgresSearchIndex  # the [postgres] extra
+
+            return PostgresSearchIndex(settings.database_url)
+        settings.home.mkdir(parents=True, exist_ok=True)
+        return open_index(settings.database_path)
+    except (OSError, sqlite3.Error, MarkusMemoryError) as exc:
+        log.warning("search index unavailable, keyword search only: %s", exc)
+        return None
