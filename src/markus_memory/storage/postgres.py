@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ._records import EPOCH
 from .base import (
     Activity,
     ActivityEnd,
@@ -32,7 +33,7 @@ from .postgres_conn import (
 )
 from .postgres_schema import ACTIVITY_RANK_WEIGHTS, activity_document_sql, headline_sql
 from .postgres_side import PostgresSideTables, tsquery_sql
-from .sqlite_conn import EPOCH, SEARCH_CANDIDATES
+from .sqlite_conn import SEARCH_CANDIDATES
 
 if TYPE_CHECKING:
     import psycopg

@@ -6,7 +6,17 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from ..errors import InvalidInputError
+from ._records import (
+    DECISION_COLUMNS,
+    HIT_COLUMNS,
+    MAILBOX_COLUMNS,
+    MARK_COLUMNS,
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+    TRANSCRIPT_COLUMNS,
+    RowDecoder,
+    import_top,
+)
 from .base import (
     ChatMessage,
     ChatSession,
@@ -28,19 +38,6 @@ from .postgres_conn import (
     to_utc,
 )
 from .postgres_schema import FTS_CONFIG
-from .sqlite_conn import EPOCH
-
-_MAILBOX_COLUMNS = (
-    "id, agent_id, source_type, priority, status, payload, metadata, queued_at, started_at, "
-    "completed_at, deferred_until, merged_into, retry_count"
-)
-_DECISION_COLUMNS = (
-    "id, agent_id, decision_type, mailbox_item_id, created_at, context, reasoning, outcome"
-)
-_SESSION_COLUMNS = "id, agent_id, created_at, user_id, title, is_main, metadata, last_message_at"
-_MESSAGE_COLUMNS = (
-    "m.id, m.session_id, m.agent_id, m.role, m.content, m.created_at, m.metadata, m.tokens_used"
-)
 
 
 def tsquery_sql(terms: Sequence[str], *, any_term: bool = False) -> tuple[str, list[str]]:
@@ -50,61 +47,7 @@ def tsquery_sql(terms: Sequence[str], *, any_term: bool = False) -> tuple[str, l
     return f"({joined})", [clean_text(t) for t in terms]
 
 
-def _mailbox_item(r: tuple[Any, ...]) -> MailboxItem:
-    return MailboxItem(
-        id=r[0],
-        agent_id=r[1],
-        source_type=r[2],
-        priority=int(r[3] if r[3] is not None else 2),
-        status=r[4] or "queued",
-        payload=json_obj(r[5]),
-        metadata=json_obj(r[6]),
-        queued_at=from_db(r[7]) or EPOCH,
-        started_at=from_db(r[8]),
-        completed_at=from_db(r[9]),
-        deferred_until=from_db(r[10]),
-        merged_into=r[11],
-        retry_count=int(r[12] or 0),
-    )
-
-
-def _decision(r: tuple[Any, ...]) -> Decision:
-    return Decision(
-        id=r[0],
-        agent_id=r[1],
-        decision_type=r[2],
-        mailbox_item_id=r[3],
-        created_at=from_db(r[4]) or EPOCH,
-        context=json_obj(r[5]),
-        reasoning=r[6] or "",
-        outcome=r[7],
-    )
-
-
-def _chat_session(r: tuple[Any, ...]) -> ChatSession:
-    return ChatSession(
-        id=r[0],
-        agent_id=r[1],
-        created_at=from_db(r[2]) or EPOCH,
-        user_id=r[3],
-        title=r[4],
-        is_main=bool(r[5]),
-        metadata=None if r[6] is None else json_obj(r[6]),
-        last_message_at=from_db(r[7]),
-    )
-
-
-def _chat_message(r: tuple[Any, ...]) -> ChatMessage:
-    return ChatMessage(
-        id=r[0],
-        session_id=r[1],
-        agent_id=r[2],
-        role=r[3],
-        content=r[4] or "",
-        created_at=from_db(r[5]) or EPOCH,
-        metadata=None if r[6] is None else json_obj(r[6]),
-        tokens_used=int(r[7] or 0),
-    )
+_DECODE = RowDecoder(when=from_db, obj=json_obj)
 
 
 def _json(value: Any) -> str | None:
@@ -135,7 +78,7 @@ class PostgresSideTables(PostgresDatabase):
     def save_mailbox_item(self, item: MailboxItem) -> None:
         with self.write() as conn:
             conn.execute(
-                f"INSERT INTO mailbox_items ({_MAILBOX_COLUMNS}) "
+                f"INSERT INTO mailbox_items ({MAILBOX_COLUMNS}) "
                 "VALUES (%s,%s,%s,%s,%s,%s::jsonb,%s::jsonb,%s,%s,%s,%s,%s,%s) "
                 "ON CONFLICT (id) DO UPDATE SET agent_id = EXCLUDED.agent_id, "
                 "source_type = EXCLUDED.source_type, priority = EXCLUDED.priority, "
@@ -164,15 +107,15 @@ class PostgresSideTables(PostgresDatabase):
     def get_mailbox_item(self, agent_id: str, item_id: str) -> MailboxItem | None:
         with self.read() as conn:
             row = conn.execute(
-                f"SELECT {_MAILBOX_COLUMNS} FROM mailbox_items WHERE id = %s AND agent_id = %s",
+                f"SELECT {MAILBOX_COLUMNS} FROM mailbox_items WHERE id = %s AND agent_id = %s",
                 (item_id, agent_id),
             ).fetchone()
-        return None if row is None else _mailbox_item(row)
+        return None if row is None else _DECODE.mailbox_item(row)
 
     def mailbox_items(
         self, agent_id: str, *, status: str | None = None, limit: int = 100
     ) -> list[MailboxItem]:
-        sql = f"SELECT {_MAILBOX_COLUMNS} FROM mailbox_items WHERE agent_id = %s"
+        sql = f"SELECT {MAILBOX_COLUMNS} FROM mailbox_items WHERE agent_id = %s"
         params: list[Any] = [agent_id]
         if status is not None:
             sql += " AND status = %s"
@@ -180,7 +123,7 @@ class PostgresSideTables(PostgresDatabase):
         sql += " ORDER BY priority, queued_at, id LIMIT %s"
         params.append(max(0, int(limit)))
         with self.read() as conn:
-            return [_mailbox_item(r) for r in conn.execute(sql, params).fetchall()]
+            return [_DECODE.mailbox_item(r) for r in conn.execute(sql, params).fetchall()]
 
     def record_decision(self, decision: Decision) -> None:
         with self.write() as conn:
@@ -203,7 +146,7 @@ class PostgresSideTables(PostgresDatabase):
     def decisions(
         self, agent_id: str, *, mailbox_item_id: str | None = None, limit: int = 100
     ) -> list[Decision]:
-        sql = f"SELECT {_DECISION_COLUMNS} FROM agent_decisions WHERE agent_id = %s"
+        sql = f"SELECT {DECISION_COLUMNS} FROM agent_decisions WHERE agent_id = %s"
         params: list[Any] = [agent_id]
         if mailbox_item_id is not None:
             sql += " AND mailbox_item_id = %s"
@@ -211,14 +154,14 @@ class PostgresSideTables(PostgresDatabase):
         sql += " ORDER BY created_at, ord LIMIT %s"
         params.append(max(0, int(limit)))
         with self.read() as conn:
-            return [_decision(r) for r in conn.execute(sql, params).fetchall()]
+            return [_DECODE.decision(r) for r in conn.execute(sql, params).fetchall()]
 
     # -- chat history -------------------------------------------------------------------------
 
     def create_chat_session(self, session: ChatSession) -> None:
         with self.write() as conn:
             conn.execute(
-                f"INSERT INTO chat_sessions ({_SESSION_COLUMNS}) "
+                f"INSERT INTO chat_sessions ({SESSION_COLUMNS}) "
                 "VALUES (%s,%s,%s,%s,%s,%s,%s::jsonb,%s)",
                 (
                     session.id,
@@ -235,19 +178,19 @@ class PostgresSideTables(PostgresDatabase):
     def get_chat_session(self, agent_id: str, session_id: str) -> ChatSession | None:
         with self.read() as conn:
             row = conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM chat_sessions WHERE id = %s AND agent_id = %s",
+                f"SELECT {SESSION_COLUMNS} FROM chat_sessions WHERE id = %s AND agent_id = %s",
                 (session_id, agent_id),
             ).fetchone()
-        return None if row is None else _chat_session(row)
+        return None if row is None else _DECODE.chat_session(row)
 
     def chat_sessions(self, agent_id: str, *, limit: int = 50) -> list[ChatSession]:
         with self.read() as conn:
             rows = conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM chat_sessions WHERE agent_id = %s "
+                f"SELECT {SESSION_COLUMNS} FROM chat_sessions WHERE agent_id = %s "
                 "ORDER BY COALESCE(last_message_at, created_at) DESC, id DESC LIMIT %s",
                 (agent_id, max(0, int(limit))),
             ).fetchall()
-        return [_chat_session(r) for r in rows]
+        return [_DECODE.chat_session(r) for r in rows]
 
     def append_chat_message(self, message: ChatMessage) -> None:
         created = to_utc(message.created_at)
@@ -277,7 +220,7 @@ class PostgresSideTables(PostgresDatabase):
     ) -> list[ChatMessage]:
         # ord breaks ties between messages written in the same millisecond.
         sql = (
-            f"SELECT {_MESSAGE_COLUMNS} FROM chat_messages m JOIN chat_sessions s "
+            f"SELECT {MESSAGE_COLUMNS} FROM chat_messages m JOIN chat_sessions s "
             "ON s.id = m.session_id WHERE m.session_id = %s AND s.agent_id = %s "
             "ORDER BY m.created_at DESC, m.ord DESC"
         )
@@ -287,7 +230,7 @@ class PostgresSideTables(PostgresDatabase):
             params.append(max(0, int(limit)))
         with self.read() as conn:
             rows = conn.execute(sql, params).fetchall()
-        return [_chat_message(r) for r in reversed(rows)]
+        return [_DECODE.chat_message(r) for r in reversed(rows)]
 
     # -- transcript index ---------------------------------------------------------------------
 
@@ -353,11 +296,8 @@ class PostgresSideTables(PostgresDatabase):
         *,
         synced_at: datetime,
     ) -> int:
-        for m in messages:
-            if m.agent_id != agent_id or m.session_id != session_id:
-                raise InvalidInputError("import_transcript: message of another session")
+        top = import_top(agent_id, session_id, messages)
         rows = [_transcript_row(m) for m in messages]
-        top = max((int(m.seq) + 1 for m in messages), default=0)
         with self.write() as conn:
             added = 0
             if rows:
@@ -383,37 +323,21 @@ class PostgresSideTables(PostgresDatabase):
     def transcript_messages(
         self, agent_id: str, *, session_id: str | None = None
     ) -> list[TranscriptMessage]:
-        sql = (
-            "SELECT agent_id, session_id, seq, role, content, created_at, speaker, metadata "
-            "FROM transcript_messages WHERE agent_id = %s"
-        )
+        sql = f"SELECT {TRANSCRIPT_COLUMNS} FROM transcript_messages WHERE agent_id = %s"
         params: list[Any] = [agent_id]
         if session_id is not None:
             sql += " AND session_id = %s"
             params.append(session_id)
         with self.read() as conn:
             rows = conn.execute(sql + ' ORDER BY session_id COLLATE "C", seq', params).fetchall()
-        return [
-            TranscriptMessage(
-                agent_id=r[0],
-                session_id=r[1],
-                seq=int(r[2]),
-                role=r[3],
-                content=r[4],
-                created_at=from_db(r[5]) or EPOCH,
-                speaker=r[6],
-                metadata=None if r[7] is None else json_obj(r[7]),
-            )
-            for r in rows
-        ]
+        return [_DECODE.transcript_message(r) for r in rows]
 
     def transcript_marks(self, agent_id: str) -> dict[str, TranscriptMark]:
         with self.read() as conn:
             rows = conn.execute(
-                "SELECT session_id, next_seq, synced_at FROM transcript_marks WHERE agent_id = %s",
-                (agent_id,),
+                f"SELECT {MARK_COLUMNS} FROM transcript_marks WHERE agent_id = %s", (agent_id,)
             ).fetchall()
-        return {r[0]: TranscriptMark(int(r[1]), from_db(r[2]) or EPOCH) for r in rows}
+        return _DECODE.transcript_marks(rows)
 
     def forget_session(self, agent_id: str, session_id: str) -> int:
         with self.write() as conn:
@@ -457,11 +381,10 @@ class PostgresSideTables(PostgresDatabase):
             if value is not None:
                 where += f" AND {column} {op} %s"
                 params.append(value)
-        columns = "agent_id, session_id, seq, role, content, created_at"
         with self.read() as conn:
             # Newest matches first, with their rank; a complete set is then ordered by rank.
             rows = conn.execute(
-                f"SELECT {columns}, ts_rank(search, {tsquery}) FROM transcript_messages "
+                f"SELECT {HIT_COLUMNS}, ts_rank(search, {tsquery}) FROM transcript_messages "
                 f"WHERE {where} ORDER BY id DESC LIMIT %s",
                 (*terms_params, *params, self.search_candidates + 1),
             ).fetchall()
@@ -469,15 +392,4 @@ class PostgresSideTables(PostgresDatabase):
             rows = sorted(rows, key=lambda r: -float(r[6]))[:limit]
         else:
             rows = [(*r[:6], 0.0) for r in rows[: min(limit, self.search_candidates)]]
-        return [
-            TranscriptHit(
-                agent_id=r[0],
-                session_id=r[1],
-                seq=int(r[2]),
-                role=r[3],
-                content=r[4],
-                created_at=from_db(r[5]) or EPOCH,
-                score=float(r[6]),
-            )
-            for r in rows
-        ]
+        return [_DECODE.transcript_hit(r, float(r[6])) for r in rows]

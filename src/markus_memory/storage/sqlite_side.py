@@ -7,7 +7,17 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from ..errors import InvalidInputError
+from ._records import (
+    DECISION_COLUMNS,
+    HIT_COLUMNS,
+    MAILBOX_COLUMNS,
+    MARK_COLUMNS,
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+    TRANSCRIPT_COLUMNS,
+    RowDecoder,
+    import_top,
+)
 from .base import (
     ChatMessage,
     ChatSession,
@@ -20,7 +30,6 @@ from .base import (
     search_terms,
 )
 from .sqlite_conn import (
-    EPOCH,
     SqliteDatabase,
     agent_span,
     bounded_rank,
@@ -77,61 +86,7 @@ def _opt_iso(moment: datetime | None) -> str | None:
     return None if moment is None else to_iso(moment)
 
 
-def _mailbox_item(r: sqlite3.Row) -> MailboxItem:
-    return MailboxItem(
-        id=r["id"],
-        agent_id=r["agent_id"],
-        source_type=r["source_type"],
-        queued_at=from_iso(r["queued_at"]) or EPOCH,
-        priority=int(r["priority"] if r["priority"] is not None else 2),
-        status=r["status"] or "queued",
-        payload=json_obj(r["payload"]),
-        metadata=json_obj(r["metadata"]),
-        started_at=from_iso(r["started_at"]),
-        completed_at=from_iso(r["completed_at"]),
-        deferred_until=from_iso(r["deferred_until"]),
-        merged_into=r["merged_into"],
-        retry_count=int(r["retry_count"] or 0),
-    )
-
-
-def _decision(r: sqlite3.Row) -> Decision:
-    return Decision(
-        id=r["id"],
-        agent_id=r["agent_id"],
-        decision_type=r["decision_type"],
-        mailbox_item_id=r["mailbox_item_id"],
-        created_at=from_iso(r["created_at"]) or EPOCH,
-        context=json_obj(r["context"]),
-        reasoning=r["reasoning"] or "",
-        outcome=r["outcome"],
-    )
-
-
-def _chat_session(r: sqlite3.Row) -> ChatSession:
-    return ChatSession(
-        id=r["id"],
-        agent_id=r["agent_id"],
-        created_at=from_iso(r["created_at"]) or EPOCH,
-        user_id=r["user_id"],
-        title=r["title"],
-        is_main=bool(r["is_main"]),
-        metadata=None if r["metadata"] is None else json_obj(r["metadata"]),
-        last_message_at=from_iso(r["last_message_at"]),
-    )
-
-
-def _chat_message(r: sqlite3.Row) -> ChatMessage:
-    return ChatMessage(
-        id=r["id"],
-        session_id=r["session_id"],
-        agent_id=r["agent_id"],
-        role=r["role"],
-        content=r["content"] or "",
-        created_at=from_iso(r["created_at"]) or EPOCH,
-        metadata=None if r["metadata"] is None else json_obj(r["metadata"]),
-        tokens_used=int(r["tokens_used"] or 0),
-    )
+_DECODE = RowDecoder(when=from_iso, obj=json_obj)
 
 
 class SqliteSideTables(SqliteDatabase):
@@ -165,14 +120,15 @@ class SqliteSideTables(SqliteDatabase):
     def get_mailbox_item(self, agent_id: str, item_id: str) -> MailboxItem | None:
         with self.read() as conn:
             row = conn.execute(
-                "SELECT * FROM mailbox_items WHERE id = ? AND agent_id = ?", (item_id, agent_id)
+                f"SELECT {MAILBOX_COLUMNS} FROM mailbox_items WHERE id = ? AND agent_id = ?",
+                (item_id, agent_id),
             ).fetchone()
-        return None if row is None else _mailbox_item(row)
+        return None if row is None else _DECODE.mailbox_item(row)
 
     def mailbox_items(
         self, agent_id: str, *, status: str | None = None, limit: int = 100
     ) -> list[MailboxItem]:
-        sql = "SELECT * FROM mailbox_items WHERE agent_id = ?"
+        sql = f"SELECT {MAILBOX_COLUMNS} FROM mailbox_items WHERE agent_id = ?"
         params: list[Any] = [agent_id]
         if status is not None:
             sql += " AND status = ?"
@@ -180,7 +136,7 @@ class SqliteSideTables(SqliteDatabase):
         sql += " ORDER BY priority, queued_at, id LIMIT ?"
         params.append(max(0, int(limit)))
         with self.read() as conn:
-            return [_mailbox_item(r) for r in conn.execute(sql, params)]
+            return [_DECODE.mailbox_item(r) for r in conn.execute(sql, params)]
 
     def record_decision(self, decision: Decision) -> None:
         with self.write() as conn:
@@ -202,7 +158,7 @@ class SqliteSideTables(SqliteDatabase):
     def decisions(
         self, agent_id: str, *, mailbox_item_id: str | None = None, limit: int = 100
     ) -> list[Decision]:
-        sql = "SELECT * FROM agent_decisions WHERE agent_id = ?"
+        sql = f"SELECT {DECISION_COLUMNS} FROM agent_decisions WHERE agent_id = ?"
         params: list[Any] = [agent_id]
         if mailbox_item_id is not None:
             sql += " AND mailbox_item_id = ?"
@@ -210,7 +166,7 @@ class SqliteSideTables(SqliteDatabase):
         sql += " ORDER BY created_at, rowid LIMIT ?"
         params.append(max(0, int(limit)))
         with self.read() as conn:
-            return [_decision(r) for r in conn.execute(sql, params)]
+            return [_DECODE.decision(r) for r in conn.execute(sql, params)]
 
     # -- chat history -------------------------------------------------------------------------
 
@@ -234,19 +190,19 @@ class SqliteSideTables(SqliteDatabase):
     def get_chat_session(self, agent_id: str, session_id: str) -> ChatSession | None:
         with self.read() as conn:
             row = conn.execute(
-                "SELECT * FROM chat_sessions WHERE id = ? AND agent_id = ?",
+                f"SELECT {SESSION_COLUMNS} FROM chat_sessions WHERE id = ? AND agent_id = ?",
                 (session_id, agent_id),
             ).fetchone()
-        return None if row is None else _chat_session(row)
+        return None if row is None else _DECODE.chat_session(row)
 
     def chat_sessions(self, agent_id: str, *, limit: int = 50) -> list[ChatSession]:
         with self.read() as conn:
             rows = conn.execute(
-                "SELECT * FROM chat_sessions WHERE agent_id = ? "
+                f"SELECT {SESSION_COLUMNS} FROM chat_sessions WHERE agent_id = ? "
                 "ORDER BY COALESCE(last_message_at, created_at) DESC, id DESC LIMIT ?",
                 (agent_id, max(0, int(limit))),
             ).fetchall()
-        return [_chat_session(r) for r in rows]
+        return [_DECODE.chat_session(r) for r in rows]
 
     def append_chat_message(self, message: ChatMessage) -> None:
         with self.write() as conn:
@@ -275,7 +231,7 @@ class SqliteSideTables(SqliteDatabase):
     ) -> list[ChatMessage]:
         # rowid breaks ties between messages written in the same millisecond.
         sql = (
-            "SELECT m.*, m.rowid AS _r FROM chat_messages m JOIN chat_sessions s "
+            f"SELECT {MESSAGE_COLUMNS} FROM chat_messages m JOIN chat_sessions s "
             "ON s.id = m.session_id WHERE m.session_id = ? AND s.agent_id = ? "
             "ORDER BY m.created_at DESC, m.rowid DESC"
         )
@@ -285,7 +241,7 @@ class SqliteSideTables(SqliteDatabase):
             params.append(max(0, int(limit)))
         with self.read() as conn:
             rows = conn.execute(sql, params).fetchall()
-        return [_chat_message(r) for r in reversed(rows)]
+        return [_DECODE.chat_message(r) for r in reversed(rows)]
 
     # -- transcript index ---------------------------------------------------------------------
 
@@ -334,6 +290,7 @@ class SqliteSideTables(SqliteDatabase):
         *,
         synced_at: datetime,
     ) -> int:
+        top = import_top(agent_id, session_id, messages)
         with self.write() as conn:
             held = {
                 int(r[0])
@@ -344,49 +301,30 @@ class SqliteSideTables(SqliteDatabase):
             }
             fresh: dict[int, TranscriptMessage] = {}
             for m in messages:
-                if m.agent_id != agent_id or m.session_id != session_id:
-                    raise InvalidInputError("import_transcript: message of another session")
                 if int(m.seq) not in held:
                     fresh[int(m.seq)] = m
             _insert_messages(conn, agent_id, [fresh[seq] for seq in sorted(fresh)])
-            top = max((int(m.seq) + 1 for m in messages), default=0)
             _raise_mark(conn, agent_id, session_id, top, synced_at)
             return len(fresh)
 
     def transcript_messages(
         self, agent_id: str, *, session_id: str | None = None
     ) -> list[TranscriptMessage]:
-        sql = (
-            "SELECT agent_id, session_id, seq, role, content, created_at, speaker, metadata "
-            "FROM transcript_messages WHERE agent_id = ?"
-        )
+        sql = f"SELECT {TRANSCRIPT_COLUMNS} FROM transcript_messages WHERE agent_id = ?"
         params: list[Any] = [agent_id]
         if session_id is not None:
             sql += " AND session_id = ?"
             params.append(session_id)
         with self.read() as conn:
             rows = conn.execute(sql + " ORDER BY session_id, seq", params).fetchall()
-        return [
-            TranscriptMessage(
-                agent_id=r[0],
-                session_id=r[1],
-                seq=int(r[2]),
-                role=r[3],
-                content=r[4],
-                created_at=from_iso(r[5]) or EPOCH,
-                speaker=r[6],
-                metadata=None if r[7] is None else json_obj(r[7]),
-            )
-            for r in rows
-        ]
+        return [_DECODE.transcript_message(r) for r in rows]
 
     def transcript_marks(self, agent_id: str) -> dict[str, TranscriptMark]:
         with self.read() as conn:
             rows = conn.execute(
-                "SELECT session_id, next_seq, synced_at FROM transcript_marks WHERE agent_id = ?",
-                (agent_id,),
+                f"SELECT {MARK_COLUMNS} FROM transcript_marks WHERE agent_id = ?", (agent_id,)
             ).fetchall()
-        return {r[0]: TranscriptMark(int(r[1]), from_iso(r[2]) or EPOCH) for r in rows}
+        return _DECODE.transcript_marks(rows)
 
     def forget_session(self, agent_id: str, session_id: str) -> int:
         with self.write() as conn:
@@ -450,23 +388,14 @@ class SqliteSideTables(SqliteDatabase):
             order = ranked if newest is None else [(r, 0.0) for r in newest[:limit]]
             if not order:
                 return []
+            marks = ",".join("?" * len(order))
             rows = {
-                int(r["id"]): r
+                int(r[0]): r[1:]
                 for r in conn.execute(
-                    f"SELECT * FROM transcript_messages WHERE id IN ({','.join('?' * len(order))})",
+                    f"SELECT id, {HIT_COLUMNS} FROM transcript_messages WHERE id IN ({marks})",
                     [rowid for rowid, _ in order],
                 )
             }
         return [
-            TranscriptHit(
-                agent_id=rows[rowid]["agent_id"],
-                session_id=rows[rowid]["session_id"],
-                seq=int(rows[rowid]["seq"]),
-                role=rows[rowid]["role"],
-                content=rows[rowid]["content"],
-                created_at=from_iso(rows[rowid]["created_at"]) or EPOCH,
-                score=score,
-            )
-            for rowid, score in order
-            if rowid in rows
+            _DECODE.transcript_hit(rows[rowid], score) for rowid, score in order if rowid in rows
         ]
