@@ -2,7 +2,8 @@
 
 Both backends select the same columns in the same order (the ``*_COLUMNS`` lists below) and
 differ only in how a stored time or JSON value reads back; a :class:`RowDecoder` carries those
-two conversions and builds the records of :mod:`.base`. SQL text stays with each dialect.
+two conversions and builds the records of :mod:`.base`. SQL text stays with each dialect;
+each ``*_conn`` module holds its decoder (``DECODE``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any, Protocol
 
 from ..errors import InvalidInputError
 from .base import (
+    Activity,
+    ActivityLogEntry,
     ChatMessage,
     ChatSession,
     Decision,
@@ -25,6 +28,12 @@ from .base import (
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
+ACTIVITY_COLUMNS = (
+    "id, agent_id, type, label, started_at, task_id, mailbox_item_id, ended_at, "
+    "total_tokens, total_tools, success, summary, keywords"
+)
+# Read through ``agent_activity_logs l`` (joined with its activity).
+LOG_COLUMNS = "l.activity_id, l.seq, l.type, l.content, l.metadata, l.created_at"
 MAILBOX_COLUMNS = (
     "id, agent_id, source_type, priority, status, payload, metadata, queued_at, started_at, "
     "completed_at, deferred_until, merged_into, retry_count"
@@ -55,6 +64,33 @@ class RowDecoder:
 
     when: Callable[[Any], datetime | None]
     obj: Callable[[Any], dict[str, Any]]
+
+    def activity(self, r: Row) -> Activity:
+        return Activity(
+            id=r[0],
+            agent_id=r[1],
+            type=r[2],
+            label=r[3],
+            started_at=self.when(r[4]) or EPOCH,
+            task_id=r[5],
+            mailbox_item_id=r[6],
+            ended_at=self.when(r[7]),
+            total_tokens=int(r[8] or 0),
+            total_tools=int(r[9] or 0),
+            success=bool(r[10]) if r[10] is not None else True,
+            summary=r[11] or "",
+            keywords=tuple(k.strip() for k in (r[12] or "").split(",") if k.strip()),
+        )
+
+    def activity_log(self, r: Row) -> ActivityLogEntry:
+        return ActivityLogEntry(
+            activity_id=r[0],
+            seq=int(r[1]),
+            type=r[2],
+            content=r[3] or "",
+            metadata=self.obj(r[4]),
+            created_at=self.when(r[5]) or EPOCH,
+        )
 
     def mailbox_item(self, r: Row) -> MailboxItem:
         return MailboxItem(

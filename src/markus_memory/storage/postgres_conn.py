@@ -25,6 +25,7 @@ from ..errors import (
     InvalidInputError,
     StorageError,
 )
+from ._records import RowDecoder
 from .migrations import BOOKKEEPING_TABLE, Migrations
 
 if TYPE_CHECKING:
@@ -77,6 +78,9 @@ def json_obj(value: Any) -> dict[str, Any]:
     if value is None:
         return {}
     return dict(value) if isinstance(value, dict) else {"value": value}
+
+
+DECODE = RowDecoder(when=from_db, obj=json_obj)
 
 
 def clean_text(value: str) -> str:

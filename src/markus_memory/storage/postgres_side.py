@@ -14,7 +14,6 @@ from ._records import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
     TRANSCRIPT_COLUMNS,
-    RowDecoder,
     import_top,
 )
 from .base import (
@@ -29,10 +28,9 @@ from .base import (
     search_terms,
 )
 from .postgres_conn import (
+    DECODE,
     PostgresDatabase,
     clean_text,
-    from_db,
-    json_obj,
     json_value,
     opt_utc,
     to_utc,
@@ -45,9 +43,6 @@ def tsquery_sql(terms: Sequence[str], *, any_term: bool = False) -> tuple[str, l
     part = f"phraseto_tsquery('{FTS_CONFIG}', %s)"
     joined = (" || " if any_term else " && ").join([part] * len(terms))
     return f"({joined})", [clean_text(t) for t in terms]
-
-
-_DECODE = RowDecoder(when=from_db, obj=json_obj)
 
 
 def _json(value: Any) -> str | None:
@@ -110,7 +105,7 @@ class PostgresSideTables(PostgresDatabase):
                 f"SELECT {MAILBOX_COLUMNS} FROM mailbox_items WHERE id = %s AND agent_id = %s",
                 (item_id, agent_id),
             ).fetchone()
-        return None if row is None else _DECODE.mailbox_item(row)
+        return None if row is None else DECODE.mailbox_item(row)
 
     def mailbox_items(
         self, agent_id: str, *, status: str | None = None, limit: int = 100
@@ -123,7 +118,7 @@ class PostgresSideTables(PostgresDatabase):
         sql += " ORDER BY priority, queued_at, id LIMIT %s"
         params.append(max(0, int(limit)))
         with self.read() as conn:
-            return [_DECODE.mailbox_item(r) for r in conn.execute(sql, params).fetchall()]
+            return [DECODE.mailbox_item(r) for r in conn.execute(sql, params).fetchall()]
 
     def record_decision(self, decision: Decision) -> None:
         with self.write() as conn:
@@ -154,7 +149,7 @@ class PostgresSideTables(PostgresDatabase):
         sql += " ORDER BY created_at, ord LIMIT %s"
         params.append(max(0, int(limit)))
         with self.read() as conn:
-            return [_DECODE.decision(r) for r in conn.execute(sql, params).fetchall()]
+            return [DECODE.decision(r) for r in conn.execute(sql, params).fetchall()]
 
     # -- chat history -------------------------------------------------------------------------
 
@@ -181,7 +176,7 @@ class PostgresSideTables(PostgresDatabase):
                 f"SELECT {SESSION_COLUMNS} FROM chat_sessions WHERE id = %s AND agent_id = %s",
                 (session_id, agent_id),
             ).fetchone()
-        return None if row is None else _DECODE.chat_session(row)
+        return None if row is None else DECODE.chat_session(row)
 
     def chat_sessions(self, agent_id: str, *, limit: int = 50) -> list[ChatSession]:
         with self.read() as conn:
@@ -190,7 +185,7 @@ class PostgresSideTables(PostgresDatabase):
                 "ORDER BY COALESCE(last_message_at, created_at) DESC, id DESC LIMIT %s",
                 (agent_id, max(0, int(limit))),
             ).fetchall()
-        return [_DECODE.chat_session(r) for r in rows]
+        return [DECODE.chat_session(r) for r in rows]
 
     def append_chat_message(self, message: ChatMessage) -> None:
         created = to_utc(message.created_at)
@@ -230,7 +225,7 @@ class PostgresSideTables(PostgresDatabase):
             params.append(max(0, int(limit)))
         with self.read() as conn:
             rows = conn.execute(sql, params).fetchall()
-        return [_DECODE.chat_message(r) for r in reversed(rows)]
+        return [DECODE.chat_message(r) for r in reversed(rows)]
 
     # -- transcript index ---------------------------------------------------------------------
 
@@ -330,14 +325,14 @@ class PostgresSideTables(PostgresDatabase):
             params.append(session_id)
         with self.read() as conn:
             rows = conn.execute(sql + ' ORDER BY session_id COLLATE "C", seq', params).fetchall()
-        return [_DECODE.transcript_message(r) for r in rows]
+        return [DECODE.transcript_message(r) for r in rows]
 
     def transcript_marks(self, agent_id: str) -> dict[str, TranscriptMark]:
         with self.read() as conn:
             rows = conn.execute(
                 f"SELECT {MARK_COLUMNS} FROM transcript_marks WHERE agent_id = %s", (agent_id,)
             ).fetchall()
-        return _DECODE.transcript_marks(rows)
+        return DECODE.transcript_marks(rows)
 
     def forget_session(self, agent_id: str, session_id: str) -> int:
         with self.write() as conn:
@@ -392,4 +387,4 @@ class PostgresSideTables(PostgresDatabase):
             rows = sorted(rows, key=lambda r: -float(r[6]))[:limit]
         else:
             rows = [(*r[:6], 0.0) for r in rows[: min(limit, self.search_candidates)]]
-        return [_DECODE.transcript_hit(r, float(r[6])) for r in rows]
+        return [DECODE.transcript_hit(r, float(r[6])) for r in rows]

@@ -20,6 +20,7 @@ from typing import Any
 from ..config import iso_ms, parse_iso
 from ..errors import InvalidInputError, StorageError
 from ._records import EPOCH as EPOCH
+from ._records import RowDecoder
 from .migrations import Migrations, SqliteMigrationTarget
 from .sqlite_schema import SLOT_SHIFT
 from .sqlite_schema import migrations as markus_migrations
@@ -51,6 +52,9 @@ def json_obj(text: str | None) -> dict[str, Any]:
     except ValueError:
         return {"raw": text}
     return value if isinstance(value, dict) else {"value": value}
+
+
+DECODE = RowDecoder(when=from_iso, obj=json_obj)
 
 
 def quote_fts(term: str) -> str:

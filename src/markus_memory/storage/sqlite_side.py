@@ -15,7 +15,6 @@ from ._records import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
     TRANSCRIPT_COLUMNS,
-    RowDecoder,
     import_top,
 )
 from .base import (
@@ -30,12 +29,11 @@ from .base import (
     search_terms,
 )
 from .sqlite_conn import (
+    DECODE,
     SqliteDatabase,
     agent_span,
     bounded_rank,
-    from_iso,
     fts_match,
-    json_obj,
     json_text,
     next_rowid,
     to_iso,
@@ -86,9 +84,6 @@ def _opt_iso(moment: datetime | None) -> str | None:
     return None if moment is None else to_iso(moment)
 
 
-_DECODE = RowDecoder(when=from_iso, obj=json_obj)
-
-
 class SqliteSideTables(SqliteDatabase):
     """Mailbox, decisions, chat sessions/messages and the transcript index."""
 
@@ -123,7 +118,7 @@ class SqliteSideTables(SqliteDatabase):
                 f"SELECT {MAILBOX_COLUMNS} FROM mailbox_items WHERE id = ? AND agent_id = ?",
                 (item_id, agent_id),
             ).fetchone()
-        return None if row is None else _DECODE.mailbox_item(row)
+        return None if row is None else DECODE.mailbox_item(row)
 
     def mailbox_items(
         self, agent_id: str, *, status: str | None = None, limit: int = 100
@@ -136,7 +131,7 @@ class SqliteSideTables(SqliteDatabase):
         sql += " ORDER BY priority, queued_at, id LIMIT ?"
         params.append(max(0, int(limit)))
         with self.read() as conn:
-            return [_DECODE.mailbox_item(r) for r in conn.execute(sql, params)]
+            return [DECODE.mailbox_item(r) for r in conn.execute(sql, params)]
 
     def record_decision(self, decision: Decision) -> None:
         with self.write() as conn:
@@ -166,7 +161,7 @@ class SqliteSideTables(SqliteDatabase):
         sql += " ORDER BY created_at, rowid LIMIT ?"
         params.append(max(0, int(limit)))
         with self.read() as conn:
-            return [_DECODE.decision(r) for r in conn.execute(sql, params)]
+            return [DECODE.decision(r) for r in conn.execute(sql, params)]
 
     # -- chat history -------------------------------------------------------------------------
 
@@ -193,7 +188,7 @@ class SqliteSideTables(SqliteDatabase):
                 f"SELECT {SESSION_COLUMNS} FROM chat_sessions WHERE id = ? AND agent_id = ?",
                 (session_id, agent_id),
             ).fetchone()
-        return None if row is None else _DECODE.chat_session(row)
+        return None if row is None else DECODE.chat_session(row)
 
     def chat_sessions(self, agent_id: str, *, limit: int = 50) -> list[ChatSession]:
         with self.read() as conn:
@@ -202,7 +197,7 @@ class SqliteSideTables(SqliteDatabase):
                 "ORDER BY COALESCE(last_message_at, created_at) DESC, id DESC LIMIT ?",
                 (agent_id, max(0, int(limit))),
             ).fetchall()
-        return [_DECODE.chat_session(r) for r in rows]
+        return [DECODE.chat_session(r) for r in rows]
 
     def append_chat_message(self, message: ChatMessage) -> None:
         with self.write() as conn:
@@ -241,7 +236,7 @@ class SqliteSideTables(SqliteDatabase):
             params.append(max(0, int(limit)))
         with self.read() as conn:
             rows = conn.execute(sql, params).fetchall()
-        return [_DECODE.chat_message(r) for r in reversed(rows)]
+        return [DECODE.chat_message(r) for r in reversed(rows)]
 
     # -- transcript index ---------------------------------------------------------------------
 
@@ -317,14 +312,14 @@ class SqliteSideTables(SqliteDatabase):
             params.append(session_id)
         with self.read() as conn:
             rows = conn.execute(sql + " ORDER BY session_id, seq", params).fetchall()
-        return [_DECODE.transcript_message(r) for r in rows]
+        return [DECODE.transcript_message(r) for r in rows]
 
     def transcript_marks(self, agent_id: str) -> dict[str, TranscriptMark]:
         with self.read() as conn:
             rows = conn.execute(
                 f"SELECT {MARK_COLUMNS} FROM transcript_marks WHERE agent_id = ?", (agent_id,)
             ).fetchall()
-        return _DECODE.transcript_marks(rows)
+        return DECODE.transcript_marks(rows)
 
     def forget_session(self, agent_id: str, session_id: str) -> int:
         with self.write() as conn:
@@ -397,5 +392,5 @@ class SqliteSideTables(SqliteDatabase):
                 )
             }
         return [
-            _DECODE.transcript_hit(rows[rowid], score) for rowid, score in order if rowid in rows
+            DECODE.transcript_hit(rows[rowid], score) for rowid, score in order if rowid in rows
         ]
