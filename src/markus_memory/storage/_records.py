@@ -179,3 +179,22 @@ def import_top(agent_id: str, session_id: str, messages: Sequence[TranscriptMess
         if m.agent_id != agent_id or m.session_id != session_id:
             raise InvalidInputError("import_transcript: message of another session")
     return max((int(m.seq) + 1 for m in messages), default=0)
+
+
+def transcript_filters(
+    write_time: Callable[[datetime], Any],
+    *,
+    session_id: str | None,
+    role: str | None,
+    since: datetime | None,
+    until: datetime | None,
+) -> list[tuple[str, Any]]:
+    """The conditions a transcript search narrows by, as ``(column and operator, value)``
+    (e.g. ``("created_at >=", ...)``); only those given, times through ``write_time``."""
+    conditions = (
+        ("session_id =", session_id),
+        ("role =", role),
+        ("created_at >=", None if since is None else write_time(since)),
+        ("created_at <", None if until is None else write_time(until)),
+    )
+    return [(test, value) for test, value in conditions if value is not None]

@@ -15,6 +15,7 @@ from ._records import (
     SESSION_COLUMNS,
     TRANSCRIPT_COLUMNS,
     import_top,
+    transcript_filters,
 )
 from .base import (
     ChatMessage,
@@ -365,17 +366,12 @@ class PostgresSideTables(PostgresDatabase):
         if not terms or limit <= 0:
             return []
         tsquery, terms_params = tsquery_sql(terms, any_term=True)
+        filters = transcript_filters(
+            to_utc, session_id=session_id, role=role, since=since, until=until
+        )
         where = f"agent_id = %s AND search @@ {tsquery}"
-        params: list[Any] = [agent_id, *terms_params]
-        for column, op, value in (
-            ("session_id", "=", session_id),
-            ("role", "=", role),
-            ("created_at", ">=", opt_utc(since)),
-            ("created_at", "<", opt_utc(until)),
-        ):
-            if value is not None:
-                where += f" AND {column} {op} %s"
-                params.append(value)
+        where += "".join(f" AND {test} %s" for test, _ in filters)
+        params: list[Any] = [agent_id, *terms_params, *(value for _, value in filters)]
         with self.read() as conn:
             # Newest matches first, with their rank; a complete set is then ordered by rank.
             rows = conn.execute(

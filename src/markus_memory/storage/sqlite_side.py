@@ -16,6 +16,7 @@ from ._records import (
     SESSION_COLUMNS,
     TRANSCRIPT_COLUMNS,
     import_top,
+    transcript_filters,
 )
 from .base import (
     ChatMessage,
@@ -352,17 +353,11 @@ class SqliteSideTables(SqliteDatabase):
         terms = search_terms(query)
         if not terms or limit <= 0:
             return []
-        where = ""
-        params: list[Any] = []
-        for column, op, value in (
-            ("session_id", "=", session_id),
-            ("role", "=", role),
-            ("created_at", ">=", None if since is None else to_iso(since)),
-            ("created_at", "<", None if until is None else to_iso(until)),
-        ):
-            if value is not None:
-                where += f" AND t.{column} {op} ?"
-                params.append(value)
+        filters = transcript_filters(
+            to_iso, session_id=session_id, role=role, since=since, until=until
+        )
+        where = "".join(f" AND t.{test} ?" for test, _ in filters)
+        params = [value for _, value in filters]
         with self.read() as conn:
             span = agent_span(conn, agent_id)
             if span is None:
