@@ -1,9 +1,10 @@
 """PostgresStore: the scale-out episodic backend (``[postgres]`` extra); activities and search.
 
 Selected by a URL (``MARKUS_DATABASE_URL`` / ``Settings.database_url``), never by code. Pools,
-timeouts and migrations live in :mod:`.postgres_conn`; mailbox, chat history and the transcript
-index in :mod:`.postgres_side`. Search is ``tsvector`` + GIN ranked by ``ts_rank`` with the
-same weights, the same all-terms-then-any-term rule and the same candidate bound as SQLite.
+timeouts and migrations live in :mod:`.postgres_conn`; mailbox and chat history in
+:mod:`.postgres_side`; the transcript index in :mod:`.postgres_transcripts`. Search is
+``tsvector`` + GIN ranked by ``ts_rank`` with the same weights, the same
+all-terms-then-any-term rule and the same candidate bound as SQLite.
 """
 
 from __future__ import annotations
@@ -30,8 +31,14 @@ from .postgres_conn import (
     opt_utc,
     to_utc,
 )
-from .postgres_schema import ACTIVITY_RANK_WEIGHTS, activity_document_sql, headline_sql
-from .postgres_side import PostgresSideTables, tsquery_sql
+from .postgres_schema import (
+    ACTIVITY_RANK_WEIGHTS,
+    activity_document_sql,
+    headline_sql,
+    tsquery_sql,
+)
+from .postgres_side import PostgresSideTables
+from .postgres_transcripts import PostgresTranscriptIndex
 from .sqlite_conn import SEARCH_CANDIDATES
 
 if TYPE_CHECKING:
@@ -57,7 +64,7 @@ _REINDEX_SQL = (
 )
 
 
-class PostgresStore(PostgresSideTables):
+class PostgresStore(PostgresSideTables, PostgresTranscriptIndex):
     """Activities, mailbox, chat history and the transcript index in one PostgreSQL schema."""
 
     def __init__(

@@ -94,6 +94,12 @@ def clean_text(value: str) -> str:
     return value
 
 
+def json_param(value: Any) -> str | None:
+    """:func:`json_value`, made storable as PostgreSQL text (see :func:`clean_text`)."""
+    text = json_value(value)
+    return None if text is None else clean_text(text)
+
+
 def conninfo_with_timeouts(url: str, connect_timeout: float, statement_timeout_ms: int) -> str:
     """The URL plus connect and statement timeouts, keeping any ``options`` it already has.
 

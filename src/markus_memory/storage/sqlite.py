@@ -1,7 +1,8 @@
 """SqliteStore: the default episodic backend in ``<home>/data.db``; activities and their search.
 
-Connections, transactions and migrations live in :mod:`.sqlite_conn`; mailbox, chat history
-and the transcript index in :mod:`.sqlite_side`.
+Connections, transactions and migrations live in :mod:`.sqlite_conn`; mailbox and chat history
+in :mod:`.sqlite_side`; the transcript index in :mod:`.sqlite_transcripts`. Row-to-record
+mapping shared with PostgreSQL is in :mod:`._records`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .sqlite_conn import (
 )
 from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS
 from .sqlite_side import SqliteSideTables
+from .sqlite_transcripts import SqliteTranscriptIndex
 
 
 def _new_doc(conn: sqlite3.Connection, activity_id: str, agent_id: str) -> int:
@@ -46,7 +48,7 @@ def _new_doc(conn: sqlite3.Connection, activity_id: str, agent_id: str) -> int:
     return rowid
 
 
-class SqliteStore(SqliteSideTables):
+class SqliteStore(SqliteSideTables, SqliteTranscriptIndex):
     """Activities, mailbox, chat history and the transcript index in one SQLite file."""
 
     def __init__(
