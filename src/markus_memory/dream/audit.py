@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -78,10 +78,49 @@ class AuditLog(Protocol):
     def mark_undone(self, agent_id: str, run_id: str, at: datetime) -> None: ...
 
 
-_COLUMNS = (
+RUN_COLUMNS = (
     "run_id, agent_id, started_at, finished_at, mode, status, error, changes,"
     " knowledge_before, knowledge_after, state_before, state_after, undone_at"
 )
+
+
+def run_values(run: DreamRun, write_time: Callable[[datetime], Any]) -> tuple[Any, ...]:
+    """The values of ``run`` in :data:`RUN_COLUMNS` order; ``write_time`` stores a time."""
+    return (
+        run.run_id,
+        run.agent_id,
+        write_time(run.started_at),
+        write_time(run.finished_at),
+        run.mode,
+        run.status,
+        run.error,
+        json.dumps(run.changes, ensure_ascii=False),
+        run.knowledge_before,
+        run.knowledge_after,
+        run.state_before,
+        run.state_after,
+        None if run.undone_at is None else write_time(run.undone_at),
+    )
+
+
+def run_from_row(row: Sequence[Any], read_time: Callable[[Any], datetime]) -> DreamRun:
+    """A run read back in :data:`RUN_COLUMNS` order; ``read_time`` reads a stored time (and
+    raises :class:`StorageError` for one it cannot read)."""
+    return DreamRun(
+        run_id=row[0],
+        agent_id=row[1],
+        started_at=read_time(row[2]),
+        finished_at=read_time(row[3]),
+        mode=row[4],
+        status=row[5],
+        error=row[6],
+        changes=json.loads(row[7]),
+        knowledge_before=row[8],
+        knowledge_after=row[9],
+        state_before=row[10],
+        state_after=row[11],
+        undone_at=read_time(row[12]) if row[12] else None,
+    )
 
 
 class SqliteAuditLog:
@@ -114,27 +153,13 @@ class SqliteAuditLog:
     def record(self, run: DreamRun) -> None:
         with self._connect() as conn:
             conn.execute(
-                f"INSERT INTO dream_runs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    run.run_id,
-                    run.agent_id,
-                    iso_ms(run.started_at),
-                    iso_ms(run.finished_at),
-                    run.mode,
-                    run.status,
-                    run.error,
-                    json.dumps(run.changes, ensure_ascii=False),
-                    run.knowledge_before,
-                    run.knowledge_after,
-                    run.state_before,
-                    run.state_after,
-                    iso_ms(run.undone_at) if run.undone_at else None,
-                ),
+                f"INSERT INTO dream_runs ({RUN_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                run_values(run, iso_ms),
             )
 
     def runs(self, agent_id: str, limit: int | None = None) -> list[DreamRun]:
         sql = (
-            f"SELECT {_COLUMNS} FROM dream_runs WHERE agent_id = ?"
+            f"SELECT {RUN_COLUMNS} FROM dream_runs WHERE agent_id = ?"
             " ORDER BY started_at DESC, rowid DESC"
         )
         params: tuple[Any, ...] = (agent_id,)
@@ -142,15 +167,15 @@ class SqliteAuditLog:
             sql += " LIMIT ?"
             params += (limit,)
         with self._connect() as conn:
-            return [_row(r) for r in conn.execute(sql, params).fetchall()]
+            return [run_from_row(r, _time) for r in conn.execute(sql, params).fetchall()]
 
     def get(self, agent_id: str, run_id: str) -> DreamRun | None:
         with self._connect() as conn:
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM dream_runs WHERE agent_id = ? AND run_id = ?",
+                f"SELECT {RUN_COLUMNS} FROM dream_runs WHERE agent_id = ? AND run_id = ?",
                 (agent_id, run_id),
             ).fetchone()
-        return _row(row) if row else None
+        return run_from_row(row, _time) if row else None
 
     def mark_undone(self, agent_id: str, run_id: str, at: datetime) -> None:
         with self._connect() as conn:
@@ -166,21 +191,3 @@ def _time(value: str) -> datetime:
     if parsed is None:
         raise StorageError(f"dream audit log holds an unreadable time {value!r}")
     return parsed
-
-
-def _row(row: tuple[Any, ...]) -> DreamRun:
-    return DreamRun(
-        run_id=row[0],
-        agent_id=row[1],
-        started_at=_time(row[2]),
-        finished_at=_time(row[3]),
-        mode=row[4],
-        status=row[5],
-        error=row[6],
-        changes=json.loads(row[7]),
-        knowledge_before=row[8],
-        knowledge_after=row[9],
-        state_before=row[10],
-        state_after=row[11],
-        undone_at=_time(row[12]) if row[12] else None,
-    )

@@ -10,15 +10,14 @@ with its own migration set ``"dream"``, applied on first use. Times are ``timest
 
 from __future__ import annotations
 
-import json
 import threading
 from datetime import datetime
 from typing import Any
 
 from ..errors import StorageError
 from ..storage.migrations import Migrations
-from ..storage.postgres_conn import PostgresDatabase, from_db, opt_utc, to_utc
-from .audit import DreamRun
+from ..storage.postgres_conn import PostgresDatabase, from_db, to_utc
+from .audit import RUN_COLUMNS, DreamRun, run_from_row, run_values
 
 PG_MIGRATIONS: Migrations[Any] = Migrations("dream")
 
@@ -48,12 +47,6 @@ def m001_dream_runs(conn: Any) -> None:
     )
 
 
-_COLUMNS = (
-    "run_id, agent_id, started_at, finished_at, mode, status, error, changes,"
-    " knowledge_before, knowledge_after, state_before, state_after, undone_at"
-)
-
-
 class PostgresAuditLog:
     """:class:`~.audit.AuditLog` in the ``dream_runs`` table of a PostgreSQL database.
 
@@ -75,29 +68,15 @@ class PostgresAuditLog:
         self._ensure_schema()
         with self.database.write() as conn:
             conn.execute(
-                f"INSERT INTO dream_runs ({_COLUMNS})"
+                f"INSERT INTO dream_runs ({RUN_COLUMNS})"
                 " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                (
-                    run.run_id,
-                    run.agent_id,
-                    to_utc(run.started_at),
-                    to_utc(run.finished_at),
-                    run.mode,
-                    run.status,
-                    run.error,
-                    json.dumps(run.changes, ensure_ascii=False),
-                    run.knowledge_before,
-                    run.knowledge_after,
-                    run.state_before,
-                    run.state_after,
-                    opt_utc(run.undone_at),
-                ),
+                run_values(run, to_utc),
             )
 
     def runs(self, agent_id: str, limit: int | None = None) -> list[DreamRun]:
         self._ensure_schema()
         sql = (
-            f"SELECT {_COLUMNS} FROM dream_runs WHERE agent_id = %s"
+            f"SELECT {RUN_COLUMNS} FROM dream_runs WHERE agent_id = %s"
             " ORDER BY started_at DESC, seq DESC"
         )
         params: tuple[Any, ...] = (agent_id,)
@@ -105,16 +84,16 @@ class PostgresAuditLog:
             sql += " LIMIT %s"
             params += (limit,)
         with self.database.read() as conn:
-            return [_row(r) for r in conn.execute(sql, params).fetchall()]
+            return [run_from_row(r, _time) for r in conn.execute(sql, params).fetchall()]
 
     def get(self, agent_id: str, run_id: str) -> DreamRun | None:
         self._ensure_schema()
         with self.database.read() as conn:
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM dream_runs WHERE agent_id = %s AND run_id = %s",
+                f"SELECT {RUN_COLUMNS} FROM dream_runs WHERE agent_id = %s AND run_id = %s",
                 (agent_id, run_id),
             ).fetchone()
-        return _row(row) if row else None
+        return run_from_row(row, _time) if row else None
 
     def mark_undone(self, agent_id: str, run_id: str, at: datetime) -> None:
         self._ensure_schema()
@@ -131,21 +110,3 @@ def _time(value: datetime | None) -> datetime:
     if moment is None:
         raise StorageError("the dream audit log holds a run without a time")
     return moment
-
-
-def _row(row: tuple[Any, ...]) -> DreamRun:
-    return DreamRun(
-        run_id=row[0],
-        agent_id=row[1],
-        started_at=_time(row[2]),
-        finished_at=_time(row[3]),
-        mode=row[4],
-        status=row[5],
-        error=row[6],
-        changes=json.loads(row[7]),
-        knowledge_before=row[8],
-        knowledge_after=row[9],
-        state_before=row[10],
-        state_after=row[11],
-        undone_at=from_db(row[12]),
-    )

@@ -1,9 +1,10 @@
 """PostgresStore: the scale-out episodic backend (``[postgres]`` extra); activities and search.
 
 Selected by a URL (``MARKUS_DATABASE_URL`` / ``Settings.database_url``), never by code. Pools,
-timeouts and migrations live in :mod:`.postgres_conn`; mailbox, chat history and the transcript
-index in :mod:`.postgres_side`. Search is ``tsvector`` + GIN ranked by ``ts_rank`` with the
-same weights, the same all-terms-then-any-term rule and the same candidate bound as SQLite.
+timeouts and migrations live in :mod:`.postgres_conn`; mailbox and chat history in
+:mod:`.postgres_side`; the transcript index in :mod:`.postgres_transcripts`. Search is
+``tsvector`` + GIN ranked by ``ts_rank`` with the same weights, the same
+all-terms-then-any-term rule and the same candidate bound as SQLite.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ._records import ACTIVITY_COLUMNS, LOG_COLUMNS
 from .base import (
     Activity,
     ActivityEnd,
@@ -22,27 +24,28 @@ from .base import (
 )
 from .postgres_conn import (
     CONNECT_TIMEOUT_S,
+    DECODE,
     STATEMENT_TIMEOUT_MS,
     clean_text,
-    from_db,
-    json_obj,
     json_value,
     opt_utc,
     to_utc,
 )
-from .postgres_schema import ACTIVITY_RANK_WEIGHTS, activity_document_sql, headline_sql
-from .postgres_side import PostgresSideTables, tsquery_sql
-from .sqlite_conn import EPOCH, SEARCH_CANDIDATES
+from .postgres_schema import (
+    ACTIVITY_RANK_WEIGHTS,
+    activity_document_sql,
+    headline_sql,
+    tsquery_sql,
+)
+from .postgres_side import PostgresSideTables
+from .postgres_transcripts import PostgresTranscriptIndex
+from .sqlite_conn import SEARCH_CANDIDATES
 
 if TYPE_CHECKING:
     import psycopg
 
     from .migrations import Migrations
 
-_ACTIVITY_COLUMNS = (
-    "id, agent_id, type, label, started_at, task_id, mailbox_item_id, ended_at, "
-    "total_tokens, total_tools, success, summary, keywords"
-)
 _REINDEX_SQL = (
     "INSERT INTO activity_search (activity_id, agent_id, started_at, document, headline) "
     "SELECT a.id, a.agent_id, a.started_at, "
@@ -61,26 +64,7 @@ _REINDEX_SQL = (
 )
 
 
-def _activity(row: tuple[Any, ...]) -> Activity:
-    keywords = tuple(k.strip() for k in (row[12] or "").split(",") if k.strip())
-    return Activity(
-        id=row[0],
-        agent_id=row[1],
-        type=row[2],
-        label=row[3],
-        started_at=from_db(row[4]) or EPOCH,
-        task_id=row[5],
-        mailbox_item_id=row[6],
-        ended_at=from_db(row[7]),
-        total_tokens=int(row[8] or 0),
-        total_tools=int(row[9] or 0),
-        success=bool(row[10]) if row[10] is not None else True,
-        summary=row[11] or "",
-        keywords=keywords,
-    )
-
-
-class PostgresStore(PostgresSideTables):
+class PostgresStore(PostgresSideTables, PostgresTranscriptIndex):
     """Activities, mailbox, chat history and the transcript index in one PostgreSQL schema."""
 
     def __init__(
@@ -185,30 +169,20 @@ class PostgresStore(PostgresSideTables):
     def get_activity(self, agent_id: str, activity_id: str) -> Activity | None:
         with self.read() as conn:
             row = conn.execute(
-                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities WHERE id = %s AND agent_id = %s",
+                f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities WHERE id = %s AND agent_id = %s",
                 (activity_id, agent_id),
             ).fetchone()
-        return None if row is None else _activity(row)
+        return None if row is None else DECODE.activity(row)
 
     def activity_logs(self, agent_id: str, activity_id: str) -> list[ActivityLogEntry]:
         with self.read() as conn:
             rows = conn.execute(
-                "SELECT l.activity_id, l.seq, l.type, l.content, l.metadata, l.created_at "
-                "FROM agent_activity_logs l JOIN agent_activities a ON a.id = l.activity_id "
+                f"SELECT {LOG_COLUMNS} FROM agent_activity_logs l "
+                "JOIN agent_activities a ON a.id = l.activity_id "
                 "WHERE l.activity_id = %s AND a.agent_id = %s ORDER BY l.seq, l.id",
                 (activity_id, agent_id),
             ).fetchall()
-        return [
-            ActivityLogEntry(
-                activity_id=r[0],
-                seq=int(r[1]),
-                type=r[2],
-                content=r[3] or "",
-                metadata=json_obj(r[4]),
-                created_at=from_db(r[5]) or EPOCH,
-            )
-            for r in rows
-        ]
+        return [DECODE.activity_log(r) for r in rows]
 
     def query_activities(
         self,
@@ -219,7 +193,7 @@ class PostgresStore(PostgresSideTables):
         before: datetime | None = None,
         limit: int = 30,
     ) -> list[Activity]:
-        sql = f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities WHERE agent_id = %s"
+        sql = f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities WHERE agent_id = %s"
         params: list[Any] = [agent_id]
         if types:
             sql += " AND type = ANY(%s)"
@@ -233,7 +207,7 @@ class PostgresStore(PostgresSideTables):
         sql += " ORDER BY started_at DESC, id DESC LIMIT %s"
         params.append(max(0, int(limit)))
         with self.read() as conn:
-            return [_activity(r) for r in conn.execute(sql, params).fetchall()]
+            return [DECODE.activity(r) for r in conn.execute(sql, params).fetchall()]
 
     def search_activities(self, agent_id: str, query: str, *, limit: int = 10) -> list[ActivityHit]:
         """All terms first (AND); if that finds fewer than ``limit``, any term (OR) fills up.
@@ -255,11 +229,11 @@ class PostgresStore(PostgresSideTables):
             if not hits:
                 return []
             rows = conn.execute(
-                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities "
+                f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities "
                 "WHERE id = ANY(%s) AND agent_id = %s",
                 ([activity_id for activity_id, _ in hits], agent_id),
             ).fetchall()
-        by_id = {r[0]: _activity(r) for r in rows}
+        by_id = {r[0]: DECODE.activity(r) for r in rows}
         return [ActivityHit(by_id[i], score) for i, score in hits if i in by_id]
 
     def _ranked(
@@ -322,11 +296,11 @@ class PostgresStore(PostgresSideTables):
     def activity_for_mailbox_item(self, agent_id: str, mailbox_item_id: str) -> Activity | None:
         with self.read() as conn:
             row = conn.execute(
-                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities WHERE agent_id = %s "
+                f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities WHERE agent_id = %s "
                 "AND mailbox_item_id = %s ORDER BY started_at DESC LIMIT 1",
                 (agent_id, mailbox_item_id),
             ).fetchone()
-        return None if row is None else _activity(row)
+        return None if row is None else DECODE.activity(row)
 
     def activities_for_mailbox_items(
         self, agent_id: str, mailbox_item_ids: Sequence[str]
@@ -336,8 +310,8 @@ class PostgresStore(PostgresSideTables):
             return {}
         with self.read() as conn:
             rows = conn.execute(
-                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities "
+                f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities "
                 "WHERE mailbox_item_id = ANY(%s) AND agent_id = %s ORDER BY started_at",
                 (ids, agent_id),
             ).fetchall()
-        return {row[6]: _activity(row) for row in rows}
+        return {row[6]: DECODE.activity(row) for row in rows}

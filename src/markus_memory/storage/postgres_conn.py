@@ -25,6 +25,7 @@ from ..errors import (
     InvalidInputError,
     StorageError,
 )
+from ._records import RowDecoder
 from .migrations import BOOKKEEPING_TABLE, Migrations
 
 if TYPE_CHECKING:
@@ -79,6 +80,9 @@ def json_obj(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {"value": value}
 
 
+DECODE = RowDecoder(when=from_db, obj=json_obj)
+
+
 def clean_text(value: str) -> str:
     """PostgreSQL text cannot hold NUL; lone surrogates cannot be encoded at all."""
     if "\x00" in value:
@@ -88,6 +92,12 @@ def clean_text(value: str) -> str:
     except UnicodeEncodeError as exc:
         raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
     return value
+
+
+def json_param(value: Any) -> str | None:
+    """:func:`json_value`, made storable as PostgreSQL text (see :func:`clean_text`)."""
+    text = json_value(value)
+    return None if text is None else clean_text(text)
 
 
 def conninfo_with_timeouts(url: str, connect_timeout: float, statement_timeout_ms: int) -> str:

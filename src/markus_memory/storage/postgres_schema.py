@@ -12,9 +12,11 @@ so that "not operator" or "the" stay searchable as in FTS5's porter tokenizer.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .migrations import Migrations
+from .postgres_conn import clean_text
 from .sqlite_schema import MAX_INDEXED_LOG_CHARS, MIGRATION_SET
 
 if TYPE_CHECKING:
@@ -253,3 +255,10 @@ def m006_transcript_record(conn: psycopg.Connection[Any]) -> None:
   PRIMARY KEY (agent_id, session_id)
 )"""
     )
+
+
+def tsquery_sql(terms: Sequence[str], *, any_term: bool = False) -> tuple[str, list[str]]:
+    """SQL for a tsquery in which every term is a literal phrase, and its parameters."""
+    part = f"phraseto_tsquery('{FTS_CONFIG}', %s)"
+    joined = (" || " if any_term else " && ").join([part] * len(terms))
+    return f"({joined})", [clean_text(t) for t in terms]

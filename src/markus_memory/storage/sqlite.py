@@ -1,7 +1,8 @@
 """SqliteStore: the default episodic backend in ``<home>/data.db``; activities and their search.
 
-Connections, transactions and migrations live in :mod:`.sqlite_conn`; mailbox, chat history
-and the transcript index in :mod:`.sqlite_side`.
+Connections, transactions and migrations live in :mod:`.sqlite_conn`; mailbox and chat history
+in :mod:`.sqlite_side`; the transcript index in :mod:`.sqlite_transcripts`. Row-to-record
+mapping shared with PostgreSQL is in :mod:`._records`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ._records import ACTIVITY_COLUMNS, LOG_COLUMNS
 from .base import (
     Activity,
     ActivityEnd,
@@ -22,24 +24,18 @@ from .base import (
 )
 from .migrations import Migrations
 from .sqlite_conn import (
-    EPOCH,
+    DECODE,
     SEARCH_CANDIDATES,
     agent_span,
     bounded_rank,
-    from_iso,
     fts_match,
-    json_obj,
     json_text,
     next_rowid,
     to_iso,
 )
 from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS
 from .sqlite_side import SqliteSideTables
-
-_ACTIVITY_COLUMNS = (
-    "id, agent_id, type, label, started_at, task_id, mailbox_item_id, ended_at, "
-    "total_tokens, total_tools, success, summary, keywords"
-)
+from .sqlite_transcripts import SqliteTranscriptIndex
 
 
 def _new_doc(conn: sqlite3.Connection, activity_id: str, agent_id: str) -> int:
@@ -52,27 +48,7 @@ def _new_doc(conn: sqlite3.Connection, activity_id: str, agent_id: str) -> int:
     return rowid
 
 
-def _activity(row: sqlite3.Row) -> Activity:
-    started = from_iso(row["started_at"])
-    keywords = tuple(k.strip() for k in (row["keywords"] or "").split(",") if k.strip())
-    return Activity(
-        id=row["id"],
-        agent_id=row["agent_id"],
-        type=row["type"],
-        label=row["label"],
-        started_at=started if started is not None else EPOCH,
-        task_id=row["task_id"],
-        mailbox_item_id=row["mailbox_item_id"],
-        ended_at=from_iso(row["ended_at"]),
-        total_tokens=int(row["total_tokens"] or 0),
-        total_tools=int(row["total_tools"] or 0),
-        success=bool(row["success"]) if row["success"] is not None else True,
-        summary=row["summary"] or "",
-        keywords=keywords,
-    )
-
-
-class SqliteStore(SqliteSideTables):
+class SqliteStore(SqliteSideTables, SqliteTranscriptIndex):
     """Activities, mailbox, chat history and the transcript index in one SQLite file."""
 
     def __init__(
@@ -210,30 +186,20 @@ class SqliteStore(SqliteSideTables):
     def get_activity(self, agent_id: str, activity_id: str) -> Activity | None:
         with self.read() as conn:
             row = conn.execute(
-                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities WHERE id = ? AND agent_id = ?",
+                f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities WHERE id = ? AND agent_id = ?",
                 (activity_id, agent_id),
             ).fetchone()
-        return None if row is None else _activity(row)
+        return None if row is None else DECODE.activity(row)
 
     def activity_logs(self, agent_id: str, activity_id: str) -> list[ActivityLogEntry]:
         with self.read() as conn:
             rows = conn.execute(
-                "SELECT l.activity_id, l.seq, l.type, l.content, l.metadata, l.created_at "
-                "FROM agent_activity_logs l JOIN agent_activities a ON a.id = l.activity_id "
+                f"SELECT {LOG_COLUMNS} FROM agent_activity_logs l "
+                "JOIN agent_activities a ON a.id = l.activity_id "
                 "WHERE l.activity_id = ? AND a.agent_id = ? ORDER BY l.seq, l.id",
                 (activity_id, agent_id),
             ).fetchall()
-        return [
-            ActivityLogEntry(
-                activity_id=r["activity_id"],
-                seq=int(r["seq"]),
-                type=r["type"],
-                content=r["content"] or "",
-                metadata=json_obj(r["metadata"]),
-                created_at=from_iso(r["created_at"]) or EPOCH,
-            )
-            for r in rows
-        ]
+        return [DECODE.activity_log(r) for r in rows]
 
     def query_activities(
         self,
@@ -244,7 +210,7 @@ class SqliteStore(SqliteSideTables):
         before: datetime | None = None,
         limit: int = 30,
     ) -> list[Activity]:
-        sql = f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities WHERE agent_id = ?"
+        sql = f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities WHERE agent_id = ?"
         params: list[Any] = [agent_id]
         if types:
             sql += f" AND type IN ({','.join('?' * len(types))})"
@@ -258,7 +224,7 @@ class SqliteStore(SqliteSideTables):
         sql += " ORDER BY started_at DESC, id DESC LIMIT ?"
         params.append(max(0, int(limit)))
         with self.read() as conn:
-            return [_activity(r) for r in conn.execute(sql, params)]
+            return [DECODE.activity(r) for r in conn.execute(sql, params)]
 
     def search_activities(self, agent_id: str, query: str, *, limit: int = 10) -> list[ActivityHit]:
         """All terms first (AND); if that finds fewer than ``limit``, any term (OR) fills up.
@@ -332,11 +298,11 @@ class SqliteStore(SqliteSideTables):
             rows = conn.execute(
                 # Primary-key lookups; "+agent_id" keeps the planner off the agent index,
                 # which would walk every activity of the agent.
-                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities "
+                f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities "
                 f"WHERE id IN ({','.join('?' * len(ids))}) AND +agent_id = ?",
                 (*ids, agent_id),
             ).fetchall()
-        return {r["id"]: _activity(r) for r in rows}
+        return {r["id"]: DECODE.activity(r) for r in rows}
 
     def prune_activities(self, agent_id: str, *, before: datetime) -> int:
         cutoff = to_iso(before)
@@ -363,11 +329,11 @@ class SqliteStore(SqliteSideTables):
     def activity_for_mailbox_item(self, agent_id: str, mailbox_item_id: str) -> Activity | None:
         with self.read() as conn:
             row = conn.execute(
-                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities "
+                f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities "
                 "WHERE agent_id = ? AND mailbox_item_id = ? ORDER BY started_at DESC LIMIT 1",
                 (agent_id, mailbox_item_id),
             ).fetchone()
-        return None if row is None else _activity(row)
+        return None if row is None else DECODE.activity(row)
 
     def activities_for_mailbox_items(
         self, agent_id: str, mailbox_item_ids: Sequence[str]
@@ -378,11 +344,11 @@ class SqliteStore(SqliteSideTables):
         result: dict[str, Activity] = {}
         with self.read() as conn:
             rows = conn.execute(
-                f"SELECT {_ACTIVITY_COLUMNS} FROM agent_activities "
+                f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities "
                 f"WHERE mailbox_item_id IN ({','.join('?' * len(ids))}) AND +agent_id = ? "
                 "ORDER BY started_at",
                 (*ids, agent_id),
             ).fetchall()
         for row in rows:
-            result[row["mailbox_item_id"]] = _activity(row)
+            result[row["mailbox_item_id"]] = DECODE.activity(row)
         return result

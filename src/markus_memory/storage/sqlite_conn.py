@@ -13,12 +13,14 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..config import iso_ms, parse_iso
 from ..errors import InvalidInputError, StorageError
+from ._records import EPOCH as EPOCH
+from ._records import RowDecoder
 from .migrations import Migrations, SqliteMigrationTarget
 from .sqlite_schema import SLOT_SHIFT
 from .sqlite_schema import migrations as markus_migrations
@@ -26,7 +28,6 @@ from .sqlite_schema import migrations as markus_migrations
 BUSY_TIMEOUT_MS = 5000
 # A search ranks by bm25 only match sets up to this size (see bounded_rank).
 SEARCH_CANDIDATES = 2000
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def to_iso(moment: datetime) -> str:
@@ -51,6 +52,9 @@ def json_obj(text: str | None) -> dict[str, Any]:
     except ValueError:
         return {"raw": text}
     return value if isinstance(value, dict) else {"value": value}
+
+
+DECODE = RowDecoder(when=from_iso, obj=json_obj)
 
 
 def quote_fts(term: str) -> str:

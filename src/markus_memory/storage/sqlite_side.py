@@ -1,141 +1,36 @@
-"""SQLite repositories beside activities: mailbox items, decisions, chat history, transcripts."""
+"""SQLite repositories beside activities: mailbox items, decisions and chat history."""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from ..errors import InvalidInputError
+from ._records import (
+    DECISION_COLUMNS,
+    MAILBOX_COLUMNS,
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+)
 from .base import (
     ChatMessage,
     ChatSession,
     Decision,
-    JsonObject,
     MailboxItem,
-    TranscriptHit,
-    TranscriptMark,
-    TranscriptMessage,
-    search_terms,
 )
 from .sqlite_conn import (
-    EPOCH,
+    DECODE,
     SqliteDatabase,
-    agent_span,
-    bounded_rank,
-    from_iso,
-    fts_match,
-    json_obj,
     json_text,
-    next_rowid,
     to_iso,
 )
-
-
-def _message_values(m: TranscriptMessage) -> tuple[Any, ...]:
-    """``(session_id, seq, role, content, created_at, speaker, metadata)`` as stored."""
-    return (
-        m.session_id,
-        int(m.seq),
-        m.role,
-        m.content,
-        to_iso(m.created_at),
-        m.speaker,
-        json_text(m.metadata),
-    )
-
-
-def _insert_messages(
-    conn: sqlite3.Connection, agent_id: str, messages: Sequence[TranscriptMessage]
-) -> None:
-    """Insert new rows (inside a write); ids live in the agent's rowid span (sqlite_schema m004)."""
-    if not messages:
-        return
-    first = next_rowid(conn, "transcript_messages", "id", agent_id)
-    conn.executemany(
-        "INSERT INTO transcript_messages (id, agent_id, session_id, seq, role, content, "
-        "created_at, speaker, metadata) VALUES (?,?,?,?,?,?,?,?,?)",
-        [(first + n, agent_id, *_message_values(m)) for n, m in enumerate(messages)],
-    )
-
-
-def _raise_mark(
-    conn: sqlite3.Connection, agent_id: str, session_id: str, next_seq: int, synced_at: datetime
-) -> None:
-    # iso_ms strings of UTC times order like the times themselves.
-    conn.execute(
-        "INSERT INTO transcript_marks (agent_id, session_id, next_seq, synced_at) "
-        "VALUES (?,?,?,?) ON CONFLICT (agent_id, session_id) DO UPDATE SET "
-        "next_seq = MAX(next_seq, excluded.next_seq), "
-        "synced_at = MAX(synced_at, excluded.synced_at)",
-        (agent_id, session_id, int(next_seq), to_iso(synced_at)),
-    )
 
 
 def _opt_iso(moment: datetime | None) -> str | None:
     return None if moment is None else to_iso(moment)
 
 
-def _mailbox_item(r: sqlite3.Row) -> MailboxItem:
-    return MailboxItem(
-        id=r["id"],
-        agent_id=r["agent_id"],
-        source_type=r["source_type"],
-        queued_at=from_iso(r["queued_at"]) or EPOCH,
-        priority=int(r["priority"] if r["priority"] is not None else 2),
-        status=r["status"] or "queued",
-        payload=json_obj(r["payload"]),
-        metadata=json_obj(r["metadata"]),
-        started_at=from_iso(r["started_at"]),
-        completed_at=from_iso(r["completed_at"]),
-        deferred_until=from_iso(r["deferred_until"]),
-        merged_into=r["merged_into"],
-        retry_count=int(r["retry_count"] or 0),
-    )
-
-
-def _decision(r: sqlite3.Row) -> Decision:
-    return Decision(
-        id=r["id"],
-        agent_id=r["agent_id"],
-        decision_type=r["decision_type"],
-        mailbox_item_id=r["mailbox_item_id"],
-        created_at=from_iso(r["created_at"]) or EPOCH,
-        context=json_obj(r["context"]),
-        reasoning=r["reasoning"] or "",
-        outcome=r["outcome"],
-    )
-
-
-def _chat_session(r: sqlite3.Row) -> ChatSession:
-    return ChatSession(
-        id=r["id"],
-        agent_id=r["agent_id"],
-        created_at=from_iso(r["created_at"]) or EPOCH,
-        user_id=r["user_id"],
-        title=r["title"],
-        is_main=bool(r["is_main"]),
-        metadata=None if r["metadata"] is None else json_obj(r["metadata"]),
-        last_message_at=from_iso(r["last_message_at"]),
-    )
-
-
-def _chat_message(r: sqlite3.Row) -> ChatMessage:
-    return ChatMessage(
-        id=r["id"],
-        session_id=r["session_id"],
-        agent_id=r["agent_id"],
-        role=r["role"],
-        content=r["content"] or "",
-        created_at=from_iso(r["created_at"]) or EPOCH,
-        metadata=None if r["metadata"] is None else json_obj(r["metadata"]),
-        tokens_used=int(r["tokens_used"] or 0),
-    )
-
-
 class SqliteSideTables(SqliteDatabase):
-    """Mailbox, decisions, chat sessions/messages and the transcript index."""
+    """Mailbox, decisions and chat sessions/messages."""
 
     # -- mailbox ------------------------------------------------------------------------------
 
@@ -165,14 +60,15 @@ class SqliteSideTables(SqliteDatabase):
     def get_mailbox_item(self, agent_id: str, item_id: str) -> MailboxItem | None:
         with self.read() as conn:
             row = conn.execute(
-                "SELECT * FROM mailbox_items WHERE id = ? AND agent_id = ?", (item_id, agent_id)
+                f"SELECT {MAILBOX_COLUMNS} FROM mailbox_items WHERE id = ? AND agent_id = ?",
+                (item_id, agent_id),
             ).fetchone()
-        return None if row is None else _mailbox_item(row)
+        return None if row is None else DECODE.mailbox_item(row)
 
     def mailbox_items(
         self, agent_id: str, *, status: str | None = None, limit: int = 100
     ) -> list[MailboxItem]:
-        sql = "SELECT * FROM mailbox_items WHERE agent_id = ?"
+        sql = f"SELECT {MAILBOX_COLUMNS} FROM mailbox_items WHERE agent_id = ?"
         params: list[Any] = [agent_id]
         if status is not None:
             sql += " AND status = ?"
@@ -180,7 +76,7 @@ class SqliteSideTables(SqliteDatabase):
         sql += " ORDER BY priority, queued_at, id LIMIT ?"
         params.append(max(0, int(limit)))
         with self.read() as conn:
-            return [_mailbox_item(r) for r in conn.execute(sql, params)]
+            return [DECODE.mailbox_item(r) for r in conn.execute(sql, params)]
 
     def record_decision(self, decision: Decision) -> None:
         with self.write() as conn:
@@ -202,7 +98,7 @@ class SqliteSideTables(SqliteDatabase):
     def decisions(
         self, agent_id: str, *, mailbox_item_id: str | None = None, limit: int = 100
     ) -> list[Decision]:
-        sql = "SELECT * FROM agent_decisions WHERE agent_id = ?"
+        sql = f"SELECT {DECISION_COLUMNS} FROM agent_decisions WHERE agent_id = ?"
         params: list[Any] = [agent_id]
         if mailbox_item_id is not None:
             sql += " AND mailbox_item_id = ?"
@@ -210,7 +106,7 @@ class SqliteSideTables(SqliteDatabase):
         sql += " ORDER BY created_at, rowid LIMIT ?"
         params.append(max(0, int(limit)))
         with self.read() as conn:
-            return [_decision(r) for r in conn.execute(sql, params)]
+            return [DECODE.decision(r) for r in conn.execute(sql, params)]
 
     # -- chat history -------------------------------------------------------------------------
 
@@ -234,19 +130,19 @@ class SqliteSideTables(SqliteDatabase):
     def get_chat_session(self, agent_id: str, session_id: str) -> ChatSession | None:
         with self.read() as conn:
             row = conn.execute(
-                "SELECT * FROM chat_sessions WHERE id = ? AND agent_id = ?",
+                f"SELECT {SESSION_COLUMNS} FROM chat_sessions WHERE id = ? AND agent_id = ?",
                 (session_id, agent_id),
             ).fetchone()
-        return None if row is None else _chat_session(row)
+        return None if row is None else DECODE.chat_session(row)
 
     def chat_sessions(self, agent_id: str, *, limit: int = 50) -> list[ChatSession]:
         with self.read() as conn:
             rows = conn.execute(
-                "SELECT * FROM chat_sessions WHERE agent_id = ? "
+                f"SELECT {SESSION_COLUMNS} FROM chat_sessions WHERE agent_id = ? "
                 "ORDER BY COALESCE(last_message_at, created_at) DESC, id DESC LIMIT ?",
                 (agent_id, max(0, int(limit))),
             ).fetchall()
-        return [_chat_session(r) for r in rows]
+        return [DECODE.chat_session(r) for r in rows]
 
     def append_chat_message(self, message: ChatMessage) -> None:
         with self.write() as conn:
@@ -275,7 +171,7 @@ class SqliteSideTables(SqliteDatabase):
     ) -> list[ChatMessage]:
         # rowid breaks ties between messages written in the same millisecond.
         sql = (
-            "SELECT m.*, m.rowid AS _r FROM chat_messages m JOIN chat_sessions s "
+            f"SELECT {MESSAGE_COLUMNS} FROM chat_messages m JOIN chat_sessions s "
             "ON s.id = m.session_id WHERE m.session_id = ? AND s.agent_id = ? "
             "ORDER BY m.created_at DESC, m.rowid DESC"
         )
@@ -285,188 +181,4 @@ class SqliteSideTables(SqliteDatabase):
             params.append(max(0, int(limit)))
         with self.read() as conn:
             rows = conn.execute(sql, params).fetchall()
-        return [_chat_message(r) for r in reversed(rows)]
-
-    # -- transcript index ---------------------------------------------------------------------
-
-    def index_message(
-        self,
-        agent_id: str,
-        session_id: str,
-        seq: int,
-        role: str,
-        content: str,
-        created_at: datetime,
-        *,
-        speaker: str | None = None,
-        metadata: JsonObject | None = None,
-        appended_at: datetime | None = None,
-    ) -> None:
-        message = TranscriptMessage(
-            agent_id, session_id, int(seq), role, content, created_at, speaker, metadata
-        )
-        with self.write() as conn:
-            existing = conn.execute(
-                "SELECT id FROM transcript_messages WHERE agent_id = ? AND session_id = ? "
-                "AND seq = ?",
-                (agent_id, session_id, message.seq),
-            ).fetchone()
-            if existing is None:
-                _insert_messages(conn, agent_id, [message])
-            else:
-                conn.execute(
-                    "UPDATE transcript_messages SET role = ?, content = ?, created_at = ?, "
-                    "speaker = ?, metadata = ? WHERE id = ?",
-                    (*_message_values(message)[2:], existing[0]),
-                )
-            mark = conn.execute(
-                "SELECT next_seq FROM transcript_marks WHERE agent_id = ? AND session_id = ?",
-                (agent_id, session_id),
-            ).fetchone()
-            if message.seq <= (0 if mark is None else int(mark[0])):
-                _raise_mark(conn, agent_id, session_id, message.seq + 1, appended_at or created_at)
-
-    def import_transcript(
-        self,
-        agent_id: str,
-        session_id: str,
-        messages: Sequence[TranscriptMessage],
-        *,
-        synced_at: datetime,
-    ) -> int:
-        with self.write() as conn:
-            held = {
-                int(r[0])
-                for r in conn.execute(
-                    "SELECT seq FROM transcript_messages WHERE agent_id = ? AND session_id = ?",
-                    (agent_id, session_id),
-                )
-            }
-            fresh: dict[int, TranscriptMessage] = {}
-            for m in messages:
-                if m.agent_id != agent_id or m.session_id != session_id:
-                    raise InvalidInputError("import_transcript: message of another session")
-                if int(m.seq) not in held:
-                    fresh[int(m.seq)] = m
-            _insert_messages(conn, agent_id, [fresh[seq] for seq in sorted(fresh)])
-            top = max((int(m.seq) + 1 for m in messages), default=0)
-            _raise_mark(conn, agent_id, session_id, top, synced_at)
-            return len(fresh)
-
-    def transcript_messages(
-        self, agent_id: str, *, session_id: str | None = None
-    ) -> list[TranscriptMessage]:
-        sql = (
-            "SELECT agent_id, session_id, seq, role, content, created_at, speaker, metadata "
-            "FROM transcript_messages WHERE agent_id = ?"
-        )
-        params: list[Any] = [agent_id]
-        if session_id is not None:
-            sql += " AND session_id = ?"
-            params.append(session_id)
-        with self.read() as conn:
-            rows = conn.execute(sql + " ORDER BY session_id, seq", params).fetchall()
-        return [
-            TranscriptMessage(
-                agent_id=r[0],
-                session_id=r[1],
-                seq=int(r[2]),
-                role=r[3],
-                content=r[4],
-                created_at=from_iso(r[5]) or EPOCH,
-                speaker=r[6],
-                metadata=None if r[7] is None else json_obj(r[7]),
-            )
-            for r in rows
-        ]
-
-    def transcript_marks(self, agent_id: str) -> dict[str, TranscriptMark]:
-        with self.read() as conn:
-            rows = conn.execute(
-                "SELECT session_id, next_seq, synced_at FROM transcript_marks WHERE agent_id = ?",
-                (agent_id,),
-            ).fetchall()
-        return {r[0]: TranscriptMark(int(r[1]), from_iso(r[2]) or EPOCH) for r in rows}
-
-    def forget_session(self, agent_id: str, session_id: str) -> int:
-        with self.write() as conn:
-            conn.execute(
-                "DELETE FROM transcript_marks WHERE agent_id = ? AND session_id = ?",
-                (agent_id, session_id),
-            )
-            return conn.execute(
-                "DELETE FROM transcript_messages WHERE agent_id = ? AND session_id = ?",
-                (agent_id, session_id),
-            ).rowcount
-
-    def search_transcript(
-        self,
-        agent_id: str,
-        query: str,
-        *,
-        session_id: str | None = None,
-        role: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int = 20,
-    ) -> list[TranscriptHit]:
-        """Messages containing any query term, best bm25 first (fusion is the search layer's).
-
-        Any-term (OR) matching: a transcript recall query describes what was said, and bm25
-        already puts messages with more of the terms first. Ranking covers every match when
-        there are at most ``search_candidates``; beyond that, the newest matches (score 0.0).
-        """
-        terms = search_terms(query)
-        if not terms or limit <= 0:
-            return []
-        where = ""
-        params: list[Any] = []
-        for column, op, value in (
-            ("session_id", "=", session_id),
-            ("role", "=", role),
-            ("created_at", ">=", None if since is None else to_iso(since)),
-            ("created_at", "<", None if until is None else to_iso(until)),
-        ):
-            if value is not None:
-                where += f" AND t.{column} {op} ?"
-                params.append(value)
-        with self.read() as conn:
-            span = agent_span(conn, agent_id)
-            if span is None:
-                return []
-            ranked, newest = bounded_rank(
-                conn,
-                fts="transcript_fts",
-                match=fts_match(terms, any_term=True),
-                span=span,
-                limit=limit,
-                candidates=self.search_candidates,
-                join=" CROSS JOIN transcript_messages t ON t.id = transcript_fts.rowid"
-                if where
-                else "",
-                where=where,
-                params=tuple(params),
-            )
-            order = ranked if newest is None else [(r, 0.0) for r in newest[:limit]]
-            if not order:
-                return []
-            rows = {
-                int(r["id"]): r
-                for r in conn.execute(
-                    f"SELECT * FROM transcript_messages WHERE id IN ({','.join('?' * len(order))})",
-                    [rowid for rowid, _ in order],
-                )
-            }
-        return [
-            TranscriptHit(
-                agent_id=rows[rowid]["agent_id"],
-                session_id=rows[rowid]["session_id"],
-                seq=int(rows[rowid]["seq"]),
-                role=rows[rowid]["role"],
-                content=rows[rowid]["content"],
-                created_at=from_iso(rows[rowid]["created_at"]) or EPOCH,
-                score=score,
-            )
-            for rowid, score in order
-            if rowid in rows
-        ]
+        return [DECODE.chat_message(r) for r in reversed(rows)]
