@@ -26,7 +26,7 @@ from .search.embedders import Embedder
 from .search.memory_search import MemorySearcher, SearchResult, open_memory_searcher
 from .search.recall import ConversationHit
 from .search.transcript_log import SessionSource
-from .search.transcripts import Transcripts, open_vector_store, transcript_message
+from .search.transcripts import Transcripts, transcript_message
 from .storage.base import EpisodicStore, TranscriptMessage
 from .storage.sqlite import SqliteStore
 
@@ -63,7 +63,6 @@ class AgentMemory:
             sessions=self._session_sources,
             session=self._session_source,
             embedder=embedder,
-            vector_store=None if embedder is None else open_vector_store(settings, self.agent_id),
         )
         self.sessions = SessionStore(
             *layer_args,

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ..analysis import STOP_WORDS
+from ..analysis import quote_fts as quote
 from ..errors import StorageError
 from ..storage.migrations import Migrations, SqliteMigrationTarget
-from .analysis import STOP_WORDS
-from .analysis import quote_fts as quote
 from .keyword import CJK_RUN
 
 DEFAULT_TOKENIZER = "porter unicode61 remove_diacritics 2"

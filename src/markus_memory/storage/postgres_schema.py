@@ -31,7 +31,6 @@ PG_ONLY_COLUMNS = frozenset(
     {
         ("agent_decisions", "ord"),  # insertion order (SQLite: rowid)
         ("chat_messages", "ord"),  # insertion order (SQLite: rowid)
-        ("transcript_messages", "search"),  # tsvector (SQLite: transcript_fts)
     }
 )
 SQLITE_ONLY_TABLES = frozenset({"agent_slots", "activity_search_docs"})
@@ -255,6 +254,20 @@ def m006_transcript_record(conn: psycopg.Connection[Any]) -> None:
   PRIMARY KEY (agent_id, session_id)
 )"""
     )
+
+
+@migrations()
+def m007_recall_index(conn: psycopg.Connection[Any]) -> None:
+    # As SQLite m007: conversation recall ranks in per-agent postings (recall_index.py); the
+    # tsvector column and its GIN index it replaces are dropped.
+    from .postgres_conn import PostgresSql
+    from .recall_index import RecallQueries, schema
+
+    for statement in schema("BYTEA", ""):
+        conn.execute(statement)
+    conn.execute("DROP INDEX IF EXISTS idx_transcript_search")
+    conn.execute("ALTER TABLE transcript_messages DROP COLUMN IF EXISTS search")
+    RecallQueries.rebuild(PostgresSql(conn))
 
 
 def tsquery_sql(terms: Sequence[str], *, any_term: bool = False) -> tuple[str, list[str]]:

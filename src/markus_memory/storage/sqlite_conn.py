@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..analysis import quote_fts
 from ..config import iso_ms, parse_iso
 from ..errors import InvalidInputError, StorageError
 from ._records import EPOCH as EPOCH
@@ -55,12 +56,6 @@ def json_obj(text: str | None) -> dict[str, Any]:
 
 
 DECODE = RowDecoder(when=from_iso, obj=json_obj)
-
-
-def quote_fts(term: str) -> str:
-    """One literal FTS5 phrase, sqlite-utils style: quotes doubled; NUL and surrogates dropped."""
-    clean = term.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
-    return '"' + clean.replace('"', '""') + '"'
 
 
 def fts_match(terms: Sequence[str], *, any_term: bool = False) -> str:
@@ -131,6 +126,23 @@ def bounded_rank(
         (*args, limit),
     ).fetchall()
     return [(int(r[0]), -float(r[1])) for r in rows], None
+
+
+class SqliteSql:
+    """A connection as the shared SQL modules use it (``?`` placeholders, as SQLite)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in self.conn.execute(sql, tuple(params)).fetchall()]
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return int(self.conn.execute(sql, tuple(params)).rowcount)
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            self.conn.executemany(sql, rows)
 
 
 class SqliteDatabase:

@@ -247,3 +247,18 @@ def m006_transcript_record(conn: sqlite3.Connection) -> None:
   PRIMARY KEY (agent_id, session_id)
 )"""
     )
+
+
+@migrations()
+def m007_recall_index(conn: sqlite3.Connection) -> None:
+    # Conversation recall ranks inside the store with each agent's own statistics
+    # (recall_index.py); the shared FTS5 table it replaces is dropped with its triggers.
+    from .recall_index import RecallQueries, schema
+    from .sqlite_conn import SqliteSql
+
+    for statement in schema("BLOB", " WITHOUT ROWID"):
+        conn.execute(statement)
+    for trigger in ("transcript_ai", "transcript_ad", "transcript_au"):
+        conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    conn.execute("DROP TABLE IF EXISTS transcript_fts")
+    RecallQueries.rebuild(SqliteSql(conn))
