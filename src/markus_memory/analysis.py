@@ -10,6 +10,7 @@ query word matches inside a longer run.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import threading
@@ -68,6 +69,8 @@ def _fold(word: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """The index terms of ``text`` in order: stemmed words and CJK character pairs."""
+    if text.isascii():
+        return list(_stemmer().stemWords(_WORD.findall(text.lower())))
     out: list[str] = []
     plain: list[str] = []
     for piece in _PIECE.findall(text.lower()):
@@ -119,6 +122,7 @@ def query_tokens(words_of_query: list[str]) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=1 << 17)
 def term_key(term: str) -> int:
     """A term's 63-bit key in the store's term tables (signed, fits BIGINT and INTEGER)."""
     digest = hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest()

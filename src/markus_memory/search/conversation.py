@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from ..analysis import query_terms, query_tokens, term_key
 from ..errors import InvalidInputError
 from ..storage.base import RecallFilters as Filters
-from ..storage.base import TranscriptMessage
+from ..storage.base import TranscriptMessage, TurnKey
 from ..storage.base import TranscriptStore as RecallStore
 from .embedders import Embedder
 from .stages import (
@@ -150,13 +150,11 @@ class ConversationIndex:
         """A candidate pool fetching the keys of this agent's turns (neighbours only where
         ``filters`` allow, and only turns with text)."""
 
-        def by_id(ids: list[int]) -> dict[int, Turn]:
-            found = self.store.recall_turns(self.agent_id, ids, keys_only=True)
-            return {i: turn_of(m) for i, m in found.items()}
+        def by_id(ids: list[int]) -> list[TurnKey]:
+            return self.store.recall_keys(self.agent_id, ids)
 
-        def around(spans: list[tuple[str, int, int]]) -> dict[int, Turn]:
-            found = self.store.recall_around(self.agent_id, spans, filters, keys_only=True)
-            return {i: turn_of(m) for i, m in found.items()}
+        def around(spans: list[tuple[str, int, int]]) -> list[TurnKey]:
+            return self.store.recall_keys_around(self.agent_id, spans, filters)
 
         return Pool(by_id, around)
 

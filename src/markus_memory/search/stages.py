@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from ..storage.base import TurnKey
 from .hybrid import min_max, rrf, weighted_sum
 
 Scores = dict[int, float]
@@ -29,11 +30,6 @@ class Turn:
     timestamp: datetime | None = None
     speaker: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def speaker_name(self) -> str:
-        """Who spoke, lower-cased: the speaker, else the role."""
-        return (self.speaker or self.role).lower()
 
 
 @dataclass(frozen=True)
@@ -73,17 +69,18 @@ class RankingOptions:
 
 
 class Pool:
-    """The turns of a recall's candidates, fetched by id (and their neighbours by position)
-    through the callables the store provides; every turn is fetched at most once."""
+    """The keys of a recall's candidates (:class:`TurnKey`: position and speaker), fetched by
+    id (and their neighbours by position) through the callables the store provides; each at
+    most once."""
 
     def __init__(
         self,
-        by_id: Callable[[list[int]], Mapping[int, Turn]],
-        around: Callable[[list[tuple[str, int, int]]], Mapping[int, Turn]],
+        by_id: Callable[[list[int]], Iterable[TurnKey]],
+        around: Callable[[list[tuple[str, int, int]]], Iterable[TurnKey]],
     ) -> None:
         self._by_id = by_id
         self._around = around
-        self.turns: dict[int, Turn] = {}
+        self.turns: dict[int, TurnKey] = {}
         self._at: dict[tuple[str, int], int] = {}
 
     def fetch(self, ids: Iterable[int]) -> None:
@@ -91,12 +88,12 @@ class Pool:
         if missing:
             self._add(self._by_id(missing))
 
-    def _add(self, found: Mapping[int, Turn]) -> None:
-        for rowid, turn in found.items():
-            self.turns[rowid] = turn
-            self._at[(turn.session_id, turn.index)] = rowid
+    def _add(self, found: Iterable[TurnKey]) -> None:
+        for key in found:
+            self.turns[key.id] = key
+            self._at[(key.session_id, key.index)] = key.id
 
-    def __getitem__(self, rowid: int) -> Turn:
+    def __getitem__(self, rowid: int) -> TurnKey:
         return self.turns[rowid]
 
     def neighbours(self, ids: Iterable[int], window: int) -> dict[int, list[tuple[int, int]]]:
@@ -134,7 +131,7 @@ def boost_speakers(
     pool.fetch(scores)
     factor = 1.0 + boost
 
-    def name(turn: Turn) -> str:
+    def name(turn: TurnKey) -> str:
         return turn.speaker_name if roles else (turn.speaker or "").lower()
 
     return {

@@ -364,6 +364,22 @@ class TranscriptIndex(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class TurnKey:
+    """A message as recall's re-ranking stages see it: id, position and who spoke."""
+
+    id: int
+    session_id: str
+    index: int
+    role: str
+    speaker: str | None
+
+    @property
+    def speaker_name(self) -> str:
+        """Who spoke, lower-cased: the speaker, else the role."""
+        return (self.speaker or self.role).lower()
+
+
 @dataclass(frozen=True)
 class RecallStats:
     """An agent's index statistics: messages, tokens, and document frequency per term key."""
@@ -435,11 +451,22 @@ class RecallIndex(Protocol):
         filters: RecallFilters | None = None,
     ) -> list[tuple[int, float]]: ...
 
-    def recall_turns(
-        self, agent_id: str, ids: Sequence[int], *, keys_only: bool = False
-    ) -> dict[int, TranscriptMessage]:
-        """The agent's messages among ``ids`` by id; ``keys_only``: session, seq, role and
-        speaker only (no text, time or metadata)."""
+    def recall_turns(self, agent_id: str, ids: Sequence[int]) -> dict[int, TranscriptMessage]:
+        """The agent's messages among ``ids``, by id."""
+        ...
+
+    def recall_keys(self, agent_id: str, ids: Sequence[int]) -> list[TurnKey]:
+        """What the re-ranking stages need of the agent's messages among ``ids``."""
+        ...
+
+    def recall_keys_around(
+        self,
+        agent_id: str,
+        spans: Sequence[tuple[str, int, int]],
+        filters: RecallFilters | None = None,
+    ) -> list[TurnKey]:
+        """:meth:`recall_keys` of the messages with text in ``(session, first seq, last
+        seq)`` spans that pass ``filters``."""
         ...
 
     def recall_around(
@@ -447,11 +474,9 @@ class RecallIndex(Protocol):
         agent_id: str,
         spans: Sequence[tuple[str, int, int]],
         filters: RecallFilters | None = None,
-        *,
-        keys_only: bool = False,
     ) -> dict[int, TranscriptMessage]:
         """The agent's messages in ``(session, first seq, last seq)`` spans passing
-        ``filters``; ``keys_only``: as in :meth:`recall_turns`, and only messages with text."""
+        ``filters``."""
         ...
 
     def save_recall_vectors(

@@ -249,6 +249,23 @@ class PostgresSql:
             with self.conn.cursor() as cur:
                 cur.executemany(sql.replace("?", "%s"), rows)
 
+    def insert(
+        self,
+        table: str,
+        columns: Sequence[tuple[str, str]],
+        rows: Sequence[Sequence[Any]],
+        conflict: str = "",
+    ) -> None:
+        """One statement whatever the number of rows: each column travels as an array."""
+        if not rows:
+            return
+        names = ", ".join(name for name, _ in columns)
+        arrays = ", ".join(f"%s::{kind}[]" for _, kind in columns)
+        values = [[row[i] for row in rows] for i in range(len(columns))]
+        self.conn.execute(
+            f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays}) {conflict}", values
+        )
+
 
 class PostgresDatabase:
     """One PostgreSQL database (the schema of the URL's search_path) with the Markus schema."""

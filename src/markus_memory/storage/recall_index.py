@@ -26,6 +26,7 @@ from .base import (
     MAX_QUERY_TERMS,
     TranscriptHit,
     TranscriptMessage,
+    TurnKey,
 )
 from .base import (
     RecallFilters as Filters,
@@ -41,8 +42,8 @@ VECTOR_CHUNK = 4096
 
 TURN_COLUMNS = "id, agent_id, session_id, seq, role, content, created_at, speaker, metadata"
 """``id`` then the columns of a :class:`~.base.TranscriptMessage` row."""
-KEY_COLUMNS = "id, agent_id, session_id, seq, role, '', NULL, speaker, NULL"
-"""The same shape with only what the re-ranking stages use (no text, time or metadata)."""
+KEY_COLUMNS = "id, session_id, seq, role, speaker"
+"""What the re-ranking stages use of a message (no text, time or metadata)."""
 
 
 def agent_key(agent_id: str) -> int:
@@ -58,6 +59,17 @@ class Sql(Protocol):
     def run(self, sql: str, params: Sequence[Any] = ()) -> int: ...
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
+    def insert(
+        self,
+        table: str,
+        columns: Sequence[tuple[str, str]],
+        rows: Sequence[Sequence[Any]],
+        conflict: str = "",
+    ) -> None:
+        """``INSERT INTO table … {conflict}`` of many rows at once; ``columns`` are
+        ``(name, SQL type)`` pairs (PostgreSQL sends each column as one typed array)."""
+        ...
 
 
 def schema(blob: str, without_rowid: str) -> list[str]:
@@ -78,6 +90,13 @@ def schema(blob: str, without_rowid: str) -> list[str]:
     ]
 
 
+_POSTING_COLUMNS = (
+    ("agent", "bigint"),
+    ("term", "bigint"),
+    ("doc", "bigint"),
+    ("tf", "integer"),
+    ("len", "integer"),
+)
 RECALL_TABLES = ("recall_postings", "recall_terms", "recall_agents", "recall_speakers")
 
 
@@ -113,14 +132,14 @@ def index_docs(sql: Sql, agent_id: str, docs: Sequence[Doc], *, sign: int = 1) -
             df[key] += 1
     if not count:
         return
+    postings.sort()
     if sign > 0:
-        sql.many(
-            "INSERT INTO recall_postings (agent, term, doc, tf, len) VALUES (?, ?, ?, ?, ?)",
-            postings,
-        )
-        sql.many(
-            "INSERT INTO recall_speakers (agent, word) VALUES (?, ?) ON CONFLICT DO NOTHING",
+        sql.insert("recall_postings", _POSTING_COLUMNS, postings)
+        sql.insert(
+            "recall_speakers",
+            (("agent", "bigint"), ("word", "text")),
             [(agent, word) for word in sorted(speakers)],
+            "ON CONFLICT DO NOTHING",
         )
     else:
         sql.many(
@@ -128,10 +147,11 @@ def index_docs(sql: Sql, agent_id: str, docs: Sequence[Doc], *, sign: int = 1) -
             [row[:3] for row in postings],
         )
         sql.many("DELETE FROM recall_vectors WHERE doc = ?", [(doc.id,) for doc in docs])
-    sql.many(
-        "INSERT INTO recall_terms (agent, term, docs) VALUES (?, ?, ?) ON CONFLICT (agent, term) "
-        "DO UPDATE SET docs = recall_terms.docs + excluded.docs",
-        [(agent, key, sign * n) for key, n in df.items()],
+    sql.insert(
+        "recall_terms",
+        (("agent", "bigint"), ("term", "bigint"), ("docs", "bigint")),
+        [(agent, key, sign * n) for key, n in sorted(df.items())],
+        "ON CONFLICT (agent, term) DO UPDATE SET docs = recall_terms.docs + excluded.docs",
     )
     sql.run(
         "INSERT INTO recall_agents (agent, docs, tokens) VALUES (?, ?, ?) ON CONFLICT (agent) "
@@ -261,15 +281,19 @@ def turns_by_id(
 ) -> list[tuple[Any, ...]]:
     """``TURN_COLUMNS`` rows (``KEY_COLUMNS`` with ``keys_only``) of the agent's messages
     among ``ids``."""
-    columns = KEY_COLUMNS if keys_only else TURN_COLUMNS
+    columns = ", ".join(
+        _qualified(c) for c in (KEY_COLUMNS if keys_only else TURN_COLUMNS).split(", ")
+    )
     out: list[tuple[Any, ...]] = []
     for start in range(0, len(ids), 500):
         chunk = list(ids[start : start + 500])
-        marks = ",".join("?" * len(chunk))
+        values = ", ".join(["(CAST(? AS BIGINT))"] * len(chunk))
+        # The id list drives the join (CROSS JOIN keeps SQLite from scanning the agent).
         out.extend(
             sql.rows(
-                f"SELECT {columns} FROM transcript_messages WHERE agent_id = ? AND id IN ({marks})",
-                (agent_id, *chunk),
+                f"WITH wanted(id) AS (VALUES {values}) SELECT {columns} FROM wanted "
+                "CROSS JOIN transcript_messages t WHERE t.id = wanted.id AND t.agent_id = ?",
+                (*chunk, agent_id),
             )
         )
     return out
@@ -289,24 +313,27 @@ def turns_around(
     text."""
     out: list[tuple[Any, ...]] = []
     where, extra = filters.sql(when)
-    columns = KEY_COLUMNS if keys_only else TURN_COLUMNS
+    columns = ", ".join(
+        _qualified(c) for c in (KEY_COLUMNS if keys_only else TURN_COLUMNS).split(", ")
+    )
     if keys_only:
         where += " AND trim(t.content) <> ''"
     for start in range(0, len(spans), 200):
         chunk = spans[start : start + 200]
-        ors = " OR ".join(["(t.session_id = ? AND t.seq BETWEEN ? AND ?)"] * len(chunk))
+        values = ", ".join(["(?, CAST(? AS INTEGER), CAST(? AS INTEGER))"] * len(chunk))
         out.extend(
             sql.rows(
-                f"SELECT {', '.join(_qualified(c) for c in columns.split(', '))} "
-                f"FROM transcript_messages t WHERE t.agent_id = ? AND ({ors}){where}",
-                (agent_id, *(v for span in chunk for v in span), *extra),
+                f"WITH span(sid, lo, hi) AS (VALUES {values}) SELECT DISTINCT {columns} "
+                "FROM span CROSS JOIN transcript_messages t WHERE t.agent_id = ? "
+                f"AND t.session_id = span.sid AND t.seq BETWEEN span.lo AND span.hi{where}",
+                (*(v for span in chunk for v in span), agent_id, *extra),
             )
         )
     return out
 
 
 def _qualified(column: str) -> str:
-    return column if column in ("''", "NULL") else f"t.{column}"
+    return f"t.{column}"
 
 
 def save_vectors(sql: Sql, agent_id: str, model: str, rows: Sequence[tuple[int, bytes]]) -> None:
@@ -430,25 +457,36 @@ class RecallQueries:
                 when=self._when,
             )
 
-    def recall_turns(
-        self, agent_id: str, ids: Sequence[int], *, keys_only: bool = False
-    ) -> dict[int, TranscriptMessage]:
+    def recall_turns(self, agent_id: str, ids: Sequence[int]) -> dict[int, TranscriptMessage]:
         with self._recall() as sql:
-            rows = turns_by_id(sql, agent_id, ids, keys_only=keys_only)
+            rows = turns_by_id(sql, agent_id, ids)
         return {int(r[0]): self._message(r[1:]) for r in rows}
+
+    def recall_keys(self, agent_id: str, ids: Sequence[int]) -> list[TurnKey]:
+        with self._recall() as sql:
+            rows = turns_by_id(sql, agent_id, ids, keys_only=True)
+        return [TurnKey(int(r[0]), r[1], int(r[2]), r[3], r[4]) for r in rows]
+
+    def recall_keys_around(
+        self,
+        agent_id: str,
+        spans: Sequence[tuple[str, int, int]],
+        filters: Filters | None = None,
+    ) -> list[TurnKey]:
+        with self._recall() as sql:
+            rows = turns_around(
+                sql, agent_id, spans, filters or Filters(), self._when, keys_only=True
+            )
+        return [TurnKey(int(r[0]), r[1], int(r[2]), r[3], r[4]) for r in rows]
 
     def recall_around(
         self,
         agent_id: str,
         spans: Sequence[tuple[str, int, int]],
         filters: Filters | None = None,
-        *,
-        keys_only: bool = False,
     ) -> dict[int, TranscriptMessage]:
         with self._recall() as sql:
-            rows = turns_around(
-                sql, agent_id, spans, filters or Filters(), self._when, keys_only=keys_only
-            )
+            rows = turns_around(sql, agent_id, spans, filters or Filters(), self._when)
         return {int(r[0]): self._message(r[1:]) for r in rows}
 
     def save_recall_vectors(

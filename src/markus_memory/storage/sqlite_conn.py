@@ -144,6 +144,17 @@ class SqliteSql:
         if rows:
             self.conn.executemany(sql, rows)
 
+    def insert(
+        self,
+        table: str,
+        columns: Sequence[tuple[str, str]],
+        rows: Sequence[Sequence[Any]],
+        conflict: str = "",
+    ) -> None:
+        names = ", ".join(name for name, _ in columns)
+        marks = ", ".join("?" * len(columns))
+        self.many(f"INSERT INTO {table} ({names}) VALUES ({marks}) {conflict}", rows)
+
 
 class SqliteDatabase:
     """One SQLite file with the Markus schema applied; subclasses add the repositories."""
