@@ -9,6 +9,7 @@ transaction tries to upgrade (which SQLite reports as "database is locked" at on
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -156,8 +157,51 @@ class SqliteSql:
         self.many(f"INSERT INTO {table} ({names}) VALUES ({marks}) {conflict}", rows)
 
 
+class _SharedFile:
+    """The connections of one process to one database file, shared by every
+    :class:`SqliteDatabase` on that file (one per thread, whatever the number of agents)."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.local = threading.local()
+        self.all: list[sqlite3.Connection] = []
+        self.users = 0
+        self.migrated: set[str] = set()
+
+
+_FILES: dict[str, _SharedFile] = {}
+_FILES_GUARD = threading.Lock()
+
+
+def _share(path: Path) -> tuple[str, _SharedFile]:
+    key = os.path.realpath(path)
+    with _FILES_GUARD:
+        shared = _FILES.get(key)
+        if shared is None or shared.pid != os.getpid():  # a forked child opens its own
+            shared = _FILES[key] = _SharedFile()
+        shared.users += 1
+        return key, shared
+
+
+def _unshare(key: str, shared: _SharedFile) -> list[sqlite3.Connection]:
+    """Drop one user; the file's connections once the last is gone (to close them)."""
+    with _FILES_GUARD:
+        shared.users -= 1
+        if shared.users > 0 or shared.pid != os.getpid():
+            return []
+        if _FILES.get(key) is shared:
+            del _FILES[key]
+        conns, shared.all = shared.all, []
+        shared.local = threading.local()
+        return conns
+
+
 class SqliteDatabase:
-    """One SQLite file with the Markus schema applied; subclasses add the repositories."""
+    """One SQLite file with the Markus schema applied; subclasses add the repositories.
+
+    Every instance on the same file in a process shares that file's connections (one per
+    thread): a host with a thousand agents holds a handful of connections, not thousands.
+    """
 
     def __init__(
         self,
@@ -168,11 +212,9 @@ class SqliteDatabase:
     ) -> None:
         self.path = Path(path)
         self.search_candidates = search_candidates
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._guard = threading.Lock()
         self._closed = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._key, self._shared = _share(self.path)
         self.migrate(markus_migrations)
         for extra in extra_migrations:
             self.migrate(extra)
@@ -197,12 +239,13 @@ class SqliteDatabase:
         """This thread's connection (autocommit mode; use :meth:`write` for transactions)."""
         if self._closed:
             raise StorageError(f"{self.path}: the store is closed")
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        shared = self._shared
+        conn: sqlite3.Connection | None = getattr(shared.local, "conn", None)
         if conn is None:
             conn = self._connect()
-            self._local.conn = conn
-            with self._guard:
-                self._all.append(conn)
+            shared.local.conn = conn
+            with _FILES_GUARD:
+                shared.all.append(conn)
         return conn
 
     @contextmanager
@@ -232,14 +275,18 @@ class SqliteDatabase:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
 
     def migrate(self, migrations: Migrations[sqlite3.Connection]) -> list[str]:
-        """Apply a migration set (the search index adds its own); returns the names applied."""
-        return migrations.apply(SqliteMigrationTarget(self.connection()))
+        """Apply a migration set (once per process and file); returns the names applied."""
+        if migrations.name in self._shared.migrated:
+            return []
+        applied = migrations.apply(SqliteMigrationTarget(self.connection()))
+        self._shared.migrated.add(migrations.name)
+        return applied
 
     def close(self) -> None:
-        """Close every thread's connection. Safe to call twice."""
-        with self._guard:
-            conns, self._all = self._all, []
-            self._closed = True
-        for conn in conns:
+        """Release this handle; the file's connections close with its last handle. Safe to
+        call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        for conn in _unshare(self._key, self._shared):
             conn.close()
-        self._local = threading.local()
