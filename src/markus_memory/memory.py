@@ -202,6 +202,12 @@ class AgentMemory:
             neighbours=neighbours,
         )
 
+    def catch_up_transcripts(self) -> None:
+        """Record in the store every session message it does not hold yet (appends still
+        queued, and session files written past it): what the first recall does anyway."""
+        self._check_open()
+        self._transcripts.caught_up()
+
     def _session_sources(self) -> Iterator[SessionSource]:
         """Every session file for the catch-up import: id and activity time (nothing parsed)."""
         for info in self.sessions.list():

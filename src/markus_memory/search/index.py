@@ -447,6 +447,24 @@ def m002_agent_slots(conn: sqlite3.Connection) -> None:
     _create_agent_slots(conn)
 
 
+SEARCH_TABLES = ("search_fts", "search_docs", "search_vectors", "search_state", "search_agents")
+
+
+def recreate_schema(path: Path | str) -> None:
+    """Drop and create the search tables again, empty (they are derived from knowledge.md:
+    each agent's next search, or ``reindex``, fills them). Repairs a missing or damaged one."""
+    conn = connect(path)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        for table in SEARCH_TABLES:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+        create_schema(conn)
+        _create_agent_slots(conn)
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
 def ensure_schema(conn: sqlite3.Connection) -> list[str]:
     """Apply the ``search-index`` migration set to ``conn``; returns the names applied."""
     return migrations.apply(SqliteMigrationTarget(conn))

@@ -499,6 +499,10 @@ class RecallIndex(Protocol):
 class TranscriptStore(TranscriptIndex, RecallIndex, Protocol):
     """The transcript side of an episodic store: records, marks and the recall index."""
 
+    def reindex_recall(self, agent_id: str | None = None) -> int:
+        """Rebuild the recall index (of one agent, or all) from the stored messages."""
+        ...
+
 
 class EpisodicStore(ActivityRepo, MailboxRepo, ChatRepo, TranscriptStore, Protocol):
     """Everything AgentMemory needs from a backend."""

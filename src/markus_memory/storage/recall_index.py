@@ -524,6 +524,24 @@ class RecallQueries:
             return self.rebuild(sql, agent_id)
 
     @staticmethod
+    def recreate(sql: Sql, blob: str, without_rowid: str) -> None:
+        """Drop and create the recall tables again (vectors are kept when their table is
+        intact: they cost an embedder to make)."""
+        for table in RECALL_TABLES:
+            sql.run(f"DROP TABLE IF EXISTS {table}")
+        for statement in schema(blob, without_rowid):
+            if "recall_vectors" not in statement:
+                sql.run(statement)
+        sql.run(
+            f"CREATE TABLE IF NOT EXISTS recall_vectors (doc BIGINT PRIMARY KEY, "
+            f"agent BIGINT NOT NULL, model TEXT NOT NULL, vector {blob} NOT NULL)"
+        )
+        sql.run(
+            "CREATE INDEX IF NOT EXISTS idx_recall_vectors_agent "
+            "ON recall_vectors(agent, model, doc)"
+        )
+
+    @staticmethod
     def rebuild(sql: Sql, agent_id: str | None = None) -> int:
         """:meth:`reindex_recall` inside the caller's transaction (migrations use it)."""
         clear(sql, agent_id)

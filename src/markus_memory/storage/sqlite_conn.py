@@ -157,6 +157,28 @@ class SqliteSql:
         self.many(f"INSERT INTO {table} ({names}) VALUES ({marks}) {conflict}", rows)
 
 
+DAMAGED = (
+    "{path} is damaged ({detail}). Derived data can be rebuilt from the memory files: move "
+    "the file aside (e.g. to {path}.damaged) and run `markus-memory reindex`. Activities, "
+    "mailbox and chat rows exist only in that file: restore them from a backup (or try "
+    "`sqlite3 {path}.damaged .recover`)."
+)
+_DAMAGE_CODES = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
+
+
+def damaged(path: Path | str, detail: str) -> str:
+    """What to say about a damaged database file, with the way back."""
+    return DAMAGED.format(path=path, detail=detail)
+
+
+def sqlite_error(path: Path, exc: sqlite3.Error, prefix: str = "") -> StorageError:
+    """A sqlite error as a StorageError; a damaged file says so and how to recover."""
+    code = getattr(exc, "sqlite_errorname", "")
+    if code.split("_VTAB")[0] in _DAMAGE_CODES or "malformed" in str(exc):
+        return StorageError(damaged(path, str(exc)))
+    return StorageError(f"{prefix}{path}: {exc}")
+
+
 class _SharedFile:
     """The connections of one process to one database file, shared by every
     :class:`SqliteDatabase` on that file (one per thread, whatever the number of agents)."""
@@ -232,7 +254,7 @@ class SqliteDatabase:
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.Error as exc:
-            raise StorageError(f"cannot open {self.path}: {exc}") from exc
+            raise sqlite_error(self.path, exc, "cannot open ") from exc
         return conn
 
     def connection(self) -> sqlite3.Connection:
@@ -261,7 +283,7 @@ class SqliteDatabase:
                 raise
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise StorageError(f"{self.path}: {exc}") from exc
+            raise sqlite_error(self.path, exc) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
 
@@ -270,7 +292,7 @@ class SqliteDatabase:
         try:
             yield self.connection()
         except sqlite3.Error as exc:
-            raise StorageError(f"{self.path}: {exc}") from exc
+            raise sqlite_error(self.path, exc) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
 
@@ -278,7 +300,10 @@ class SqliteDatabase:
         """Apply a migration set (once per process and file); returns the names applied."""
         if migrations.name in self._shared.migrated:
             return []
-        applied = migrations.apply(SqliteMigrationTarget(self.connection()))
+        try:
+            applied = migrations.apply(SqliteMigrationTarget(self.connection()))
+        except sqlite3.Error as exc:
+            raise sqlite_error(self.path, exc) from exc
         self._shared.migrated.add(migrations.name)
         return applied
 

@@ -153,12 +153,33 @@ def m004_activity_search(conn: sqlite3.Connection) -> None:
     # range, which FTS5 applies inside its posting lists (no join), and "newest first" is
     # rowid DESC. The integer rowid is also stable, unlike the implicit rowid of
     # agent_activities (TEXT key), which VACUUM may renumber.
-    conn.execute(
-        """CREATE TABLE agent_slots (
+    fill_activity_search(conn)
+
+
+ACTIVITY_SEARCH_TABLES = ("activity_search_docs", "activity_fts")
+
+
+def fill_activity_search(conn: sqlite3.Connection) -> None:
+    """(Re)create the activity search tables and fill them from ``agent_activities``, oldest
+    first within each agent (m004; ``reindex`` runs it again to repair them)."""
+    for table in ACTIVITY_SEARCH_TABLES:
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'agent_slots'").fetchone():
+        conn.execute(
+            """CREATE TABLE agent_slots (
   agent_id TEXT PRIMARY KEY,
   slot INTEGER NOT NULL UNIQUE
 )"""
-    )
+        )
+        # Transcript rows keep their ids: their agents get back the slots those ids are in.
+        if conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'transcript_messages'"
+        ).fetchone():
+            conn.execute(
+                "INSERT OR IGNORE INTO agent_slots (agent_id, slot) "
+                f"SELECT agent_id, MIN(id >> {SLOT_SHIFT}) FROM transcript_messages "
+                "GROUP BY agent_id"
+            )
     conn.execute(
         """CREATE TABLE activity_search_docs (
   rowid INTEGER PRIMARY KEY,
@@ -170,11 +191,12 @@ def m004_activity_search(conn: sqlite3.Connection) -> None:
         "CREATE VIRTUAL TABLE activity_fts USING fts5("
         f"label, summary, keywords, logs, tokenize='{FTS_TOKENIZER}')"
     )
-    # Backfill from a Markus database, oldest first within each agent.
     conn.execute(
-        "INSERT INTO agent_slots (agent_id, slot) "
-        "SELECT agent_id, ROW_NUMBER() OVER (ORDER BY agent_id) "
-        "FROM (SELECT DISTINCT agent_id FROM agent_activities)"
+        "INSERT OR IGNORE INTO agent_slots (agent_id, slot) "
+        "SELECT agent_id, (SELECT COALESCE(MAX(slot), 0) FROM agent_slots) "
+        " + ROW_NUMBER() OVER (ORDER BY agent_id) "
+        "FROM (SELECT DISTINCT agent_id FROM agent_activities "
+        " WHERE agent_id NOT IN (SELECT agent_id FROM agent_slots))"
     )
     conn.execute(
         "INSERT INTO activity_search_docs (rowid, activity_id, agent_id) "

@@ -29,6 +29,7 @@ from .sqlite_conn import (
     next_rowid,
     to_iso,
 )
+from .sqlite_schema import fill_activity_search
 
 
 def _message_values(m: TranscriptMessage) -> tuple[Any, ...]:
@@ -83,6 +84,15 @@ class SqliteTranscriptIndex(SqliteDatabase, RecallQueries):
     def _recall(self, *, write: bool = False) -> Iterator[SqliteSql]:
         with self.write() if write else self.read() as conn:
             yield SqliteSql(conn)
+
+    def rebuild_derived(self) -> int:
+        """Recreate and refill everything derived from the stored rows: the activity search
+        and the recall index (one transaction); the number of messages indexed."""
+        with self.write() as conn:
+            fill_activity_search(conn)
+            sql = SqliteSql(conn)
+            self.recreate(sql, "BLOB", " WITHOUT ROWID")
+            return self.rebuild(sql)
 
     def _when(self, moment: datetime) -> Any:
         return to_iso(moment)
