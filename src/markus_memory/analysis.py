@@ -89,6 +89,32 @@ def tokens(text: str) -> list[str]:
     return out
 
 
+def cjk_pairs(text: str) -> str:
+    """The character pairs of every CJK run of ``text``, space-separated (a lone character
+    stays itself); "" when it has none. Full-text indexes whose tokenizer keeps a CJK run as
+    one token index ``text`` plus these, so a two-character word is found inside a run."""
+    out: list[str] = []
+    for run in _CJK_RUN.findall(text):
+        out.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+    return " ".join(out)
+
+
+def with_cjk_pairs(text: str) -> str:
+    """``text`` followed by its :func:`cjk_pairs` (unchanged without CJK)."""
+    pairs = cjk_pairs(text)
+    return f"{text}\n{pairs}" if pairs else text
+
+
+def cjk_phrase(term: str) -> str:
+    """A query term as the phrase such an index holds: a CJK run becomes its pairs in order
+    (matched as adjacent tokens); other terms are unchanged."""
+    if not _CJK_RUN.search(term):
+        return term
+    return " ".join(
+        cjk_pairs(piece) if _CJK_RUN.fullmatch(piece) else piece for piece in _PIECE.findall(term)
+    )
+
+
 def analyse(text: str) -> Counter[str]:
     """Term frequencies of a document (its length is their sum)."""
     return Counter(tokens(text))

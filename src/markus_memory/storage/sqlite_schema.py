@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from ..analysis import with_cjk_pairs
 from .migrations import Migrations
 
 MIGRATION_SET = "markus"
@@ -204,12 +205,14 @@ def fill_activity_search(conn: sqlite3.Connection) -> None:
         " (PARTITION BY a.agent_id ORDER BY a.started_at, a.id), a.id, a.agent_id "
         "FROM agent_activities a JOIN agent_slots s ON s.agent_id = a.agent_id"
     )
+    conn.create_function("markus_cjk", 1, with_cjk_pairs, deterministic=True)
     conn.execute(
         "INSERT INTO activity_fts (rowid, label, summary, keywords, logs) "
-        "SELECT d.rowid, a.label, COALESCE(a.summary, ''), COALESCE(a.keywords, ''), "
-        " COALESCE(substr((SELECT group_concat(content, char(10)) FROM "
+        "SELECT d.rowid, markus_cjk(a.label), markus_cjk(COALESCE(a.summary, '')), "
+        " markus_cjk(COALESCE(a.keywords, '')), "
+        " markus_cjk(COALESCE(substr((SELECT group_concat(content, char(10)) FROM "
         "  (SELECT content FROM agent_activity_logs l WHERE l.activity_id = a.id ORDER BY seq)),"
-        f"  1, {MAX_INDEXED_LOG_CHARS}), '') "
+        f"  1, {MAX_INDEXED_LOG_CHARS}), '')) "
         "FROM activity_search_docs d JOIN agent_activities a ON a.id = d.activity_id"
     )
 
@@ -284,3 +287,9 @@ def m007_recall_index(conn: sqlite3.Connection) -> None:
         conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
     conn.execute("DROP TABLE IF EXISTS transcript_fts")
     RecallQueries.rebuild(SqliteSql(conn))
+
+
+@migrations()
+def m008_activity_search_cjk(conn: sqlite3.Connection) -> None:
+    # The one text analyser: CJK runs are indexed with their character pairs, as in recall.
+    fill_activity_search(conn)
