@@ -226,3 +226,9 @@ def test_very_common_terms_are_pruned_only_in_large_histories() -> None:
     # Every term common: only the rarest is searched, and only among the newest turns.
     assert set(ns(bounded.search("kids"))) == {10, 11, 12}
     assert set(ns(index().search("kids"))) == {1, 5}
+
+
+def test_a_term_is_ranked_over_at_most_its_newest_max_postings_turns() -> None:
+    bounded = index(max_postings=1)
+    assert ns(bounded.search("kids")) == [5], "the newest turn with 'kids' only"
+    assert set(ns(index().search("kids"))) == {1, 5}

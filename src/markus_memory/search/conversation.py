@@ -205,7 +205,7 @@ class ConversationIndex:
             return {}
         bound = max(options.common_docs, options.common_share * stats.docs)
         kept = [key for key in present if stats.df[key] <= bound]
-        per_term = int(bound) + 1
+        per_term = min(int(bound) + 1, options.max_postings)
         if not kept:
             # Every term is very common: rank the rarest over its newest messages only.
             kept = [min(present, key=lambda key: stats.df[key])]

@@ -47,6 +47,8 @@ class RankingOptions:
       histories: a term in more than ``max(common_docs, common_share * messages)`` of the
       agent's messages is left out of the query (its idf is near 0); if every term is that
       common, the rarest is ranked over its ``recent_window`` newest messages only.
+    * ``max_postings``: a kept term is ranked over at most its newest ``max_postings``
+      messages (a bound on the cost of one query in a very long history; exact below it).
     * ``vector_weight``: weight of the min-max scaled cosine scores against the max-scaled
       lexical scores (``fusion="score"``) or of the vector list in reciprocal rank fusion
       (``fusion="rrf"``); used only with an embedder.
@@ -65,7 +67,8 @@ class RankingOptions:
     rrf_k: int = 60
     common_docs: int = 2_000
     common_share: float = 0.02
-    recent_window: int = 20_000
+    recent_window: int = 5_000
+    max_postings: int = 5_000
 
 
 class Pool:

@@ -28,6 +28,9 @@ from .sqlite_schema import SLOT_SHIFT
 from .sqlite_schema import migrations as markus_migrations
 
 BUSY_TIMEOUT_MS = 5000
+MMAP_BYTES = 256 * 1024 * 1024
+CACHE_KIB = 16 * 1024
+"""Page cache per connection (connections are shared by every store on a file)."""
 # A search ranks by bm25 only match sets up to this size (see bounded_rank).
 SEARCH_CANDIDATES = 2000
 
@@ -253,6 +256,9 @@ class SqliteDatabase:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
+            # Reads of a large index go through the OS page cache without a copy per page.
+            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         except sqlite3.Error as exc:
             raise sqlite_error(self.path, exc, "cannot open ") from exc
         return conn
