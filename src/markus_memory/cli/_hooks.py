@@ -68,9 +68,15 @@ def hook_session_start(ctx: click.Context, agent: str, profile: str) -> None:
 )
 @click.option("--model", help="The chat model's name (with --llm).")
 @click.option("--base-url", help="API root of an OpenAI-compatible or Anthropic endpoint.")
+@json_option
 @click.pass_context
 def hook_pre_compact(
-    ctx: click.Context, agent: str, kind: str | None, model: str | None, base_url: str | None
+    ctx: click.Context,
+    agent: str,
+    kind: str | None,
+    model: str | None,
+    base_url: str | None,
+    as_json: bool,
 ) -> None:
     """Record the transcript the PreCompact hook names in the agent's sessions."""
     try:
@@ -80,6 +86,9 @@ def hook_pre_compact(
             report = pre_compact(mem, given, llm)
     except Exception as exc:  # a hook never shows Claude Code a traceback
         _fail(ctx, "PreCompact", exc)
+        return
+    if as_json:
+        emit_json(report)
         return
     line = f"recorded {report.recorded} of {report.total} transcript lines in {report.session_id}"
     if report.flush is not None:
