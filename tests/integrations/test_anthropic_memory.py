@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -213,3 +214,70 @@ def test_malformed_input_is_a_tool_error_not_a_traceback(tmp_path: Path) -> None
         ):
             assert run(tool, **command).startswith("ERROR: "), command
         assert tool.to_dict() == {"type": "memory_20250818", "name": "memory"}
+
+
+def test_the_sdks_tool_runner_sends_results_and_refusals_back(tmp_path: Path) -> None:
+    """The whole loop: Messages API answers (served locally) -> runner -> tool -> tool_result."""
+    import httpx2
+    from anthropic import Anthropic
+
+    sent: list[dict[str, Any]] = []
+    usage = {"input_tokens": 1, "output_tokens": 1}
+    replies = [
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "tu_1",
+                    "name": "memory",
+                    "input": {"command": "create", "path": "/memories/a.md", "file_text": "x"},
+                },
+                {
+                    "type": "tool_use",
+                    "id": "tu_2",
+                    "name": "memory",
+                    "input": {"command": "delete", "path": "/memories/NOTEBOOK.md"},
+                },
+            ],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": usage,
+        },
+        {
+            "id": "msg_2",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [{"type": "text", "text": "done"}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": usage,
+        },
+    ]
+
+    def messages_api(request: httpx2.Request) -> httpx2.Response:
+        sent.append(json.loads(request.content))
+        return httpx2.Response(200, json=replies.pop(0))
+
+    with (
+        open_agent("claude", tmp_path) as mem,
+        httpx2.Client(transport=httpx2.MockTransport(messages_api)) as http,
+    ):
+        client = Anthropic(api_key="offline", http_client=http, max_retries=0)
+        final = client.beta.messages.tool_runner(
+            model="claude-test",
+            max_tokens=100,
+            tools=[MarkusMemoryTool(mem)],
+            messages=[{"role": "user", "content": "remember x"}],
+        ).until_done()
+        assert (mem.directory / "memories" / "a.md").read_text() == "x"
+    assert final.content[0].text == "done"  # type: ignore[union-attr]
+    assert sent[0]["tools"] == [{"type": "memory_20250818", "name": "memory"}]
+    created, refused = sent[1]["messages"][-1]["content"]
+    assert created["content"] == "File created successfully at: /memories/a.md"
+    assert "is_error" not in created
+    assert refused["is_error"] is True and refused["content"].startswith("Cannot delete")
