@@ -24,7 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ExtraNotInstalledError
-from ._kv import SEP, KVTable, PostgresKV, Row, SqliteKV, Write
+from ._kv import SEP, KVTable, Row, SqliteKV, Write
+from ._kv_postgres import PostgresKV
 from ._tools import call, parameters, select_tools
 
 try:
