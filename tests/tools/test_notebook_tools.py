@@ -83,7 +83,7 @@ def test_14_2_item17_clear_notebook_never_wipes_system_entries(memory: AgentMemo
     assert call(memory, "clear_notebook", {"key": "zzz"})["cleared"] == 0
     assert call(memory, "clear_working_memory", {"all": True})["cleared"] == 1
     assert [e.key for e in memory.notebook.entries()] == ["relevant-context"]
-    assert call(memory, "clear_notebook", {})["cleared"] == 0
+    assert call(memory, "clear_notebook", {"all": True})["cleared"] == 0
     assert call(memory, "clear_notebook", {"all": "yes"})["status"] == "error"
 
 
@@ -110,3 +110,34 @@ def test_14_2_item17_system_keys_are_reserved_even_when_absent(
     result = call(memory, "update_notebook", {"key": key, "content": "mine"})
     assert result["status"] == "error" and "reserved" in result["error"]
     assert not memory.paths.notebook.exists()
+
+
+@pytest.mark.parametrize(
+    "args", [{}, {"key": ""}, {"key": "   "}, {"all": False}, {"key": "", "all": False}, None]
+)
+@pytest.mark.parametrize("name", ["clear_notebook", "clear_working_memory"])
+def test_item9_clear_notebook_empty_args_clears_nothing(
+    memory: AgentMemory, name: str, args: object
+) -> None:
+    """#12 item 9: no key and no ``all: true`` wiped every agent entry."""
+    call(memory, "update_notebook", {"key": "plan", "content": "ship it"})
+    call(memory, "update_notebook", {"key": "notes", "content": "ask Ana"})
+    before = files_digest(memory.directory)
+    result = call(memory, name, args)
+    assert result["status"] == "error" and result["store"] == "NOTEBOOK.md"
+    assert '"all":true' in result["error"] and '"key":"current-task"' in result["error"]
+    assert files_digest(memory.directory) == before
+    assert [e.key for e in memory.notebook.entries()] == ["plan", "notes"]
+
+
+def test_item9_clear_notebook_all_true_clears_only_the_agents_entries(
+    memory: AgentMemory,
+) -> None:
+    memory.notebook.upsert("relevant-context", "- fact", managed="system")
+    call(memory, "update_notebook", {"key": "plan", "content": "ship it"})
+    both = call(memory, "clear_notebook", {"key": "plan", "all": True})
+    assert both["status"] == "error" and "not both" in both["error"]
+    assert call(memory, "clear_notebook", {"key": "plan", "all": False})["cleared"] == 1
+    call(memory, "update_notebook", {"key": "plan", "content": "again"})
+    assert call(memory, "clear_notebook", {"all": True})["cleared"] == 1
+    assert [e.key for e in memory.notebook.entries()] == ["relevant-context"]

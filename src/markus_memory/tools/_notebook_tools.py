@@ -80,12 +80,21 @@ def update_working_memory(memory: AgentMemory, args: Mapping[str, Any]) -> Resul
 def _clear(memory: AgentMemory, args: Mapping[str, Any], tool: str) -> Result:
     hint = f"Example: {example(tool, {'key': 'current-task'})} or {example(tool, {'all': True})}"
     everything = optional_bool(args, "all", hint)
-    key = optional_string(args, "key", hint)
-    if everything or key is None or not key.strip():
+    key = (optional_string(args, "key", hint) or "").strip()
+    if everything and key:
+        raise ToolCallError(
+            f'give either "key" (one entry) or "all": true (all of yours), not both. {hint}'
+        )
+    if everything:
         cleared = memory.notebook.clear()
         return {"status": "cleared", "cleared": cleared, "store": NOTEBOOK}
-    _check_agent_key(memory, key.strip(), hint)
-    cleared = memory.notebook.clear(key=key.strip())
+    if not key:
+        raise ToolCallError(
+            'say what to remove: "key" names one entry, and "all": true removes all of your '
+            f"own entries; nothing was removed. {hint}"
+        )
+    _check_agent_key(memory, key, hint)
+    cleared = memory.notebook.clear(key=key)
     return {"status": "cleared", "cleared": cleared, "store": NOTEBOOK}
 
 
@@ -124,7 +133,10 @@ _CLEAR_PARAMS = {
     "type": "object",
     "properties": {
         "key": {"type": "string", "description": "The entry to remove."},
-        "all": {"type": "boolean", "description": "Remove all of your own entries."},
+        "all": {
+            "type": "boolean",
+            "description": "true removes all of your own entries (instead of a key).",
+        },
     },
 }
 
@@ -147,7 +159,8 @@ TOOLS = (
         name="clear_notebook",
         description=(
             "Remove one of your Notebook entries by key, or all of your own entries "
-            "(all: true). System-managed entries are never removed."
+            "(all: true; a call with neither removes nothing). System-managed entries are "
+            "never removed."
         ),
         parameters=_CLEAR_PARAMS,
         handler=clear_notebook,
