@@ -156,7 +156,7 @@ def test_agent_loop_saves_memory_and_notebook_to_disk(
     tool_results = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert json.loads(tool_results[0]["content"])["status"] == "saved"
     refused = json.loads(tool_results[2]["content"])
-    assert refused["status"] == "error" and '"content" is required' in refused["error"]
+    assert refused["status"] == "error" and 'no argument "summary"' in refused["error"]
     search = json.loads(
         [m for m in server.requests[3]["messages"] if m["role"] == "tool"][-1]["content"]
     )

@@ -33,10 +33,10 @@ def test_long_content_is_truncated_and_says_so(memory: AgentMemory) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ({"content": "x"}, "key is required"),
-        ({"key": "", "content": "x"}, "key is required"),
-        ({"key": "k"}, "content is required"),
-        ({"key": "k", "content": 7}, "content is required"),
+        ({"content": "x"}, '"key" is required'),
+        ({"key": "", "content": "x"}, '"key" is required'),
+        ({"key": "k"}, '"content" is required'),
+        ({"key": "k", "content": 7}, '"content" must be a string, got 7'),
     ],
 )
 def test_update_notebook_validation(memory: AgentMemory, args: dict, message: str) -> None:
@@ -48,7 +48,7 @@ def test_update_notebook_validation(memory: AgentMemory, args: dict, message: st
 
 def test_update_working_memory_alias(memory: AgentMemory) -> None:
     assert call(memory, "update_working_memory", {"key": "k"})["error"].startswith(
-        "key and content required"
+        '"content" is required'
     )
     assert (
         call(memory, "update_working_memory", {"key": "k", "content": "c"})["status"] == "updated"
