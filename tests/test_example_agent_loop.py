@@ -142,6 +142,7 @@ def test_agent_loop_saves_memory_and_notebook_to_disk(
     second_turn_system = server.requests[2]["messages"][0]["content"]
     assert "## Notebook" in second_turn_system and "current-task" in second_turn_system
     assert "relevant-context" in second_turn_system and "green tea" in second_turn_system
+    assert "## relevant-context" in (agent_dir / "NOTEBOOK.md").read_text()  # persist_recall
     # the follow-up request is valid OpenAI wire format
     sent = server.requests[1]["messages"]
     assistant = next(m for m in sent if m["role"] == "assistant")

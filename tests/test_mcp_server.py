@@ -215,6 +215,27 @@ def test_the_prompt_is_the_rendered_memory_context(memory: AgentMemory, profile:
     assert ("Ana leads" in expected) == (profile != "reflex")
 
 
+def test_item11_the_prompt_with_a_query_writes_nothing(memory: AgentMemory) -> None:
+    """#12 item 11: rendering the prompt wrote a system entry into NOTEBOOK.md."""
+    seed(memory)
+    before = memory.paths.notebook.read_bytes()
+    server = build_server(memory)
+    args = {"profile": "converse", "query": "when is the deploy?"}
+    shown = with_client(server, lambda c: c.get_prompt(PROMPT_NAME, args))
+    assert "every Friday at noon" in shown.messages[0].content.text
+    assert memory.paths.notebook.read_bytes() == before
+    kept = with_client(
+        server, lambda c: c.get_prompt(PROMPT_NAME, {**args, "persist_recall": "true"})
+    )
+    assert kept.messages[0].content.text == shown.messages[0].content.text
+    entry = memory.notebook.get("relevant-context")
+    assert entry is not None and "every Friday at noon" in entry.text
+    error = protocol_error(
+        server, lambda c: c.get_prompt(PROMPT_NAME, {**args, "persist_recall": "maybe"})
+    )
+    assert "persist_recall" in str(error)
+
+
 def test_an_unknown_profile_is_refused(memory: AgentMemory) -> None:
     error = protocol_error(
         build_server(memory), lambda c: c.get_prompt(PROMPT_NAME, {"profile": "chatty"})

@@ -165,8 +165,14 @@ def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[A
                         ),
                         types.PromptArgument(
                             name="query",
-                            description="the current user message; refreshes the "
-                            "relevant-context notebook entry from it",
+                            description="the current user message; what is relevant to it "
+                            "is shown as the relevant-context notebook entry",
+                            required=False,
+                        ),
+                        types.PromptArgument(
+                            name="persist_recall",
+                            description="true: also store that entry in NOTEBOOK.md "
+                            "(default false: the prompt changes no file)",
                             required=False,
                         ),
                     ],
@@ -190,8 +196,18 @@ def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[A
                 message=f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}",
             )
         query = arguments.get("query") or None
+        persist = (arguments.get("persist_recall") or "false").strip().lower()
+        if persist not in ("true", "false"):
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"persist_recall must be true or false, got {persist!r}",
+            )
         try:
-            context = await run_sync(lambda: render_memory_context(memory, profile, query=query))
+            context = await run_sync(
+                lambda: render_memory_context(
+                    memory, profile, query=query, persist_recall=persist == "true"
+                )
+            )
         except MarkusMemoryError as exc:
             raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
         return types.GetPromptResult(
