@@ -271,6 +271,60 @@ def test_stdio_round_trip_with_the_server_as_a_subprocess(tmp_path: Path) -> Non
     assert "stdio works" in (home / "agents" / "bob" / "knowledge.md").read_text()
 
 
+@pytest.mark.slow
+def test_item17_deep_requests_over_stdio_get_a_clear_error(tmp_path: Path) -> None:
+    """#12 item 17: deep nesting is refused with a clear error, never a traceback.
+
+    Within what the transport can read, the tool refuses it; beyond, the server answers the
+    request with a parse error (the SDK alone dropped the line and left the client waiting).
+    """
+    import subprocess
+
+    def deep_call(request_id: int, depth: int) -> str:
+        tags = "[" * depth + "]" * depth
+        return (
+            f'{{"jsonrpc":"2.0","id":{request_id},"method":"tools/call","params":'
+            f'{{"name":"memory_save","arguments":{{"content":"x","tags":{tags}}}}}}}'
+        )
+
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    lines = [
+        json.dumps(hello),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        deep_call(1, 40),
+        deep_call(2, 300),
+        deep_call(3, 100_000),
+        json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+    ]
+    done = subprocess.run(
+        [markus_command(), "serve", "--agent", "bob", "--home", str(tmp_path / "home")],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    replies = {r["id"]: r for r in map(json.loads, done.stdout.splitlines())}
+    assert set(replies) == {0, 1, 2, 3, 4}
+    refused = json.loads(replies[1]["result"]["content"][0]["text"])
+    assert replies[1]["result"]["isError"] and "nested too deeply" in refused["error"]
+    for request_id in (2, 3):
+        assert replies[request_id]["error"]["code"] == -32700
+        assert "nested too deeply" in replies[request_id]["error"]["message"]
+    assert replies[4]["result"]["tools"]
+    assert "Traceback" not in done.stderr
+    with open_agent("bob", home=tmp_path / "home") as bob:
+        assert bob.knowledge.observations() == []
+
+
 # HTTP
 
 
