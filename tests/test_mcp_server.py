@@ -305,14 +305,27 @@ def test_item17_deep_requests_over_stdio_get_a_clear_error(tmp_path: Path) -> No
         deep_call(3, 100_000),
         json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
     ]
-    done = subprocess.run(
+    server = subprocess.Popen(
         [markus_command(), "serve", "--agent", "bob", "--home", str(tmp_path / "home")],
-        input="\n".join(lines) + "\n",
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=60,
     )
-    replies = {r["id"]: r for r in map(json.loads, done.stdout.splitlines())}
+    watchdog = threading.Timer(60, server.kill)  # a reply that never comes fails, not hangs
+    watchdog.start()
+    try:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write("\n".join(lines) + "\n")
+        server.stdin.flush()
+        replies = {}
+        for _ in range(5):  # one reply per request, the notification gets none
+            reply = json.loads(server.stdout.readline())
+            replies[reply["id"]] = reply
+        _, stderr = server.communicate(timeout=30)  # closes stdin: the server stops
+    finally:
+        watchdog.cancel()
+        server.kill()
     assert set(replies) == {0, 1, 2, 3, 4}
     refused = json.loads(replies[1]["result"]["content"][0]["text"])
     assert replies[1]["result"]["isError"] and "nested too deeply" in refused["error"]
@@ -320,7 +333,7 @@ def test_item17_deep_requests_over_stdio_get_a_clear_error(tmp_path: Path) -> No
         assert replies[request_id]["error"]["code"] == -32700
         assert "nested too deeply" in replies[request_id]["error"]["message"]
     assert replies[4]["result"]["tools"]
-    assert "Traceback" not in done.stderr
+    assert "Traceback" not in stderr
     with open_agent("bob", home=tmp_path / "home") as bob:
         assert bob.knowledge.observations() == []
 
