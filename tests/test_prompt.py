@@ -187,7 +187,7 @@ def test_item11_a_stale_persisted_recall_is_hidden_not_removed(memory: AgentMemo
     assert "an old hit" in kept.volatile  # no query: the entry is shown as stored
 
 
-def test_item11_persist_recall_must_be_a_bool(memory: AgentMemory) -> None:
+def test_persist_recall_must_be_a_bool(memory: AgentMemory) -> None:
     with pytest.raises(TypeError, match="persist_recall"):
         render_memory_context(memory, "converse", query="x", persist_recall="yes")  # type: ignore[arg-type]
 
