@@ -100,8 +100,8 @@ class MarkusMemory(AbstractCapability[Any]):
     """The agent's memory as a PydanticAI capability: its tools and its context.
 
     ``profile`` is the prompt profile (``default``, ``execute``, ``govern``, ``converse``,
-    ``reflex``). With ``auto_recall`` the run's text prompt refreshes the notebook's
-    relevant-context entry before the context is rendered, as the prompt injection does.
+    ``reflex``). With ``auto_recall`` what is relevant to the run's text prompt is shown as
+    the notebook's relevant-context entry, as the prompt injection does (nothing is written).
     """
 
     memory: AgentMemory
