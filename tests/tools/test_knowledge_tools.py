@@ -29,10 +29,16 @@ def test_memory_save_stores_entry_with_string_and_array_tags(memory: AgentMemory
     assert "TS strict mode" in memory.paths.knowledge.read_text()
 
 
-def test_memory_save_severity_and_unknown_type(memory: AgentMemory) -> None:
-    assert call(memory, "memory_save", {"content": "x", "severity": "note"})["type"] == "note"
-    assert call(memory, "memory_save", {"content": "y", "type": "task_result"})["type"] == "fact"
-    assert call(memory, "memory_save", {"content": "z", "summary": "ignored"})["status"] == "saved"
+def test_memory_save_refuses_what_its_schema_does_not_offer(memory: AgentMemory) -> None:
+    """The original saved these as facts and ignored extra keys; the schema says otherwise."""
+    for args in (
+        {"content": "x", "severity": "note"},
+        {"content": "y", "type": "task_result"},
+        {"content": "z", "summary": "ignored"},
+    ):
+        assert call(memory, "memory_save", args)["status"] == "error"
+    assert memory.knowledge.observations() == []
+    assert call(memory, "memory_save", {"content": "n", "type": "note"})["type"] == "note"
 
 
 def test_A_memory_save_rejects_array_and_does_not_write(memory: AgentMemory) -> None:
@@ -93,7 +99,7 @@ def test_memory_search_finds_observations_and_curated_sections(memory: AgentMemo
 
 
 @pytest.mark.parametrize("limit", [0, -1, 51, "5", 2.5, True, [3]])
-def test_14_5_item38_memory_search_validates_limit(memory: AgentMemory, limit: object) -> None:
+def test_memory_search_validates_limit(memory: AgentMemory, limit: object) -> None:
     result = call(memory, "memory_search", {"query": "x", "limit": limit})
     assert result["status"] == "error" and "limit" in result["error"]
     assert "memory_search {" in result["error"]
@@ -135,10 +141,10 @@ def test_memory_update_longterm_replace_and_patch(memory: AgentMemory) -> None:
     assert memory.knowledge.section("s") == "### Key Lessons\nthree"
 
 
-def test_14_5_item38_replace_without_content_never_wipes_the_section(
+def test_replace_without_content_never_wipes_the_section(
     memory: AgentMemory,
 ) -> None:
-    """§14.5 item 38: replace with no content wiped the section in the original."""
+    """The original: replace with no content wiped the section in the original."""
     call(memory, "memory_update", {"section": "procedures", "content": "step 1"})
     before = files_digest(memory.directory)
     for args in (
@@ -152,10 +158,10 @@ def test_14_5_item38_replace_without_content_never_wipes_the_section(
     assert memory.knowledge.section("procedures") == "step 1"
 
 
-def test_14_5_item38_longterm_without_content_or_with_delete_is_refused(
+def test_longterm_without_content_or_with_delete_is_refused(
     memory: AgentMemory,
 ) -> None:
-    """§14.5 item 38: the original threw on missing content and treated delete as replace."""
+    """The original threw on missing content and treated delete as replace."""
     call(memory, "memory_update_longterm", {"section": "s", "content": "keep me"})
     before = files_digest(memory.directory)
     assert call(memory, "memory_update_longterm", {"section": "s"})["status"] == "error"
@@ -167,10 +173,8 @@ def test_14_5_item38_longterm_without_content_or_with_delete_is_refused(
 
 
 @pytest.mark.parametrize("mode", ["overwrite", 3, "", "del"])
-def test_14_5_item38_unknown_modes_are_refused_not_echoed(
-    memory: AgentMemory, mode: object
-) -> None:
-    """§14.5 item 38: unknown modes were echoed back and ran as replace."""
+def test_unknown_modes_are_refused_not_echoed(memory: AgentMemory, mode: object) -> None:
+    """In the original, unknown modes were echoed back and ran as replace."""
     before = files_digest(memory.directory)
     result = call(memory, "memory_update", {"section": "s", "content": "x", "mode": mode})
     assert result["status"] == "error" and "replace, patch, append, delete" in result["error"]
@@ -181,7 +185,12 @@ def test_memory_update_delete_by_ids(memory: AgentMemory) -> None:
     ids = [call(memory, "memory_save", {"content": f"c{i}"})["id"] for i in range(3)]
     missing = call(memory, "memory_update", {"section": "x", "mode": "delete"})
     assert missing["status"] == "error" and missing["error"].startswith("Provide ids to delete.")
-    result = call(memory, "memory_update", {"mode": "delete", "ids": ids[:2] + ["nope"]})
+    no_section = call(memory, "memory_update", {"mode": "delete", "ids": ids[:1]})
+    assert no_section["status"] == "error" and '"section" is required' in no_section["error"]
+    many = call(memory, "memory_update", {"section": "x", "mode": "delete", "ids": ["i"] * 21})
+    assert many["status"] == "error" and "at most 20" in many["error"]
+    args = {"section": "x", "mode": "delete", "ids": ids[:2] + ["nope"]}
+    result = call(memory, "memory_update", args)
     assert result == {"status": "deleted", "removed": 2, "store": "knowledge.md"}
     assert [o.id for o in memory.knowledge.observations()] == ids[2:]
 
@@ -235,13 +244,13 @@ def test_memory_list_and_delete(memory: AgentMemory) -> None:
 
 
 def test_awkward_tags_are_cleaned_not_refused(memory: AgentMemory) -> None:
-    result = call(memory, "memory_save", {"content": "c", "tags": ["a-->b", "x\ny", 3, "a-->b"]})
+    result = call(memory, "memory_save", {"content": "c", "tags": ["a-->b", "x\ny", "3", "a-->b"]})
     assert result["status"] == "saved"
     assert memory.knowledge.observations()[0].tags == ("a->b", "x y", "3")
 
 
 def test_memory_search_reports_the_semantic_method_with_an_embedder(tmp_path) -> None:
-    """§13.2: with semantic search, searchMethod says semantic(+keyword) and hits carry it."""
+    """As the original: with an embedder searchMethod is semantic(+keyword) and hits carry it."""
     with open_agent("agt_sem", home=tmp_path / "sem", embedder=FakeEmbedder()) as mem:
         call(mem, "memory_save", {"content": "the staging cluster runs kubernetes 1.30"})
         call(mem, "memory_save", {"content": "lunch menu for friday"})

@@ -1,4 +1,4 @@
-"""update/clear_notebook, working-memory aliases, state_update/state_clear (§5.4-5.6)."""
+"""update/clear_notebook, working-memory aliases, state_update/state_clear."""
 
 from __future__ import annotations
 
@@ -33,10 +33,10 @@ def test_long_content_is_truncated_and_says_so(memory: AgentMemory) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ({"content": "x"}, "key is required"),
-        ({"key": "", "content": "x"}, "key is required"),
-        ({"key": "k"}, "content is required"),
-        ({"key": "k", "content": 7}, "content is required"),
+        ({"content": "x"}, '"key" is required'),
+        ({"key": "", "content": "x"}, '"key" is required'),
+        ({"key": "k"}, '"content" is required'),
+        ({"key": "k", "content": 7}, '"content" must be a string, got 7'),
     ],
 )
 def test_update_notebook_validation(memory: AgentMemory, args: dict, message: str) -> None:
@@ -48,7 +48,7 @@ def test_update_notebook_validation(memory: AgentMemory, args: dict, message: st
 
 def test_update_working_memory_alias(memory: AgentMemory) -> None:
     assert call(memory, "update_working_memory", {"key": "k"})["error"].startswith(
-        "key and content required"
+        '"content" is required'
     )
     assert (
         call(memory, "update_working_memory", {"key": "k", "content": "c"})["status"] == "updated"
@@ -56,8 +56,8 @@ def test_update_working_memory_alias(memory: AgentMemory) -> None:
     assert memory.notebook.get("k").managed == "agent"
 
 
-def test_14_2_item17_system_entries_are_not_the_agents_to_change(memory: AgentMemory) -> None:
-    """§14.2 item 17: agents could overwrite or delete system keys."""
+def test_system_entries_are_not_the_agents_to_change(memory: AgentMemory) -> None:
+    """In the original, agents could overwrite or delete system keys."""
     memory.notebook.upsert("ops-banner", "Decision: item 1", managed="cpp")
     before = files_digest(memory.directory)
     for name, args in [
@@ -70,8 +70,8 @@ def test_14_2_item17_system_entries_are_not_the_agents_to_change(memory: AgentMe
     assert files_digest(memory.directory) == before
 
 
-def test_14_2_item17_clear_notebook_never_wipes_system_entries(memory: AgentMemory) -> None:
-    """§14.2 item 17: clear without key (or all) wiped system and cpp entries."""
+def test_clear_notebook_never_wipes_system_entries(memory: AgentMemory) -> None:
+    """In the original, clear without key (or all) wiped system and cpp entries."""
     memory.notebook.upsert("relevant-context", "- fact", managed="system")
     call(memory, "update_notebook", {"key": "a", "content": "1"})
     call(memory, "update_notebook", {"key": "b", "content": "2"})
@@ -83,7 +83,7 @@ def test_14_2_item17_clear_notebook_never_wipes_system_entries(memory: AgentMemo
     assert call(memory, "clear_notebook", {"key": "zzz"})["cleared"] == 0
     assert call(memory, "clear_working_memory", {"all": True})["cleared"] == 1
     assert [e.key for e in memory.notebook.entries()] == ["relevant-context"]
-    assert call(memory, "clear_notebook", {})["cleared"] == 0
+    assert call(memory, "clear_notebook", {"all": True})["cleared"] == 0
     assert call(memory, "clear_notebook", {"all": "yes"})["status"] == "error"
 
 
@@ -104,9 +104,38 @@ def test_state_update_and_clear(memory: AgentMemory) -> None:
 
 
 @pytest.mark.parametrize("key", ["relevant-context", "triage-decision", "reflection"])
-def test_14_2_item17_system_keys_are_reserved_even_when_absent(
-    memory: AgentMemory, key: str
-) -> None:
+def test_system_keys_are_reserved_even_when_absent(memory: AgentMemory, key: str) -> None:
     result = call(memory, "update_notebook", {"key": key, "content": "mine"})
     assert result["status"] == "error" and "reserved" in result["error"]
     assert not memory.paths.notebook.exists()
+
+
+@pytest.mark.parametrize(
+    "args", [{}, {"key": ""}, {"key": "   "}, {"all": False}, {"key": "", "all": False}, None]
+)
+@pytest.mark.parametrize("name", ["clear_notebook", "clear_working_memory"])
+def test_item9_clear_notebook_empty_args_clears_nothing(
+    memory: AgentMemory, name: str, args: object
+) -> None:
+    """#12 item 9: no key and no ``all: true`` wiped every agent entry."""
+    call(memory, "update_notebook", {"key": "plan", "content": "ship it"})
+    call(memory, "update_notebook", {"key": "notes", "content": "ask Ana"})
+    before = files_digest(memory.directory)
+    result = call(memory, name, args)
+    assert result["status"] == "error" and result["store"] == "NOTEBOOK.md"
+    assert '"all":true' in result["error"] and '"key":"current-task"' in result["error"]
+    assert files_digest(memory.directory) == before
+    assert [e.key for e in memory.notebook.entries()] == ["plan", "notes"]
+
+
+def test_item9_clear_notebook_all_true_clears_only_the_agents_entries(
+    memory: AgentMemory,
+) -> None:
+    memory.notebook.upsert("relevant-context", "- fact", managed="system")
+    call(memory, "update_notebook", {"key": "plan", "content": "ship it"})
+    both = call(memory, "clear_notebook", {"key": "plan", "all": True})
+    assert both["status"] == "error" and "not both" in both["error"]
+    assert call(memory, "clear_notebook", {"key": "plan", "all": False})["cleared"] == 1
+    call(memory, "update_notebook", {"key": "plan", "content": "again"})
+    assert call(memory, "clear_notebook", {"all": True})["cleared"] == 1
+    assert [e.key for e in memory.notebook.entries()] == ["relevant-context"]

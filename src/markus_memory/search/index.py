@@ -29,7 +29,7 @@ from .keyword import CJK_RUN
 
 DEFAULT_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
-# Stop words are dropped from BM25 queries (search.analysis, shared with transcript recall).
+# Stop words are dropped from BM25 queries (markus_memory.analysis, shared with transcript recall).
 # Measured on the labelled store of benchmarks/search_quality.py (48 lexical queries, 500
 # observations, curated part at its cap), MRR@10: porter+stop 0.958, porter 0.917,
 # unicode61+stop 0.847, unicode61 0.822, original keyword 0.787. Stemming and stop words each

@@ -63,7 +63,7 @@ EMBED_BUDGET = 64
 BM25_WEIGHT = 1.0
 VECTOR_WEIGHT = 1.0
 DEFAULT_MIN_SIMILARITY = 0.3
-# Methods and the original ``searchMethod`` strings they map to (REFERENCE §5.2).
+# Methods and the original ``searchMethod`` strings they map to in the original tool result.
 SearchMethod = Literal["recent", "keyword", "bm25", "hybrid"]
 """How a search found its hits: the newest observations (no query), the keyword fallback,
 BM25, or BM25 fused with vectors."""
