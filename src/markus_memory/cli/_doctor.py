@@ -11,10 +11,10 @@ import click
 
 from .._fs import read_text
 from ..config import AgentPaths, Settings
-from ..dream.audit import MIGRATIONS as dream_migrations
 from ..errors import MarkusMemoryError
 from ..memory import open_agent
 from ..search import index as search_index
+from ..storage.audit import MIGRATIONS as dream_migrations
 from ..storage.migrations import Migrations, SqliteMigrationTarget
 from ..storage.sqlite import SqliteStore
 from ..storage.sqlite_conn import damaged

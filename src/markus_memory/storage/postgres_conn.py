@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from ..config import POSTGRES_URL_SCHEMES
 from ..errors import (
     BackendUnavailableError,
     ExtraNotInstalledError,
@@ -37,11 +38,10 @@ STATEMENT_TIMEOUT_MS = 30_000
 POOL_MAX_SIZE = 8
 # Serialises migrations of concurrent openers on one database (pg_advisory_xact_lock key).
 MIGRATION_LOCK_KEY = 0x6D61726B7573  # "markus"
-URL_SCHEMES = ("postgresql://", "postgres://")
 
 
 def is_postgres_url(url: str | None) -> bool:
-    return bool(url) and str(url).startswith(URL_SCHEMES)
+    return bool(url) and str(url).startswith(POSTGRES_URL_SCHEMES)
 
 
 def _psycopg() -> Any:

@@ -15,9 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import StorageError
-from ..storage.migrations import Migrations
-from ..storage.postgres_conn import PostgresDatabase, from_db, to_utc
 from .audit import RUN_COLUMNS, DreamRun, run_from_row, run_values
+from .migrations import Migrations
+from .postgres_conn import PostgresDatabase, from_db, to_utc
 
 PG_MIGRATIONS: Migrations[Any] = Migrations("dream")
 

@@ -1,6 +1,7 @@
 """The dream audit log in ``<home>/data.db``: every run, what it changed, before/after text.
 
-(With the documents in PostgreSQL the same records live there: :mod:`.audit_pg`.)
+(With the documents in PostgreSQL the same records live there: :mod:`.audit_pg`; which of
+the two an agent uses is decided by :class:`markus_memory.backend.Backend`.)
 
 Its schema is the ``dream`` migration set of the storage registry. Full file texts are kept so
 that ``undo`` restores knowledge.md and state.md byte for byte and the CLI can diff any run.
@@ -15,11 +16,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from ..config import iso_ms, parse_iso
 from ..errors import StorageError
-from ..storage.migrations import Migrations, SqliteMigrationTarget
+from .migrations import Migrations, SqliteMigrationTarget
+
+if TYPE_CHECKING:
+    from .postgres_conn import PostgresDatabase
 
 MIGRATIONS: Migrations[sqlite3.Connection] = Migrations("dream")
 
@@ -194,3 +198,13 @@ def _time(value: str) -> datetime:
     if parsed is None:
         raise StorageError(f"dream audit log holds an unreadable time {value!r}")
     return parsed
+
+
+def open_audit_log(where: Path | PostgresDatabase) -> AuditLog:
+    """The dream audit in ``where``: the SQLite file (``<home>/data.db``) or the PostgreSQL
+    database of the agent's documents (which stays its owner's)."""
+    if isinstance(where, Path):
+        return SqliteAuditLog(where)
+    from .audit_pg import PostgresAuditLog
+
+    return PostgresAuditLog(where)
