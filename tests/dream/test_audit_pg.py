@@ -13,7 +13,7 @@ from markus_memory.config import Limits, Settings
 from markus_memory.dream import dream, dream_history, should_dream, undo_last_dream
 from markus_memory.dream.cycle import audit_log
 from markus_memory.memory import open_agent
-from markus_memory.storage.audit_pg import PostgresAuditLog
+from markus_memory.storage.audit import PostgresAuditLog
 from markus_memory.storage.migrations import BOOKKEEPING_TABLE
 from tests.dream.test_audit import T, run
 from tests.postgres_support import new_agent_id, postgres_url

@@ -64,7 +64,7 @@ def test_files_documents_with_any_url_keep_the_files_rule(tmp_path: Path) -> Non
 
 def test_the_agent_asks_its_backend(tmp_path: Path, pg_url: str) -> None:
     from markus_memory.search.pg_index import PostgresSearchIndex
-    from markus_memory.storage.audit_pg import PostgresAuditLog
+    from markus_memory.storage.audit import PostgresAuditLog
     from markus_memory.storage.pg_documents import PostgresDocuments
     from markus_memory.storage.postgres import PostgresStore
 

@@ -1,53 +1,66 @@
-"""The dream audit log in ``<home>/data.db``: every run, what it changed, before/after text.
+"""The dream audit log: every run, what it changed, before/after text.
 
-(With the documents in PostgreSQL the same records live there: :mod:`.audit_pg`; which of
-the two an agent uses is decided by :class:`markus_memory.backend.Backend`.)
-
-Its schema is the ``dream`` migration set of the storage registry. Full file texts are kept so
-that ``undo`` restores knowledge.md and state.md byte for byte and the CLI can diff any run.
+Kept in ``<home>/data.db``, or in PostgreSQL when the documents live there (one dream history
+shared by every host of a database, so the once-a-day trigger, ``dream_history``, ``dream_diff``
+and ``undo_last_dream`` see the runs of every host); which one an agent uses is decided by
+:class:`markus_memory.backend.Backend`. The records, their SQL and their mapping are written
+once over a :class:`~.dialect.Database`; the schema is the ``dream`` migration set of each
+backend. Full file texts are kept so that ``undo`` restores knowledge.md and state.md byte for
+byte and the CLI can diff any run; times keep milliseconds on both backends.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
-from ..config import iso_ms, parse_iso
 from ..errors import StorageError
-from .migrations import Migrations, SqliteMigrationTarget
+from .dialect import POSTGRES, SQLITE, Database, Dialect
+from .migrations import Migrations
 
 if TYPE_CHECKING:
     from .postgres_conn import PostgresDatabase
 
-MIGRATIONS: Migrations[sqlite3.Connection] = Migrations("dream")
+
+def dream_migrations(dialect: Dialect) -> Migrations[Any]:
+    """The ``dream`` migration set in ``dialect``."""
+    migrations: Migrations[Any] = Migrations("dream")
+    order = dialect.insertion_order
+
+    @migrations()
+    def m001_dream_runs(conn: Any) -> None:
+        time = dialect.time_type
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS dream_runs ("
+            f" {dialect.insertion_order_ddl}"
+            " run_id TEXT PRIMARY KEY,"
+            " agent_id TEXT NOT NULL,"
+            f" started_at {time} NOT NULL,"
+            f" finished_at {time} NOT NULL,"
+            " mode TEXT NOT NULL,"
+            " status TEXT NOT NULL,"
+            " error TEXT,"
+            " changes TEXT NOT NULL,"
+            " knowledge_before TEXT,"
+            " knowledge_after TEXT,"
+            " state_before TEXT,"
+            " state_after TEXT,"
+            f" undone_at {time})"
+        )
+        by_agent = "agent_id, started_at" + ("" if order == "rowid" else f" DESC, {order} DESC")
+        conn.execute(f"CREATE INDEX IF NOT EXISTS dream_runs_agent ON dream_runs ({by_agent})")
+
+    return migrations
 
 
-@MIGRATIONS()
-def m001_dream_runs(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        "CREATE TABLE dream_runs ("
-        " run_id TEXT PRIMARY KEY,"
-        " agent_id TEXT NOT NULL,"
-        " started_at TEXT NOT NULL,"
-        " finished_at TEXT NOT NULL,"
-        " mode TEXT NOT NULL,"
-        " status TEXT NOT NULL,"
-        " error TEXT,"
-        " changes TEXT NOT NULL,"
-        " knowledge_before TEXT,"
-        " knowledge_after TEXT,"
-        " state_before TEXT,"
-        " state_after TEXT,"
-        " undone_at TEXT)"
-    )
-    conn.execute("CREATE INDEX dream_runs_agent ON dream_runs (agent_id, started_at)")
-
+MIGRATIONS = dream_migrations(SQLITE)
+PG_MIGRATIONS = dream_migrations(POSTGRES)
 
 DreamStatus = Literal["applied", "failed", "undone"]
 
@@ -130,81 +143,108 @@ def run_from_row(row: Sequence[Any], read_time: Callable[[Any], datetime]) -> Dr
     )
 
 
-class SqliteAuditLog:
-    """:class:`AuditLog` in an SQLite file (``<home>/data.db``), one short connection per call."""
+class StoredAuditLog:
+    """:class:`AuditLog` in the ``dream_runs`` table of a database of either backend.
 
-    def __init__(self, path: Path, busy_timeout_ms: int = 5000) -> None:
-        self.path = path
-        self.busy_timeout_ms = busy_timeout_ms
+    ``open`` yields the database for one call (a short-lived handle on a SQLite file, or a
+    PostgreSQL database that stays its owner's); ``migrations`` is the backend's ``dream`` set,
+    applied on first use.
+    """
+
+    def __init__(
+        self,
+        open_database: Callable[[], AbstractContextManager[Database]],
+        migrations: Migrations[Any],
+    ) -> None:
+        self._open = open_database
+        self._migrations = migrations
         self._migrated = False
+        self._guard = threading.Lock()
 
     @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, isolation_level=None)
-        except (OSError, sqlite3.Error) as exc:
-            raise StorageError(f"cannot open the dream audit log {self.path}: {exc}") from exc
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            if not self._migrated:
-                MIGRATIONS.apply(SqliteMigrationTarget(conn))
-                self._migrated = True
-            yield conn
-        except sqlite3.Error as exc:
-            raise StorageError(f"dream audit log {self.path}: {exc}") from exc
-        finally:
-            conn.close()
+    def _database(self) -> Iterator[tuple[Database, Dialect]]:
+        with self._open() as database:
+            with self._guard:
+                if not self._migrated:
+                    database.migrate(self._migrations)
+                    self._migrated = True
+            yield database, database.dialect
 
     def record(self, run: DreamRun) -> None:
-        with self._connect() as conn:
+        with self._database() as (db, dialect), db.write() as conn:
+            marks = ",".join("?" * len(RUN_COLUMNS.split(",")))
             conn.execute(
-                f"INSERT INTO dream_runs ({RUN_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                run_values(run, iso_ms),
+                dialect.sql(f"INSERT INTO dream_runs ({RUN_COLUMNS}) VALUES ({marks})"),
+                run_values(run, dialect.time),
             )
 
     def runs(self, agent_id: str, limit: int | None = None) -> list[DreamRun]:
-        sql = (
-            f"SELECT {RUN_COLUMNS} FROM dream_runs WHERE agent_id = ?"
-            " ORDER BY started_at DESC, rowid DESC"
-        )
-        params: tuple[Any, ...] = (agent_id,)
-        if limit is not None:
-            sql += " LIMIT ?"
-            params += (limit,)
-        with self._connect() as conn:
-            return [run_from_row(r, _time) for r in conn.execute(sql, params).fetchall()]
+        with self._database() as (db, dialect):
+            sql = (
+                f"SELECT {RUN_COLUMNS} FROM dream_runs WHERE agent_id = ?"
+                f" ORDER BY started_at DESC, {dialect.insertion_order} DESC"
+            )
+            params: tuple[Any, ...] = (agent_id,)
+            if limit is not None:
+                sql += " LIMIT ?"
+                params += (limit,)
+            with db.read() as conn:
+                rows = conn.execute(dialect.sql(sql), params).fetchall()
+            return [run_from_row(r, _reader(dialect)) for r in rows]
 
     def get(self, agent_id: str, run_id: str) -> DreamRun | None:
-        with self._connect() as conn:
+        with self._database() as (db, dialect), db.read() as conn:
             row = conn.execute(
-                f"SELECT {RUN_COLUMNS} FROM dream_runs WHERE agent_id = ? AND run_id = ?",
+                dialect.sql(
+                    f"SELECT {RUN_COLUMNS} FROM dream_runs WHERE agent_id = ? AND run_id = ?"
+                ),
                 (agent_id, run_id),
             ).fetchone()
-        return run_from_row(row, _time) if row else None
+            return run_from_row(row, _reader(dialect)) if row else None
 
     def mark_undone(self, agent_id: str, run_id: str, at: datetime) -> None:
-        with self._connect() as conn:
+        with self._database() as (db, dialect), db.write() as conn:
             conn.execute(
-                "UPDATE dream_runs SET status = 'undone', undone_at = ?"
-                " WHERE agent_id = ? AND run_id = ?",
-                (iso_ms(at), agent_id, run_id),
+                dialect.sql(
+                    "UPDATE dream_runs SET status = 'undone', undone_at = ?"
+                    " WHERE agent_id = ? AND run_id = ?"
+                ),
+                (dialect.time(at), agent_id, run_id),
             )
 
 
-def _time(value: str) -> datetime:
-    parsed = parse_iso(value)
-    if parsed is None:
-        raise StorageError(f"dream audit log holds an unreadable time {value!r}")
-    return parsed
+def _reader(dialect: Dialect) -> Callable[[Any], datetime]:
+    def read_time(value: Any) -> datetime:
+        moment = dialect.read_time(value)
+        if moment is None:
+            raise StorageError(f"the dream audit log holds an unreadable time {value!r}")
+        return moment
+
+    return read_time
+
+
+class SqliteAuditLog(StoredAuditLog):
+    """The audit in an SQLite file (``<home>/data.db``), through a handle held for each call
+    (it shares the connections of any store open on the same file)."""
+
+    def __init__(self, path: Path) -> None:
+        from .sqlite_conn import SqliteDatabase
+
+        self.path = path
+        super().__init__(lambda: closing(SqliteDatabase(path)), MIGRATIONS)
+
+
+class PostgresAuditLog(StoredAuditLog):
+    """The audit in a PostgreSQL database (the documents' own, which closes it)."""
+
+    def __init__(self, database: PostgresDatabase) -> None:
+        self.database = database
+        super().__init__(lambda: nullcontext(database), PG_MIGRATIONS)
 
 
 def open_audit_log(where: Path | PostgresDatabase) -> AuditLog:
     """The dream audit in ``where``: the SQLite file (``<home>/data.db``) or the PostgreSQL
-    database of the agent's documents (which stays its owner's)."""
+    database of the agent's documents."""
     if isinstance(where, Path):
         return SqliteAuditLog(where)
-    from .audit_pg import PostgresAuditLog
-
     return PostgresAuditLog(where)

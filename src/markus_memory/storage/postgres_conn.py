@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
+    from .dialect import Dialect
+
 CONNECT_TIMEOUT_S = 5.0
 STATEMENT_TIMEOUT_MS = 30_000
 POOL_MAX_SIZE = 8
@@ -335,6 +337,13 @@ class PostgresDatabase:
         """A connection for reads: each statement runs on its own (autocommit), as on SQLite."""
         with self._connection() as conn:
             yield conn
+
+    @property
+    def dialect(self) -> Dialect:
+        """What differs in this backend's SQL and values (:mod:`.dialect`)."""
+        from .dialect import POSTGRES
+
+        return POSTGRES
 
     def migrate(self, migrations: Migrations[psycopg.Connection[Any]]) -> list[str]:
         """Apply a migration set; returns the names applied."""

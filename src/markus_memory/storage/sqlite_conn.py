@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..analysis import cjk_phrase, quote_fts
 from ..config import iso_ms, parse_iso
@@ -26,6 +26,9 @@ from ._records import RowDecoder
 from .migrations import Migrations, SqliteMigrationTarget
 from .sqlite_schema import SLOT_SHIFT
 from .sqlite_schema import migrations as markus_migrations
+
+if TYPE_CHECKING:
+    from .dialect import Dialect
 
 BUSY_TIMEOUT_MS = 5000
 MMAP_BYTES = 256 * 1024 * 1024
@@ -301,6 +304,13 @@ class SqliteDatabase:
             raise sqlite_error(self.path, exc) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
+
+    @property
+    def dialect(self) -> Dialect:
+        """What differs in this backend's SQL and values (:mod:`.dialect`)."""
+        from .dialect import SQLITE
+
+        return SQLITE
 
     def migrate(self, migrations: Migrations[sqlite3.Connection]) -> list[str]:
         """Apply a migration set (once per process and file); returns the names applied."""
