@@ -31,14 +31,14 @@ if TYPE_CHECKING:
 def dream_migrations(dialect: Dialect) -> Migrations[Any]:
     """The ``dream`` migration set in ``dialect``."""
     migrations: Migrations[Any] = Migrations("dream")
-    order = dialect.insertion_order
+    order = dialect.insertion_order("seq")
 
     @migrations()
     def m001_dream_runs(conn: Any) -> None:
         time = dialect.time_type
         conn.execute(
             "CREATE TABLE IF NOT EXISTS dream_runs ("
-            f" {dialect.insertion_order_ddl}"
+            f" {dialect.identity_ddl('seq')}"
             " run_id TEXT PRIMARY KEY,"
             " agent_id TEXT NOT NULL,"
             f" started_at {time} NOT NULL,"
@@ -182,7 +182,7 @@ class StoredAuditLog:
         with self._database() as (db, dialect):
             sql = (
                 f"SELECT {RUN_COLUMNS} FROM dream_runs WHERE agent_id = ?"
-                f" ORDER BY started_at DESC, {dialect.insertion_order} DESC"
+                f" ORDER BY started_at DESC, {dialect.insertion_order('seq')} DESC"
             )
             params: tuple[Any, ...] = (agent_id,)
             if limit is not None:

@@ -39,12 +39,15 @@ class Dialect:
     """Text as the backend can store it (PostgreSQL refuses NUL)."""
     decode: RowDecoder
     """Times and JSON values read back."""
-    insertion_order: str
-    """The column that orders a table's rows by insertion (``rowid`` / an identity column)."""
+    flag: Callable[[bool], Any]
+    """A boolean as the backend stores it (0/1, or ``boolean``)."""
+    json_cast: str
+    """What follows the placeholder of a JSON column (``::jsonb`` on PostgreSQL)."""
     time_type: str
     """The column type of a stored time."""
-    insertion_order_ddl: str
-    """The column definition that gives a new table :attr:`insertion_order` (SQLite has it)."""
+    identity: bool
+    """Whether a table needs an identity column to order its rows by insertion (SQLite's
+    ``rowid`` does that by itself)."""
 
     def sql(self, statement: str) -> str:
         """``statement`` written with ``?`` placeholders, in this backend's style."""
@@ -54,6 +57,24 @@ class Dialect:
 
     def read_time(self, value: Any) -> datetime | None:
         return self.decode.when(value)
+
+    def opt_time(self, moment: datetime | None) -> Any:
+        return None if moment is None else self.time(moment)
+
+    def opt_text(self, value: str | None) -> str | None:
+        return None if value is None else self.text(value)
+
+    def insertion_order(self, identity_column: str) -> str:
+        """The column that orders a table's rows by insertion: ``rowid`` on SQLite, else the
+        table's identity column."""
+        return identity_column if self.identity else "rowid"
+
+    def identity_ddl(self, identity_column: str) -> str:
+        """The column definition (with its comma) a new table needs for
+        :meth:`insertion_order`; nothing on SQLite."""
+        if not self.identity:
+            return ""
+        return f"{identity_column} BIGINT GENERATED ALWAYS AS IDENTITY,"
 
     @staticmethod
     def on_conflict_ignore(target: str) -> str:
@@ -73,9 +94,10 @@ SQLITE = Dialect(
     lite.json_text,
     _same,
     lite.DECODE,
-    insertion_order="rowid",
+    flag=int,
+    json_cast="",
     time_type="TEXT",
-    insertion_order_ddl="",
+    identity=False,
 )
 POSTGRES = Dialect(
     "postgres",
@@ -83,9 +105,10 @@ POSTGRES = Dialect(
     pg.json_param,
     pg.clean_text,
     pg.DECODE,
-    insertion_order="seq",
+    flag=bool,
+    json_cast="::jsonb",
     time_type="TIMESTAMPTZ",
-    insertion_order_ddl="seq BIGINT GENERATED ALWAYS AS IDENTITY,",
+    identity=True,
 )
 
 

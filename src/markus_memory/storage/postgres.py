@@ -2,9 +2,9 @@
 
 Selected by a URL (``MARKUS_DATABASE_URL`` / ``Settings.database_url``), never by code. Pools,
 timeouts and migrations live in :mod:`.postgres_conn`; mailbox and chat history in
-:mod:`.postgres_side`; the transcript index in :mod:`.postgres_transcripts`. Search is
-``tsvector`` + GIN ranked by ``ts_rank`` with the same weights, the same
-all-terms-then-any-term rule and the same candidate bound as SQLite.
+:mod:`.side_tables` (written once for both backends); the transcript index in
+:mod:`.postgres_transcripts`. Search is ``tsvector`` + GIN ranked by ``ts_rank`` with the same
+weights, the same all-terms-then-any-term rule and the same candidate bound as SQLite.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from .postgres_schema import (
     headline_sql,
     tsquery_sql,
 )
-from .postgres_side import PostgresSideTables
 from .postgres_transcripts import PostgresTranscriptIndex
+from .side_tables import SideTables
 from .sqlite_conn import SEARCH_CANDIDATES
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ _REINDEX_SQL = (
 )
 
 
-class PostgresStore(PostgresSideTables, PostgresTranscriptIndex):
+class PostgresStore(PostgresTranscriptIndex, SideTables):
     """Activities, mailbox, chat history and the transcript index in one PostgreSQL schema."""
 
     def __init__(

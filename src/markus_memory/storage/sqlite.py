@@ -1,8 +1,8 @@
 """SqliteStore: the default episodic backend in ``<home>/data.db``; activities and their search.
 
 Connections, transactions and migrations live in :mod:`.sqlite_conn`; mailbox and chat history
-in :mod:`.sqlite_side`; the transcript index in :mod:`.sqlite_transcripts`. Row-to-record
-mapping shared with PostgreSQL is in :mod:`._records`.
+in :mod:`.side_tables` (written once for both backends); the transcript index in
+:mod:`.sqlite_transcripts`. Row-to-record mapping shared with PostgreSQL is in :mod:`._records`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from .base import (
     search_terms,
 )
 from .migrations import Migrations
+from .side_tables import SideTables
 from .sqlite_conn import (
     DECODE,
     SEARCH_CANDIDATES,
@@ -35,7 +36,6 @@ from .sqlite_conn import (
     to_iso,
 )
 from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS
-from .sqlite_side import SqliteSideTables
 from .sqlite_transcripts import SqliteTranscriptIndex
 
 
@@ -54,7 +54,7 @@ def _new_doc(conn: sqlite3.Connection, activity_id: str, agent_id: str) -> int:
     return rowid
 
 
-class SqliteStore(SqliteSideTables, SqliteTranscriptIndex):
+class SqliteStore(SqliteTranscriptIndex, SideTables):
     """Activities, mailbox, chat history and the transcript index in one SQLite file."""
 
     def __init__(
