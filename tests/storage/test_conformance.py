@@ -134,6 +134,16 @@ def test_lookup_by_mailbox_item_single_batch_and_empty(store: EpisodicStore) -> 
     assert store.activities_for_mailbox_items("a1", []) == {}
 
 
+def test_a_mailbox_item_maps_to_its_latest_activity(store: EpisodicStore) -> None:
+    store.insert_activity(act(1, mailbox_item_id="mb1"))
+    store.insert_activity(act(3, mailbox_item_id="mb1"))
+    store.insert_activity(act(2, mailbox_item_id="mb1"))
+    latest = store.activity_for_mailbox_item("a1", "mb1")
+    assert latest is not None and latest.id == "act-a1-3"
+    batch = store.activities_for_mailbox_items("a1", ["mb1", "mb1"])
+    assert {k: v.id for k, v in batch.items()} == {"mb1": "act-a1-3"}
+
+
 # -- search ----------------------------------------------------------------------------------
 
 

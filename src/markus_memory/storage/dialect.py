@@ -9,7 +9,7 @@ engines differ (FTS5 ``bm25`` against ``tsvector``/``ts_rank``), stays written p
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -75,6 +75,17 @@ class Dialect:
         if not self.identity:
             return ""
         return f"{identity_column} BIGINT GENERATED ALWAYS AS IDENTITY,"
+
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """``column`` equal to one of ``values`` (non-empty): the condition and its params."""
+        if self.name == "sqlite":
+            return f"{column} IN ({','.join('?' * len(values))})", list(values)
+        return f"{column} = ANY(?)", [list(values)]
+
+    def unindexed(self, column: str) -> str:
+        """``column`` in a condition the planner must not answer from an index on it (SQLite
+        would otherwise walk every row of the agent; PostgreSQL plans by cost)."""
+        return f"+{column}" if self.name == "sqlite" else column
 
     @staticmethod
     def on_conflict_ignore(target: str) -> str:
