@@ -18,12 +18,24 @@ from ._fs import AgentLock
 from ._fs_docs import FileDocuments
 from .config import AgentPaths, Settings
 from .errors import MarkusMemoryError
+from .search import index as search_index
 from .search.index import KnowledgeIndex, open_index
+from .storage import sqlite_schema
+from .storage.audit import MIGRATIONS as dream_migrations
 from .storage.audit import AuditLog, open_audit_log
 from .storage.base import EpisodicStore
+from .storage.migrations import Migrations
 from .storage.sqlite import SqliteStore
 
 log = logging.getLogger(__name__)
+
+DATA_DB_MIGRATIONS: tuple[Migrations[sqlite3.Connection], ...] = (
+    sqlite_schema.migrations,
+    search_index.migrations,
+    dream_migrations,
+)
+"""The one registry of the migration sets that live in ``<home>/data.db`` (the episodic
+store, the knowledge search index, the dream audit): ``doctor`` checks every one."""
 
 
 class Backend:

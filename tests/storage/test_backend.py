@@ -77,3 +77,27 @@ def test_the_agent_asks_its_backend(tmp_path: Path, pg_url: str) -> None:
         index.close()
         assert isinstance(mem.backend.dream_audit(mem.documents), PostgresAuditLog)
     assert not (tmp_path / "data.db").exists()
+
+
+def test_every_migration_set_in_data_db_is_in_the_one_registry(tmp_path: Path) -> None:
+    """doctor checks DATA_DB_MIGRATIONS: a set applied to data.db but missing there would go
+    unchecked."""
+    import sqlite3
+
+    from markus_memory.backend import DATA_DB_MIGRATIONS
+    from markus_memory.dream import dream
+    from markus_memory.storage.migrations import BOOKKEEPING_TABLE
+
+    with open_agent("a", settings=Settings(home=tmp_path)) as mem:
+        mem.knowledge.add_observations([])
+        mem.search("anything")
+        mem.activities.start("task", "touch the episodic store")
+        dream(mem)
+    conn = sqlite3.connect(tmp_path / "data.db")
+    try:
+        applied = {r[0] for r in conn.execute(f"SELECT migration_set FROM {BOOKKEEPING_TABLE}")}
+    finally:
+        conn.close()
+    registered = [m.name for m in DATA_DB_MIGRATIONS]
+    assert len(set(registered)) == len(registered)
+    assert applied == set(registered)
