@@ -70,6 +70,7 @@ class AgentMemory:
             agent_id=self.agent_id,
             on_append=self._transcripts.on_append,
             before_compact=self._transcripts.before_compact,
+            seq_floor=self._transcripts.seq_floor,
         )
         self._closed = False
         self._store: EpisodicStore | None = store
@@ -195,7 +196,10 @@ class AgentMemory:
         """Every session file for the catch-up import: id and activity time (nothing parsed)."""
         for info in self.sessions.list():
             yield SessionSource(
-                info.id, info.last_activity_at, partial(self._session_messages, info.id)
+                info.id,
+                info.last_activity_at,
+                partial(self._session_messages, info.id),
+                partial(self.sessions.peek_next_seq, info.id),
             )
 
     def _session_source(self, session_id: str) -> SessionSource | None:

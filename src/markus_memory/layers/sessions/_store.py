@@ -32,7 +32,8 @@ from ..._fs import AgentLock
 from ...config import AgentPaths, Clock, Limits, epoch_ms, iso_ms, parse_iso
 from ...errors import CorruptFileError, InvalidInputError, NotFoundError
 from . import _format as fmt
-from ._files import SessionFiles, locate, scan
+from ._files import SessionFiles, locate, peek_next_seq, scan
+from ._journal import journal_record
 from ._records import (
     AppendedMessage,
     BeforeCompact,
@@ -72,6 +73,7 @@ class SessionStore:
         agent_id: str | None = None,
         on_append: OnAppend | None = None,
         before_compact: BeforeCompact | None = None,
+        seq_floor: Callable[[str], int] | None = None,
         fsync: bool = False,
         checkpoint_min_bytes: int = 1 << 20,
     ) -> None:
@@ -82,6 +84,7 @@ class SessionStore:
         self.agent_id = agent_id if agent_id is not None else paths.root.name
         self.on_append = on_append
         self.before_compact = before_compact
+        self.seq_floor = seq_floor
         self.fsync = fsync
         self.checkpoint_min_bytes = checkpoint_min_bytes
         self._cache: OrderedDict[str, SessionFiles] = OrderedDict()
@@ -111,20 +114,38 @@ class SessionStore:
             return None if live is None else self._snapshot(live)
 
     def get_or_create(self, session_id: str) -> Session:
+        """The session, or a new empty one under this id.
+
+        A new file for an id whose messages the transcript store already holds (the old file
+        was deleted or set aside) numbers its messages on from ``seq_floor(id)``, so no
+        acknowledged message is shadowed by a new one with the same seq.
+        """
         sid = fmt.validate_session_id(session_id)
         with self.lock:
             live = self._live(sid)
-            return self._snapshot(live if live is not None else self._new(sid, []))
+            if live is None:
+                first = 0 if self.seq_floor is None else self.seq_floor(sid)
+                live = self._new(sid, [], first_seq=first)
+            return self._snapshot(live)
 
     def append(self, session_id: str, message: Mapping[str, Any]) -> AppendedMessage:
         """Append a message; it is on disk (SIGKILL-safe) when this returns.
 
-        Raises InvalidInputError for a malformed message (nothing written) and NotFoundError
-        for an unknown session.
+        Raises InvalidInputError for a malformed or oversized message and NotFoundError for an
+        unknown session, OSError when the disk refuses the write: in each case nothing was
+        stored. Once the journal holds the message the append has succeeded, whatever happens
+        to the checkpoint or compaction it may trigger.
         """
         cached = isinstance(session_id, str) and session_id in self._cache  # validated then
         sid = session_id if cached else fmt.validate_session_id(session_id)
         clean, encoded = fmt.encode_message(message)
+        size, cap = len(encoded.encode("utf-8")), self.limits.session_message_max_bytes
+        if size > cap:
+            raise InvalidInputError(
+                f"session message too large: {size:,} bytes (limit {cap:,}, "
+                "Limits.session_message_max_bytes); store large content elsewhere and append "
+                "a reference to it"
+            )
         now = self.clock()
         stamp = iso_ms(now)
         with self.lock:
@@ -135,7 +156,7 @@ class SessionStore:
             seq = live.doc.seq(index)
             assert seq is not None  # only index 0 of a compacted file lacks one
             try:
-                live.append_line(fmt.journal_record(index, stamp, encoded), now, fsync=self.fsync)
+                live.append_line(journal_record(index, stamp, encoded), now, fsync=self.fsync)
             except BaseException:
                 # The journal may end in a partial line: forget our copy; the next load cuts it.
                 self._forget(live)
@@ -143,7 +164,11 @@ class SessionStore:
             live.doc.messages.append(clean)
             live.doc.last_activity_at = stamp
             live.dirty = True
-            self._after_append(live)
+            try:
+                self._after_append(live)
+            except OSError:  # the journal holds the message: the next load checkpoints it
+                log.exception("checkpoint after appending to %s failed", sid)
+                self._forget(live)
         record = AppendedMessage(
             agent_id=self.agent_id,
             session_id=sid,
@@ -165,6 +190,11 @@ class SessionStore:
             if live is None or n <= 0:
                 return []
             return list(live.doc.messages[-n:])
+
+    def peek_next_seq(self, session_id: str) -> int | None:
+        """At least the seq the next append to ``session_id`` gets, read from the files'
+        sizes and last bytes without parsing them; None when only parsing can tell."""
+        return peek_next_seq(self.directory, fmt.validate_session_id(session_id))
 
     def list(self) -> list[SessionInfo]:
         """Every session file on disk (not only cached ones), newest activity first."""
@@ -289,10 +319,15 @@ class SessionStore:
         return live
 
     def _new(
-        self, sid: str, messages: builtins.list[fmt.Message], now: datetime | None = None
+        self,
+        sid: str,
+        messages: builtins.list[fmt.Message],
+        now: datetime | None = None,
+        *,
+        first_seq: int = 0,
     ) -> SessionFiles:
         stamp = iso_ms(self.clock() if now is None else now)
-        doc = fmt.SessionDoc(sid, self.agent_id, messages, stamp, stamp)
+        doc = fmt.SessionDoc(sid, self.agent_id, messages, stamp, stamp, first_seq=first_seq)
         live = SessionFiles.fresh(doc, self.directory)
         self._shrink_old(live)
         live.checkpoint()
@@ -366,6 +401,7 @@ class SessionStore:
             started_at=_when(doc.started_at),
             last_activity_at=_when(doc.last_activity_at),
             compacted=doc.compacted,
+            first_seq=doc.first_seq,
         )
 
     def _first_loadable(self, infos: Iterable[SessionInfo]) -> Session | None:
