@@ -13,6 +13,7 @@ import json
 import os
 import random
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,8 +29,9 @@ from markus_memory.transfer import import_agent
 SESSIONS = ("sess_1_torture_a", "sess_1_torture_b", "channel_group:torture_c")
 SECTIONS = ("Deploy", "People", "Tools")
 KEYS = ("k1", "k2", "k3")
-# Small compaction bounds, so that kills also land inside compactions.
-LIMITS = Limits(session_compact_trigger=60, session_compact_keep=20)
+# Small compaction bounds, so that kills also land inside compactions; no observation cap (the
+# buffer keeps the newest ``max_observations`` by design, which would read as a loss here).
+LIMITS = Limits(session_compact_trigger=60, session_compact_keep=20, max_observations=10**9)
 SOURCE_AGENT = "seed"
 
 
@@ -55,16 +57,19 @@ class Pipe:
         self.fd = fd
 
     def say(self, *event: object) -> None:
-        os.write(self.fd, (json.dumps(event) + "\n").encode())
+        """One event, stamped with the system-wide monotonic clock (comparable across the
+        processes of one machine, so concurrent writers' events can be ordered)."""
+        line = json.dumps([*event, time.monotonic_ns()]) + "\n"
+        os.write(self.fd, line.encode())
 
 
 def _token(rng: random.Random) -> str:
     return f"t{rng.getrandbits(48):012x}"
 
 
-def _padded(text: str, rng: random.Random) -> str:
+def _padded(text: str, rng: random.Random, longest: int = 2000) -> str:
     """Mostly short texts, some long ones (bigger journals, checkpoints and disk use)."""
-    return text + " " + "x" * rng.choice((0, 0, 0, 200, 2000))
+    return text + " " + "x" * rng.choice((0, 0, 0, 200, longest))
 
 
 def writer(
@@ -104,7 +109,7 @@ def _write(
     rng: random.Random,
 ) -> Any:
     if op == "obs":
-        return mem.knowledge.save_observation(_padded(f"observed {token}", rng)).id
+        return mem.knowledge.save_observation(_padded(f"observed {token}", rng, 200)).id
     if op == "section":
         return mem.knowledge.update_section(key, f"section {token}").ok
     if op == "notebook":
@@ -168,16 +173,21 @@ class Events:
     tried: list[tuple[str, str, str]] = field(default_factory=list)
     acked: list[tuple[str, str, str, Any]] = field(default_factory=list)
     failed: list[tuple[str, str, str]] = field(default_factory=list)
+    started: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    ended: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
     def feed(self, data: bytes) -> None:
         for line in data.split(b"\n")[:-1]:  # a kill never tears a line; be safe anyway
             event = json.loads(line)
+            write = (event[1], event[2], event[3])
             if event[0] == "try":
-                self.tried.append(tuple(event[1:4]))  # type: ignore[arg-type]
+                self.tried.append(write)
+                self.started[write] = event[-1]
             elif event[0] == "ack":
-                self.acked.append(tuple(event[1:5]))  # type: ignore[arg-type]
+                self.acked.append((*write, event[4]))
+                self.ended[write] = event[-1]
             else:
-                self.failed.append(tuple(event[1:4]))  # type: ignore[arg-type]
+                self.failed.append(write)
 
 
 @dataclass
@@ -232,18 +242,21 @@ def verify(home: Home, agent: str, events: Events) -> Tally:
 
 
 def _last_values(events: Events, op: str) -> dict[str, tuple[set[str], str | None]]:
-    """Per key: the tokens a final value may hold (the last acknowledged write or any write
-    tried after it), and the last acknowledged token."""
+    """Per key: the tokens the final value may hold, and the latest acknowledged token.
+
+    A write ``v`` may be the final value unless an acknowledged write started after ``v``
+    had returned (that one is ordered after ``v`` for sure). Writes of concurrent processes
+    are ordered by their monotonic times, never by the order their events were read.
+    """
     out: dict[str, tuple[set[str], str | None]] = {}
-    acked = {(o, k, t) for o, k, t, _ in events.acked}
-    for o, key, token in events.tried:
-        if o != op:
+    for key in {k for o, k, _ in events.tried if o == op}:
+        writes = [w for w in events.tried if w[0] == op and w[1] == key]
+        acked = [w for w in writes if w in events.ended]
+        if not acked:
             continue
-        allowed, last = out.get(key, (set(), None))
-        if (o, key, token) in acked:
-            allowed, last = {token}, token
-        else:
-            allowed = allowed | {token}
+        latest_start = max(events.started[w] for w in acked)
+        allowed = {w[2] for w in writes if events.ended.get(w, 1 << 62) >= latest_start}
+        last = max(acked, key=lambda w: events.ended[w])[2]
         out[key] = (allowed, last)
     return out
 

@@ -32,6 +32,7 @@ EXPECTED = {
     "Settings",
     "StateEntry",
     "StorageError",
+    "SymlinkError",
     "UpsertResult",
     "WriteResult",
     "__version__",

@@ -14,6 +14,7 @@ from .errors import (
     MigrationError,
     NotFoundError,
     StorageError,
+    SymlinkError,
 )
 from .layers.daily_log import DailyLogEntry
 from .layers.knowledge import CuratedSection, Observation, WriteResult
@@ -57,6 +58,7 @@ __all__ = [
     "Settings",
     "StateEntry",
     "StorageError",
+    "SymlinkError",
     "UpsertResult",
     "WriteResult",
     "__version__",

@@ -10,7 +10,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ._docs import DocumentStore
-from ._fs import AgentLock, validate_id
+from ._fs import AgentLock, sweep_temps, validate_id
 from ._fs_docs import FileDocuments
 from .config import AgentPaths, Settings
 from .errors import MarkusMemoryError, MigrationError
@@ -46,6 +46,7 @@ class AgentMemory:
         self.settings = settings
         self.paths = AgentPaths(settings.agent_dir(self.agent_id))
         self.paths.root.mkdir(parents=True, exist_ok=True)
+        sweep_temps(self.paths.root)  # temp files of writers killed mid-write
         self.lock = AgentLock(self.paths.lock, settings.lock_timeout_seconds)
         layer_args = (self.paths, self.lock, settings.limits, settings.clock)
         self.documents = open_documents(settings, self.agent_id, self.paths, self.lock)
@@ -181,7 +182,7 @@ class AgentMemory:
         with an embedder. Raises InvalidInputError for bad arguments.
         """
         if session_id is not None:
-            validate_id("session id", session_id)
+            session_id = validate_id("session id", session_id)
         return self._transcripts.caught_up().recall(
             query,
             session_id=session_id,

@@ -56,13 +56,17 @@ class TranscriptLog:
             if mark is not None and _covers(mark.next_seq, source):
                 continue
             try:
-                messages = source.read()
-            except (OSError, MarkusMemoryError):  # one bad file must not block all recall
-                log.exception("cannot import session %s into the transcript", source.session_id)
-                continue
-            added += store.import_transcript(
-                self.agent_id, source.session_id, messages, synced_at=source.last_activity_at
-            )
+                added += store.import_transcript(
+                    self.agent_id,
+                    source.session_id,
+                    source.read(),
+                    synced_at=source.last_activity_at,
+                )
+            except (OSError, MarkusMemoryError) as exc:
+                # One bad file, or a store we may only read, must not block all recall.
+                log.warning(
+                    "cannot import session %s into the transcript: %s", source.session_id, exc
+                )
         return added
 
     def turns(self) -> Iterator[Turn]:

@@ -9,6 +9,7 @@ transaction tries to upgrade (which SQLite reports as "database is locked" at on
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -16,6 +17,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from ..config import iso_ms, parse_iso
 from ..errors import InvalidInputError, StorageError
@@ -133,6 +135,40 @@ def bounded_rank(
     return [(int(r[0]), -float(r[1])) for r in rows], None
 
 
+def open_sqlite(path: Path, *, writable: bool = True) -> tuple[sqlite3.Connection, bool]:
+    """An autocommit connection to ``path`` in WAL mode with a busy timeout, and whether it
+    is read-only: in a home without write access the existing file is opened read-only
+    (immutable when even its WAL index cannot be made: nobody can write there either), so
+    that reading needs no write access. Raises sqlite3.Error when it cannot be opened."""
+    if writable:
+        try:
+            conn = _open(str(path))
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            return conn, False
+        except sqlite3.Error:
+            if os.access(path.parent, os.W_OK) or not path.is_file():
+                raise
+    where = f"file:{quote(str(path.resolve()))}"
+    try:
+        return _open(f"{where}?mode=ro", uri=True), True
+    except sqlite3.Error:
+        return _open(f"{where}?immutable=1", uri=True), True
+
+
+def _open(target: str, *, uri: bool = False) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        target, isolation_level=None, check_same_thread=False, timeout=5.0, uri=uri
+    )
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
+
+
 class SqliteDatabase:
     """One SQLite file with the Markus schema applied; subclasses add the repositories."""
 
@@ -149,6 +185,7 @@ class SqliteDatabase:
         self._all: list[sqlite3.Connection] = []
         self._guard = threading.Lock()
         self._closed = False
+        self.read_only = False  # set when the file may only be read (a read-only home)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.migrate(markus_migrations)
         for extra in extra_migrations:
@@ -158,16 +195,13 @@ class SqliteDatabase:
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=5.0
-            )
-            conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn, read_only = open_sqlite(self.path, writable=not self.read_only)
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open {self.path}: {exc}") from exc
+        self.read_only = read_only
+        conn.row_factory = sqlite3.Row
+        if not read_only:
+            conn.execute("PRAGMA foreign_keys = ON")
         return conn
 
     def connection(self) -> sqlite3.Connection:
@@ -209,8 +243,24 @@ class SqliteDatabase:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
 
     def migrate(self, migrations: Migrations[sqlite3.Connection]) -> list[str]:
-        """Apply a migration set (the search index adds its own); returns the names applied."""
-        return migrations.apply(SqliteMigrationTarget(self.connection()))
+        """Apply a migration set (the search index adds its own); returns the names applied.
+
+        A read-only file is only checked: StorageError if it lacks a migration."""
+        conn = self.connection()
+        target = SqliteMigrationTarget(conn)
+        if not self.read_only:
+            return migrations.apply(target)
+        try:
+            done = target.applied(conn, migrations.name)
+        except sqlite3.Error as exc:
+            raise StorageError(f"{self.path} is read-only and has no schema: {exc}") from exc
+        missing = [m.name for m in migrations.migrations if m.name not in done]
+        if missing:
+            raise StorageError(
+                f"{self.path} is read-only and needs migrations {', '.join(missing)}: "
+                "open it once with write access"
+            )
+        return []
 
     def close(self) -> None:
         """Close every thread's connection. Safe to call twice."""

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..._fs import FileSignature, atomic_write_bytes, signature
+from ..._fs import FileSignature, atomic_write_bytes, open_file, read_bytes, signature
 from ...config import epoch_ms, parse_iso
 from ...errors import CorruptFileError
 from . import _format as fmt
@@ -88,16 +88,18 @@ def peek_next_seq(directory: Path, sid: str) -> int | None:
     """
     json_path, journal_path = paths_of(directory, sid)
     try:
-        journal = journal_path.read_bytes()
+        journal = read_bytes(journal_path)
     except FileNotFoundError:
         journal = b""
     try:
-        with open(json_path, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, size - TAIL_BYTES))
-            tail = handle.read()
+        fd = open_file(json_path, os.O_RDONLY)
     except FileNotFoundError:
         return None
+    try:
+        size = os.lseek(fd, 0, os.SEEK_END)
+        tail = os.pread(fd, TAIL_BYTES, max(0, size - TAIL_BYTES))
+    finally:
+        os.close(fd)
     found = fmt.next_seq_in_tail(tail)
     if found is None:
         return None
@@ -169,7 +171,7 @@ class SessionFiles:
         if path is None:
             return None
         try:
-            data = path.read_bytes()
+            data = read_bytes(path)
         except FileNotFoundError:
             return None
         json_path, journal_path = paths_of(directory, sid)
@@ -198,7 +200,7 @@ class SessionFiles:
 
     def _replay(self) -> None:
         try:
-            data = self.journal_path.read_bytes()
+            data = read_bytes(self.journal_path)
         except FileNotFoundError:
             return
         lines, used = jr.split_lines(data)
@@ -254,9 +256,12 @@ class SessionFiles:
         return st.st_size == self.journal_size or self._read_tail()
 
     def _read_tail(self) -> bool:
-        with open(self.journal_path, "rb") as handle:
-            handle.seek(self.journal_size)
-            data = handle.read()
+        fd = open_file(self.journal_path, os.O_RDONLY)
+        try:
+            os.lseek(fd, self.journal_size, os.SEEK_SET)
+            data = b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+        finally:
+            os.close(fd)
         lines, used = jr.split_lines(data)
         try:
             records = [jr.parse_journal_record(line) for line in lines]
@@ -281,11 +286,11 @@ class SessionFiles:
         its length before the call and the error raised, so a failed append stored nothing.
         """
         if self.fd is None and self.journal_ino is not None:
-            self.fd = os.open(self.journal_path, os.O_WRONLY | os.O_APPEND)
+            self.fd = open_file(self.journal_path, os.O_WRONLY | os.O_APPEND)
         if self.fd is None:
             self.directory.mkdir(parents=True, exist_ok=True)
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC
-            self.fd = os.open(self.journal_path, flags, 0o644)
+            self.fd = open_file(self.journal_path, flags)
             self.journal_ino = os.fstat(self.fd).st_ino
             self.journal_size = 0
             line = jr.journal_header(self.doc.id, self.base) + line

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..._fs import validate_id
 from ...config import rand36
-from ...errors import InvalidInputError
+from ...errors import InvalidIdError, InvalidInputError
 
 Message = dict[str, Any]
 
@@ -47,8 +47,22 @@ def new_session_id(prefix: str, epoch_milliseconds: int) -> str:
     return f"{prefix}_{epoch_milliseconds}_{rand36(6)}"
 
 
+MAX_STEM_BYTES = 200
+"""A file name holds 255 bytes: the stem leaves room for ``.jsonl.corrupt-<ms>`` and temp names."""
+
+
 def validate_session_id(value: object) -> str:
-    return validate_id("session id", value)
+    """A valid session id (NFC), whose file name fits the file system once encoded."""
+    sid = validate_id("session id", value)
+    size = len(file_stem(sid).encode("utf-8"))
+    if size > MAX_STEM_BYTES:
+        raise InvalidIdError(
+            "session id",
+            value,
+            f"its file name would be {size} bytes (at most {MAX_STEM_BYTES}; '%<>:\"|?*' "
+            "take 3 bytes each)",
+        )
+    return sid
 
 
 def file_stem(session_id: str) -> str:

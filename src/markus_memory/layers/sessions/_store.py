@@ -260,9 +260,16 @@ class SessionStore:
                     live.checkpoint()
 
     def close(self) -> None:
-        """Flush, release file handles and the exit hook. The store reopens lazily if used."""
+        """Flush, release file handles and the exit hook. The store reopens lazily if used.
+
+        Never fails for want of write access: a checkpoint the disk refuses is logged, and
+        the journal still holds every message it would have written.
+        """
         with self.lock:
-            self.flush()
+            try:
+                self.flush()
+            except OSError as exc:
+                log.warning("sessions of %s not checkpointed at close: %s", self.agent_id, exc)
             for live in self._cache.values():
                 live.close_fd()
             self._cache.clear()
