@@ -125,10 +125,10 @@ class Campaign:
         while self.kills < kills:
             n += 1
             delay = self.rng.uniform(0.05, 0.8)
-            if n % 10 in (7, 8):
+            if n % 10 in (3, 8):
                 self.concurrent_rounds += 1
                 self._run([(main, self._writer(main, ALL_OPS)) for _ in range(3)], delay)
-            elif n % 10 == 9:
+            elif n % 10 == 5:
                 self.shared_db_rounds += 1
                 self._run([(a, self._writer(a, ALL_OPS)) for a in [main, *others]], delay)
             else:
@@ -140,7 +140,7 @@ class Campaign:
         for _ in range(rounds):
             own = self.home.root / "agents" / agent
             sizes = [p.stat().st_size for p in own.rglob("*") if p.is_file()]
-            limit = max(sizes, default=0) + self.rng.randint(100, 20_000)
+            limit = max(sizes, default=0) + self.rng.randint(100, 4_000)
             seed = self.rng.getrandbits(32)
 
             def body(pipe: Pipe, seed: int = seed, limit: int = limit) -> None:

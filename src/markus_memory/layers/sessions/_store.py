@@ -24,14 +24,15 @@ import logging
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..._fs import AgentLock
-from ...config import AgentPaths, Clock, Limits, epoch_ms, iso_ms, parse_iso
+from ...config import AgentPaths, Clock, Limits, epoch_ms, iso_ms
 from ...errors import CorruptFileError, InvalidInputError, NotFoundError
 from . import _format as fmt
+from ._compaction import compact, shrink_old, snapshot
 from ._files import SessionFiles, locate, peek_next_seq, scan
 from ._journal import journal_record
 from ._records import (
@@ -104,14 +105,14 @@ class SessionStore:
             while True:
                 sid = fmt.new_session_id(prefix, epoch_ms(self.clock()))
                 if locate(self.directory, sid) is None:
-                    return self._snapshot(self._new(sid, []))
+                    return snapshot(self._new(sid, []))
 
     def get(self, session_id: str) -> Session | None:
         """The session (from cache or disk), None if there is none."""
         sid = fmt.validate_session_id(session_id)
         with self.lock:
             live = self._live(sid)
-            return None if live is None else self._snapshot(live)
+            return None if live is None else snapshot(live)
 
     def get_or_create(self, session_id: str) -> Session:
         """The session, or a new empty one under this id.
@@ -126,7 +127,7 @@ class SessionStore:
             if live is None:
                 first = 0 if self.seq_floor is None else self.seq_floor(sid)
                 live = self._new(sid, [], first_seq=first)
-            return self._snapshot(live)
+            return snapshot(live)
 
     def append(self, session_id: str, message: Mapping[str, Any]) -> AppendedMessage:
         """Append a message; it is on disk (SIGKILL-safe) when this returns.
@@ -219,7 +220,7 @@ class SessionStore:
             live = self._live(sid)
             if live is None:
                 return CompactResult("", 0)
-            return self._compact(live, keep_last)
+            return compact(live, keep_last, self.limits, self.before_compact)
 
     def restore(self, messages: Iterable[Mapping[str, Any]]) -> Session:
         """A new ``sess_`` session holding the trimmed user/assistant history (§12.6)."""
@@ -236,7 +237,7 @@ class SessionStore:
                 if locate(self.directory, sid) is None:
                     break
             live = self._new(sid, clean, now)
-            snapshot = self._snapshot(live)
+            restored = snapshot(live)
         for index, message in enumerate(clean):
             self._notify(
                 AppendedMessage(
@@ -250,7 +251,7 @@ class SessionStore:
                     seq=index,
                 )
             )
-        return snapshot
+        return restored
 
     def flush(self) -> None:
         """Checkpoint every cached session with journaled changes."""
@@ -311,7 +312,7 @@ class SessionStore:
         """``live`` if it still matches the disk (with other processes' appends), else a
         fresh load."""
         if live.is_current():
-            self._shrink_old(live)
+            shrink_old(live, self.limits)
             return live
         if cache:
             self._forget(live)
@@ -322,7 +323,7 @@ class SessionStore:
     def _load(self, sid: str) -> SessionFiles | None:
         live = SessionFiles.load(self.directory, sid)
         if live is not None:
-            self._shrink_old(live)
+            shrink_old(live, self.limits)
         return live
 
     def _new(
@@ -336,7 +337,7 @@ class SessionStore:
         stamp = iso_ms(self.clock() if now is None else now)
         doc = fmt.SessionDoc(sid, self.agent_id, messages, stamp, stamp, first_seq=first_seq)
         live = SessionFiles.fresh(doc, self.directory)
-        self._shrink_old(live)
+        shrink_old(live, self.limits)
         live.checkpoint()
         self._touch(live)
         return live
@@ -344,72 +345,13 @@ class SessionStore:
     # -- compaction ----------------------------------------------------------------------------
 
     def _after_append(self, live: SessionFiles) -> None:
-        self._shrink_old(live)
+        shrink_old(live, self.limits)
         if len(live.doc.messages) > self.limits.session_compact_trigger:
-            self._compact(live, self.limits.session_compact_keep)
+            compact(live, self.limits.session_compact_keep, self.limits, self.before_compact)
         elif live.journal_size > max(self.checkpoint_min_bytes, live.json_size):
             live.checkpoint()
 
-    def _shrink_old(self, live: SessionFiles) -> None:
-        """Shrink oversized tool results that have just left the recent window (§12.3).
-
-        Only messages not checked before are looked at, so each append does O(1) work.
-        """
-        messages = live.doc.messages
-        boundary = len(messages) - min(self.limits.session_compact_keep, len(messages))
-        for i in range(live.shrink_checked, boundary):
-            shrunk = fmt.shrink_if_oversized(messages[i], self.limits.session_tool_shrink_chars)
-            if shrunk is not None:
-                messages[i] = shrunk
-                live.dirty = True
-        live.shrink_checked = max(live.shrink_checked, boundary)
-
-    def _compact(self, live: SessionFiles, keep_last: int) -> CompactResult:
-        messages = live.doc.messages
-        keep_last = max(keep_last, 0)
-        if len(messages) <= keep_last:
-            return CompactResult("", 0)
-        if not self._may_drop(live, len(messages) - keep_last):
-            return CompactResult("", 0)
-        older = messages[: len(messages) - keep_last]
-        kept = messages[len(messages) - keep_last :]
-        summary = fmt.heuristic_summary(older)
-        # Every message of ``older`` but a previous summary leaves the file for good: counting
-        # them keeps the seq of the kept messages (and of later appends) unchanged.
-        live.doc.compacted += len(older) - (1 if live.doc.compacted > 0 else 0)
-        live.doc.messages = [fmt.summary_message(len(older), len(kept), summary), *kept]
-        live.shrink_checked = 0
-        self._shrink_old(live)
-        live.checkpoint()
-        return CompactResult(summary, len(older))
-
-    def _may_drop(self, live: SessionFiles, keep_from: int) -> bool:
-        """Whether ``before_compact`` lets the messages before index ``keep_from`` leave."""
-        if self.before_compact is None:
-            return True
-        keep_from_seq = live.doc.seq(keep_from)
-        assert keep_from_seq is not None  # index 0 is never kept by a compaction that drops
-        try:
-            if self.before_compact(live.doc.id, keep_from_seq):
-                return True
-        except Exception:
-            log.exception("before_compact failed for %s", live.doc.id)
-        log.warning("compaction of %s deferred: its old messages are not safe yet", live.doc.id)
-        return False
-
     # -- helpers -------------------------------------------------------------------------------
-
-    def _snapshot(self, live: SessionFiles) -> Session:
-        doc = live.doc
-        return Session(
-            id=doc.id,
-            agent_id=doc.agent_id,
-            messages=tuple(doc.messages),
-            started_at=_when(doc.started_at),
-            last_activity_at=_when(doc.last_activity_at),
-            compacted=doc.compacted,
-            first_seq=doc.first_seq,
-        )
 
     def _first_loadable(self, infos: Iterable[SessionInfo]) -> Session | None:
         for info in infos:
@@ -434,13 +376,6 @@ class SessionStore:
 def _close_all(cache: OrderedDict[str, SessionFiles]) -> None:
     for live in cache.values():
         live.close_fd()
-
-
-def _when(stamp: str) -> datetime:
-    moment = parse_iso(stamp)
-    if moment is None:
-        return datetime.fromtimestamp(0, tz=timezone.utc)
-    return moment
 
 
 def _exit_hook(ref: weakref.ReferenceType[SessionStore]) -> Callable[[], None]:
