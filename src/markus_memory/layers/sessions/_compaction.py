@@ -1,6 +1,6 @@
-"""Storage compaction of a loaded session (REFERENCE §12.3–12.5): old oversized tool results
-shrunk, and all but the newest messages replaced by one summary, seqs kept; and the frozen
-snapshot of a loaded session."""
+"""Storage compaction of a loaded session, as the original: old oversized tool results shrunk,
+and all but the newest messages replaced by one summary (seqs kept); and the frozen snapshot of
+a loaded session."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 
 def shrink_old(live: SessionFiles, limits: Limits) -> None:
-    """Shrink oversized tool results that have just left the recent window (§12.3).
+    """Shrink oversized tool results that have just left the recent window, as the original.
 
     Only messages not checked before are looked at, so each append does O(1) work.
     """
