@@ -14,6 +14,7 @@ import os
 import random
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -192,14 +193,18 @@ class Events:
 
 @dataclass
 class Tally:
-    checked: int = 0
+    by_kind: Counter[str] = field(default_factory=Counter)  # acknowledged writes checked
     lost: list[str] = field(default_factory=list)
     torn: list[str] = field(default_factory=list)
     duplicated: list[str] = field(default_factory=list)
     ghosts: list[str] = field(default_factory=list)  # a write that raised, found stored
 
+    @property
+    def checked(self) -> int:
+        return sum(self.by_kind.values())
+
     def merge(self, other: Tally) -> None:
-        self.checked += other.checked
+        self.by_kind.update(other.by_kind)
         for name in ("lost", "torn", "duplicated", "ghosts"):
             getattr(self, name).extend(getattr(other, name))
 
@@ -225,20 +230,23 @@ def verify(home: Home, agent: str, events: Events) -> Tally:
             history = {run.run_id for run in audit_log(dreamer).runs(dreamer.agent_id)}
             _guard(tally, "dreamer knowledge.md", dreamer.knowledge.read)
             for _, _, token, run_id in dream_runs:
-                tally.checked += 1
+                tally.by_kind["dream run"] += 1
                 if run_id not in history:
                     tally.lost.append(f"dream run {run_id} ({token})")
     if any(a[0] == "import" for a in events.acked):
-        tally.checked += 1
+        tally.by_kind["import"] += 1
         with (
             home.open(SOURCE_AGENT) as copy,
             open_agent(SOURCE_AGENT, settings=Settings(home=home.source)) as source,
         ):
             if _guard(tally, "imported knowledge", copy.knowledge.text) != source.knowledge.text():
                 tally.torn.append("imported agent differs from its source")
-    for leftover in sorted(home.root.rglob("*.corrupt-*")):
-        tally.torn.append(f"set aside as damaged: {leftover.name}")
     return tally
+
+
+def damaged_files(home: Home) -> list[str]:
+    """Files a load set aside as damaged (none may exist: no writer may leave damage)."""
+    return [f"set aside as damaged: {p.name}" for p in sorted(home.root.rglob("*.corrupt-*"))]
 
 
 def _last_values(events: Events, op: str) -> dict[str, tuple[set[str], str | None]]:
@@ -266,12 +274,15 @@ def _verify_documents(mem: AgentMemory, events: Events, tally: Tally) -> None:
     observations = [] if doc is None else [o.content for o in doc.observations]
     for op, _, token, _ in events.acked:
         if op == "obs":
-            tally.checked += 1
+            tally.by_kind["observation"] += 1
             found = sum(o.split(" ", 2)[:2] == ["observed", token] for o in observations)
             if found == 0:
                 tally.lost.append(f"observation {token}")
             elif found > 1:
                 tally.duplicated.append(f"observation {token} x{found}")
+    for op, _, token in events.failed:
+        if op == "obs" and any(o.split(" ", 2)[:2] == ["observed", token] for o in observations):
+            tally.ghosts.append(f"observation {token}: the save raised, yet it is stored")
     readers: dict[str, Callable[[str], str | None]] = {
         "section": lambda key: mem.knowledge.section(key),
         "notebook": lambda key: getattr(mem.notebook.get(key), "text", None),
@@ -281,7 +292,7 @@ def _verify_documents(mem: AgentMemory, events: Events, tally: Tally) -> None:
         for key, (allowed, last) in _last_values(events, op).items():
             if last is None:
                 continue
-            tally.checked += 1
+            tally.by_kind[f"{op} (last value per key)"] += 1
             value = _guard(tally, f"{op} {key}", lambda read=read, key=key: read(key)) or ""
             if not any(token in value for token in allowed):
                 tally.lost.append(f"{op} {key}: last acknowledged {last}, found {value[:60]!r}")
@@ -298,7 +309,7 @@ def _verify_sessions(mem: AgentMemory, events: Events, tally: Tally) -> None:
     for op, sid, token, _ in events.acked:
         if op != "append":
             continue
-        tally.checked += 1
+        tally.by_kind["session message"] += 1
         found = stored.get(f"said {token}", 0)
         if found == 0:
             tally.lost.append(f"session message {token} in {sid}")
@@ -313,7 +324,7 @@ def _verify_activities(mem: AgentMemory, events: Events, tally: Tally) -> None:
     for op, _, token, activity_id in events.acked:
         if op != "activity":
             continue
-        tally.checked += 1
+        tally.by_kind["activity write"] += 1
         detail = _guard(
             tally, f"activity {activity_id}", lambda a=activity_id: mem.activities.get(a)
         )

@@ -40,6 +40,7 @@ from benchmarks._torture_ops import (
     Home,
     Pipe,
     Tally,
+    damaged_files,
     new_agent_id,
     seed_source,
     verify,
@@ -250,12 +251,14 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         tally = Tally()
         for agent, events in campaign.events.items():
             tally.merge(verify(home, agent, events))
+        tally.torn.extend(damaged_files(home))
         return {
             "backend": args.backend,
             "kills": campaign.kills,
             "concurrent_rounds": campaign.concurrent_rounds,
             "shared_database_rounds": campaign.shared_db_rounds,
             "acknowledged_writes_checked": tally.checked,
+            "checked_by_kind": dict(sorted(tally.by_kind.items())),
             "lost": len(tally.lost),
             "torn": len(tally.torn),
             "duplicated": len(tally.duplicated),

@@ -239,3 +239,24 @@ def test_item17_temp_files_of_killed_writers_are_swept_on_open(tmp_path: Path) -
         assert [p for p in stale if p.exists()] == []
         assert fresh.exists() and kept.exists()
     assert json.loads((sessions / f"{sid}.json").read_text())["id"] == sid
+
+
+@posix_only
+def test_item13_import_refuses_a_linked_file_instead_of_copying_its_target(
+    tmp_path: Path,
+) -> None:
+    from markus_memory.transfer import import_agent
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the launch code is 0000\n")
+    source = _settings(tmp_path / "source")
+    with open_agent("alice", settings=source) as mem:
+        mem.notebook.upsert("k", "v")
+        logs = mem.daily_log.path_for().parent
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / "2024-03-01.md").symlink_to(secret)
+    target = _settings(tmp_path / "target")
+    with pytest.raises(SymlinkError):
+        import_agent(source, target, "alice")
+    copied = [p.read_text() for p in (tmp_path / "target").rglob("*.md") if p.is_file()]
+    assert not any("launch code" in text for text in copied)

@@ -167,3 +167,45 @@ def test_item4_disk_full_at_a_checkpoint_either_fails_clean_or_succeeds(home, tm
         stored = [m["content"][0] for m in mem.sessions.get("sess_1_full").messages]
     assert stored.count("b") == (1 if outcome[-1] == "ok" else 0), (outcome, stored)
     assert outcome == ["ok"], done.stderr
+
+
+JOURNAL_FULL = textwrap.dedent(
+    """
+    import resource, sys
+    from pathlib import Path
+    from markus_memory import open_agent
+    from markus_memory.config import Settings
+    settings = Settings(home=Path(sys.argv[1]))
+    mem = open_agent("alice", settings=settings)
+    mem.store.transcript_marks("alice")  # the database exists before the disk fills
+    sid = "sess_1_full"
+    mem.sessions.get_or_create(sid)
+    mem.sessions.append(sid, {"role": "user", "content": "kept"})
+    resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, 50_000))  # no file past 50 kB
+    try:  # the journal takes the first 50 kB of the record, then the disk is full
+        mem.sessions.append(sid, {"role": "user", "content": "big" * 30_000})
+        print("stored")
+    except OSError as exc:
+        print(type(exc).__name__)
+    print(mem.sessions.append(sid, {"role": "user", "content": "after"}).seq)
+    """
+)
+
+
+def test_item4_a_journal_write_that_fails_half_way_stores_nothing(tmp_path: Path) -> None:
+    if sys.platform == "win32":
+        pytest.skip("RLIMIT_FSIZE is POSIX")
+    done = subprocess.run(
+        [sys.executable, "-c", JOURNAL_FULL, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert done.stdout.split() == ["OSError", "1"], done.stderr
+    settings = Settings(home=tmp_path)
+    with open_agent("alice", settings=settings) as mem:
+        messages = mem.sessions.get("sess_1_full").messages
+        assert [m["content"] for m in messages] == ["kept", "after"]
+        mem.recall_conversation("kept")  # catch-up imports what the full disk kept out
+        assert [m.content for m in mem.store.transcript_messages("alice")] == ["kept", "after"]

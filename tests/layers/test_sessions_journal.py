@@ -3,15 +3,22 @@ lines are set aside, and the numbering never goes back."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from markus_memory.config import Limits
 from markus_memory.layers.sessions._journal import (
     DAMAGED_KEY,
     journal_record,
     parse_journal_record,
     replay,
 )
+
+from .sessions_support import make_store, user
 
 DAMAGE = st.sampled_from([b"", b"garbage", b'{"i":', b"[1,2]", b'{"i":"3","t":"x","m":{}}'])
 
@@ -48,3 +55,32 @@ def test_a_record_out_of_sequence_is_set_aside_not_renumbered(start, index) -> N
 def test_journal_record_round_trip(index, stamp) -> None:  # type: ignore[no-untyped-def]
     record = parse_journal_record(journal_record(index, stamp, '{"role":"user","content":"x"}'))
     assert (record.index, record.timestamp, record.message["content"]) == (index, stamp, "x")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+def test_item4_a_compaction_the_disk_refuses_leaves_the_session_as_it_was(tmp_path: Path) -> None:
+    """Found by the torture run: a compaction whose checkpoint failed (disk full) left the
+    compacted copy in memory, so the next append wrote a record out of sequence, and that
+    acknowledged message was set aside as damaged at the next load."""
+    import resource
+
+    store = make_store(tmp_path, limits=Limits(session_compact_trigger=10**6))
+    sid = store.create().id
+    for n in range(40):
+        store.append(sid, user(f"{n:03d} " + "x" * 1000))
+    store.flush()  # the checkpoint holds 40 kB; the journal starts empty
+    for n in range(40, 45):
+        store.append(sid, user(f"{n:03d} " + "x" * 1000))
+    size = (store.directory / f"{sid}.json").stat().st_size
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))  # 40 kept + a summary: no fit
+    try:
+        with pytest.raises(OSError):
+            store.compact(sid, keep_last=40)
+        store.append(sid, user("045 after the failed compaction"))
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    reloaded = make_store(tmp_path).get(sid)
+    assert [m["content"][:3] for m in reloaded.messages] == [f"{n:03d}" for n in range(46)]
+    assert not list(store.directory.glob("*.corrupt-*"))
+    store.close()

@@ -44,13 +44,20 @@ def compact(
     older = messages[: len(messages) - keep_last]
     kept = messages[len(messages) - keep_last :]
     summary = fmt.heuristic_summary(older)
+    before = (live.doc.compacted, live.doc.messages, live.shrink_checked, live.dirty)
     # Every message of ``older`` but a previous summary leaves the file for good: counting
     # them keeps the seq of the kept messages (and of later appends) unchanged.
     live.doc.compacted += len(older) - (1 if live.doc.compacted > 0 else 0)
     live.doc.messages = [fmt.summary_message(len(older), len(kept), summary), *kept]
     live.shrink_checked = 0
-    shrink_old(live, limits)
-    live.checkpoint()
+    try:
+        shrink_old(live, limits)
+        live.checkpoint()
+    except BaseException:
+        # The files still hold the uncompacted session (disk full …): so must our copy, or the
+        # next append would number its journal record after the compacted copy.
+        live.doc.compacted, live.doc.messages, live.shrink_checked, live.dirty = before
+        raise
     return CompactResult(summary, len(older))
 
 
