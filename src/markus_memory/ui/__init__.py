@@ -1,0 +1,1 @@
+"""The web UI: ``markus-memory ui``, a local inspector and editor of every agent's memory."""
