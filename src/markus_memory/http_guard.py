@@ -64,7 +64,7 @@ def check_binding(host: str, token: str | None, env_name: str) -> None:
         raise InvalidInputError("the bearer token is empty; pass a long random string")
     if needs_token(host) and token is None:
         raise InvalidInputError(
-            f"refusing to bind {host!r} without a token: pass --token (or set {env_name}), "
+            f"refusing to bind {host!r} without a bearer token: pass --token (or set {env_name}), "
             "or bind 127.0.0.1"
         )
 
@@ -245,3 +245,15 @@ def url_host(host: str) -> str:
     """``host`` as it goes into a URL: IPv6 literals in brackets."""
     bound = bare_host(host)
     return f"[{bound}]" if ":" in bound else bound
+
+
+def run_on_socket(app: ASGIApp, sock: socket.socket) -> None:
+    """Serve ``app`` with uvicorn (from the ``mcp`` or ``ui`` extra) on the listening ``sock``
+    until interrupted; the socket is closed afterwards."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

@@ -12,21 +12,19 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from .errors import ExtraNotInstalledError, MarkusMemoryError, NotFoundError
-from .http_guard import ASGIApp, HttpGuard, bind_socket, check_binding
+from .http_guard import ASGIApp, HttpGuard, bind_socket, check_binding, run_on_socket
 from .prompt import PROFILES, render_memory_context
 from .tools import REGISTRY, dispatch, is_tool_error_result, tool_schemas
 
 try:
     import anyio
     import mcp.types as types
-    import uvicorn
     from mcp import MCPError
     from mcp.server import Server, ServerRequestContext
     from mcp.server.stdio import stdio_server
@@ -266,12 +264,3 @@ def serve_http(
     app = http_app(memory, host=host, token=token, legacy_tools=legacy_tools)
     sock = bind_socket(host, port)
     run_on_socket(app, sock)
-
-
-def run_on_socket(app: ASGIApp, sock: socket.socket) -> None:
-    """Run ``app`` with uvicorn on an already listening socket until interrupted."""
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    try:
-        server.run(sockets=[sock])
-    finally:
-        sock.close()

@@ -68,7 +68,7 @@ def serve(
             bound_port = sock.getsockname()[1]
             url = f"http://{http_guard.url_host(host)}:{bound_port}{mcp_server.HTTP_PATH}"
             click.echo(f"MCP over HTTP: {url}", err=True)
-            mcp_server.run_on_socket(app, sock)
+            http_guard.run_on_socket(app, sock)
         else:
             mcp_server.serve_stdio(mem, legacy_tools=legacy_tools)
 
