@@ -70,8 +70,10 @@ def ui(seeded: tuple[Path, FakeClock]) -> Iterator[Running]:
         yield Running(url, home, clock)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Chromium for one test module: Playwright's sync API holds an event loop in this thread
+    while it runs, so it must be stopped before other modules' tests (anyio.run) start."""
     if CHROMIUM is None:
         pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
     sync_api = pytest.importorskip("playwright.sync_api")

@@ -108,6 +108,19 @@ def test_binding_beyond_the_literal_loopback_names_needs_a_token(tmp_path: Path)
     create_app(settings, host="127.0.0.2", token=TOKEN)
 
 
+def test_a_foreign_host_is_refused_on_a_loopback_alias_too(
+    seeded: tuple[Path, FakeClock],
+) -> None:
+    home, clock = seeded
+    app = create_app(settings_for(home, clock), host="127.0.0.2", token=TOKEN)
+    with serving(app, host="127.0.0.2") as url:
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        page = url + "/agents/alice/notebook"
+        rebound = httpx.get(page, headers={**auth, "Host": "attacker.example"})
+        fine = httpx.get(page, headers=auth)
+    assert rebound.status_code == 421 and fine.status_code == 200
+
+
 def test_oversized_and_malformed_forms_get_a_clear_message(ui: Running) -> None:
     before = ui.agent_file("NOTEBOOK.md").read_text()
     url = ui.url + "/agents/alice/notebook/save"

@@ -146,7 +146,13 @@ def knowledge(
     if query:
         hits = memory.search(query, limit=50, type=type_filter or None).hits
         by_id = {o.id: o for o in doc.observations}
-        timeline = [by_id[h.id] for h in hits if h.source != "curated" and h.id in by_id]
+        timeline = [
+            by_id[h.id]
+            for h in hits
+            if h.source != "curated"
+            and h.id in by_id
+            and (not tag_filter or tag_filter in by_id[h.id].tags)
+        ]
     else:
         timeline = [
             o
