@@ -126,5 +126,9 @@ def seed(home: Path, agent: str = "alice") -> FakeClock:
         clock.advance(hours=1)
         report = dream(mem)
         assert report.status == "applied", report
+    with open_agent("bob", settings=settings_for(home, clock)) as mem:
+        mem.notebook.upsert("current-task", "Triage the support inbox.")
+        for content in ("Support hours are 08:00-18:00 CET.", "Refunds over 500 EUR need Ana."):
+            mem.knowledge.save_observation(content, "fact", ["support"])
     clock.now = NOW
     return clock

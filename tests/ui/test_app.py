@@ -4,7 +4,12 @@ input, and the side-by-side diff rows."""
 from __future__ import annotations
 
 import difflib
+import os
+import shutil
 import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,7 +47,7 @@ def test_an_unknown_agent_is_a_404_page_and_creates_nothing(ui: Running) -> None
         assert "<h1>" in response.text
     posted = httpx.post(ui.url + "/agents/nobody/notebook/save", data={"key": "k", "text": "t"})
     assert posted.status_code == 404
-    assert sorted(p.name for p in (ui.home / "agents").iterdir()) == ["alice"]
+    assert sorted(p.name for p in (ui.home / "agents").iterdir()) == ["alice", "bob"]
 
 
 def test_unknown_session_activity_and_dream_are_404(ui: Running) -> None:
@@ -187,3 +192,29 @@ def test_side_by_side_rows_point_at_the_right_lines(before: list[str], after: li
     changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
     assert len(removed) == sum(i2 - i1 for _, i1, i2, _, _ in changes)
     assert len(added) == sum(j2 - j1 for _, _, _, j1, j2 in changes)
+
+
+@pytest.mark.slow
+def test_the_ui_command_serves_the_home(seeded: tuple[Path, FakeClock]) -> None:
+    home, _ = seeded
+    script = shutil.which("markus-memory", path=str(Path(sys.executable).parent))
+    assert script is not None
+    env = {**os.environ, "MARKUS_HOME": str(home)}
+    command = [script, "ui", "--agent", "alice", "--port", "0"]
+    with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stderr is not None
+            banner = proc.stderr.readline()
+            assert banner.startswith("markus-memory UI: http://127.0.0.1:"), banner
+            url = banner.split()[2]
+            assert url.endswith("/agents/alice/notebook")
+            for _ in range(200):
+                try:
+                    page = httpx.get(url)
+                    break
+                except httpx.ConnectError:
+                    time.sleep(0.05)
+            assert page.status_code == 200 and "current-task" in page.text
+        finally:
+            proc.terminate()
+            proc.wait(20)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -155,12 +156,14 @@ async def favicon(request: Request) -> Response:
 def login_endpoint(ui: UI) -> Callable[[Request], Any]:
     async def login(request: Request) -> Response:
         target = _safe_next(request.query_params.get("next", "/"))
+        if ui.token is None:  # nothing to log in to
+            return RedirectResponse(target, status_code=303)
         if request.method == "GET":
             return ui.templates.page("login.html", {"next": target, "failed": False})
         form = await read_form(request)
         given = form.get("token")
-        if ui.token is None or given != ui.token:
-            context = {"next": target, "failed": ui.token is not None}
+        if not hmac.compare_digest(given.encode(), ui.token.encode()):
+            context = {"next": target, "failed": True}
             return ui.templates.page("login.html", context, status=401)
         response = RedirectResponse(target, status_code=303)
         response.set_cookie(

@@ -63,7 +63,8 @@ def notebook_save(call: Call) -> Response:
     with nb.documents.lock():
         current = nb.get(key)
         if fingerprint(None if current is None else current.text) != form.get("fingerprint"):
-            retry = {"action": "notebook/save", "key": key, "text": text}
+            system = current is not None and current.managed != "agent"
+            retry = {"action": "notebook/save", "key": key, "text": text, "system": system}
             return _conflict(
                 call,
                 f"notebook entry {key!r}",
