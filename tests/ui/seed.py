@@ -64,6 +64,41 @@ SECOND = [
     ),
 ]
 
+ACTIVITIES = [
+    (
+        "Investigate search latency",
+        "task",
+        [
+            ("llm_request", "plan the investigation", {"tokensUsed": 1840}),
+            ("tool_start", "run_sql", {}),
+            ("tool_end", "query plan shows a seq scan on orders", {}),
+            ("tool_start", "create_view", {}),
+            ("tool_end", "created materialised view facet_counts", {}),
+            ("text", "p95 is 240 ms after the change.", {}),
+        ],
+        True,
+    ),
+    (
+        "Weekly summary for Ana",
+        "chat",
+        [
+            ("llm_request", "draft the summary", {"tokensUsed": 2210}),
+            ("text", "Sent Ana five bullet points with links.", {}),
+        ],
+        True,
+    ),
+    (
+        "Migrate carts table",
+        "task",
+        [
+            ("tool_start", "run_migration", {}),
+            ("tool_end", "batch 1 of 12 done", {}),
+            ("error", "Error: lock timeout on carts after 30 s", {}),
+        ],
+        False,
+    ),
+]
+
 
 def settings_for(home: Path, clock: FakeClock, limits: Limits | None = None) -> Settings:
     return Settings(home=home, clock=clock, limits=limits or Limits())
@@ -98,30 +133,12 @@ def seed(home: Path, agent: str = "alice") -> FakeClock:
             for role, text in lines:
                 clock.advance(minutes=2)
                 mem.sessions.append(session.id, {"role": role, "content": text})
-        for label, kind, logs, ok in (
-            (
-                "Investigate search latency",
-                "task",
-                [
-                    "query plan shows a seq scan on orders",
-                    "created materialised view facet_counts",
-                    "p95 240 ms after the change",
-                ],
-                True,
-            ),
-            ("Weekly summary for Ana", "chat", ["drafted five bullet points", "sent to Ana"], True),
-            (
-                "Migrate carts table",
-                "task",
-                ["batch 1 of 12 done", "Error: lock timeout on carts"],
-                False,
-            ),
-        ):
+        for label, kind, logs, ok in ACTIVITIES:
             clock.advance(hours=2)
             act = mem.activities.start(kind, label)
-            for line in logs:
+            for log_type, content, metadata in logs:
                 clock.advance(minutes=5)
-                mem.activities.log(act, "tool_call" if "Error" not in line else "error", line)
+                mem.activities.log(act, log_type, content, metadata)
             mem.activities.end(act, success=ok)
         clock.advance(hours=1)
         report = dream(mem)

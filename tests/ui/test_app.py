@@ -147,8 +147,12 @@ def test_oversized_and_malformed_forms_get_a_clear_message(ui: Running) -> None:
 def test_the_favicon_and_the_assets_are_served_from_the_package(ui: Running) -> None:
     icon = httpx.get(ui.url + "/favicon.ico", follow_redirects=True)
     assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg")
-    page = httpx.get(ui.url + "/agents/alice/notebook").text
+    response = httpx.get(ui.url + "/agents/alice/notebook")
+    page = response.text
     assert "http://" not in page.replace(ui.url, "") and "https://" not in page
+    policy = response.headers["content-security-policy"]
+    assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    assert response.headers["x-frame-options"] == "DENY"
 
 
 def test_ui_command_refuses_an_unsafe_bind_and_a_port_in_use(tmp_path: Path) -> None:

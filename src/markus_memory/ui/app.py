@@ -22,6 +22,7 @@ from ..errors import InvalidInputError, MarkusMemoryError, NotFoundError
 from ..http_guard import (
     ASGIApp,
     HttpGuard,
+    Message,
     Receive,
     Scope,
     Send,
@@ -35,6 +36,17 @@ from .web import STATIC, Form, PageError, Templates, read_form
 TOKEN_ENV = "MARKUS_UI_TOKEN"
 DEFAULT_PORT = 8766
 COOKIE = "markus_ui_session"
+SECURITY_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+        b"img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    ),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+]
+"""Every response: only this server's own scripts, styles and forms; never inside a frame."""
 TABS = (
     ("notebook", "Notebook"),
     ("knowledge", "Knowledge"),
@@ -231,10 +243,28 @@ def create_app(settings: Settings, *, host: str = "127.0.0.1", token: str | None
         await response(scope, receive, send)
 
     return HttpGuard(
-        app,
+        with_security_headers(app),
         host=host,
         token=token,
         cookie=COOKIE,
         open_paths=("/login", "/static/", "/favicon.ico"),
         refuse=refuse,
     )
+
+
+def with_security_headers(app: ASGIApp) -> ASGIApp:
+    """``app`` with :data:`SECURITY_HEADERS` added to every HTTP response."""
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), *SECURITY_HEADERS]
+            await send(message)
+
+        await app(scope, receive, send_with_headers)
+
+    return wrapped
