@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -19,9 +20,10 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from markus_memory import InvalidInputError
+from markus_memory import InvalidInputError, open_agent
 from markus_memory.cli import cli
 from markus_memory.dream.report import file_diff
+from markus_memory.layers.knowledge import Observation
 from markus_memory.ui import create_app
 from markus_memory.ui.pages_dreams import side_by_side
 from markus_memory.ui.web import MAX_FORM_BYTES
@@ -222,3 +224,21 @@ def test_the_ui_command_serves_the_home(seeded: tuple[Path, FakeClock]) -> None:
         finally:
             proc.terminate()
             proc.wait(20)
+
+
+def test_the_observation_timeline_pages_by_100_newest_first(tmp_path: Path) -> None:
+    clock = FakeClock(NOW)
+    settings = settings_for(tmp_path / "home", clock)
+    with open_agent("carol", settings=settings) as mem:
+        with mem.knowledge.transaction() as doc:
+            for i in range(150):
+                moment = NOW - timedelta(minutes=150 - i)
+                doc.observations.append(Observation(f"obs_{i:04d}", "fact", f"fact {i}", moment))
+    with serving(create_app(settings)) as url:
+        first = httpx.get(url + "/agents/carol/knowledge").text
+        second = httpx.get(url + "/agents/carol/knowledge?page=2").text
+        beyond = httpx.get(url + "/agents/carol/knowledge?page=9").text
+    assert first.count('name="id"') == 100 and "obs_0149" in first and "obs_0049" not in first
+    assert "showing 1–100" in first and "page=2" in first
+    assert second.count('name="id"') == 50 and "obs_0049" in second and "obs_0000" in second
+    assert beyond == second

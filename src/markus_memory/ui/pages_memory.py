@@ -19,7 +19,7 @@ from ..layers.notebook import age_label
 from .app import Call
 from .web import PageError, fingerprint
 
-TIMELINE_LIMIT = 500
+TIMELINE_PAGE = 100
 
 
 def _conflict(
@@ -160,7 +160,13 @@ def knowledge(
             for o in reversed(doc.observations)
             if (not type_filter or o.type == type_filter)
             and (not tag_filter or tag_filter in o.tags)
-        ][:TIMELINE_LIMIT]
+        ]
+    page = call.query("page")
+    number = max(1, int(page)) if page.isdigit() else 1
+    pages = max(1, -(-len(timeline) // TIMELINE_PAGE))
+    number = min(number, pages)
+    matched = len(timeline)
+    timeline = timeline[(number - 1) * TIMELINE_PAGE : number * TIMELINE_PAGE]
     tags = sorted({t for o in doc.observations for t in o.tags})
     return call.page(
         "knowledge.html",
@@ -169,6 +175,10 @@ def knowledge(
         curated=len(memory.knowledge.curated_text()),
         observations=timeline,
         total_observations=len(doc.observations),
+        matched=matched,
+        page=number,
+        pages=pages,
+        first=(number - 1) * TIMELINE_PAGE + 1,
         types=OBSERVATION_TYPES,
         tags=tags,
         type_filter=type_filter,
