@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -242,3 +243,25 @@ def test_the_observation_timeline_pages_by_100_newest_first(tmp_path: Path) -> N
     assert "showing 1–100" in first and "page=2" in first
     assert second.count('name="id"') == 50 and "obs_0049" in second and "obs_0000" in second
     assert beyond == second
+
+
+def test_a_ticked_observation_edited_meanwhile_is_neither_merged_nor_deleted(
+    ui: Running,
+) -> None:
+    page = httpx.get(ui.url + "/agents/alice/knowledge?tag=search").text
+    ticked = re.findall(r'name="id" value="([^"]+)"', page)
+    assert len(ticked) == 2
+    path = ui.agent_file("knowledge.md")
+    obs_id = ticked[0].rpartition("@")[0]
+    with open_agent("alice", settings=settings_for(ui.home, ui.clock)) as mem:
+        old = next(o for o in mem.knowledge.observations() if o.id == obs_id)
+    path.write_text(path.read_text().replace(old.content, "Edited by hand meanwhile."))
+    by_hand = path.read_text()
+    for action in ("merge", "delete"):
+        answer = httpx.post(
+            f"{ui.url}/agents/alice/knowledge/observations/{action}",
+            data={"id": ticked, "content": "merged"},
+        )
+        assert answer.status_code == 409, action
+        assert f"{obs_id} changed since the page was loaded" in answer.text
+    assert path.read_text() == by_hand

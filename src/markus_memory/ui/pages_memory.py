@@ -207,40 +207,68 @@ def section_save(call: Call) -> Response:
     return call.done("knowledge", f"saved section {name!r} ({result.section_chars} chars)")
 
 
+def _selected(call: Call) -> dict[str, str | None]:
+    """The ticked observations: id → the fingerprint of the content the page showed (``id@fp``;
+    a bare id, from a script, is not checked)."""
+    picked: dict[str, str | None] = {}
+    for value in call.form.all("id"):
+        obs_id, at, seen = value.rpartition("@")
+        picked[obs_id if at else seen] = seen if at else None
+    return picked
+
+
+def _changed(call: Call, picked: dict[str, str | None], verb: str) -> None:
+    """Refuse (409, nothing written) when a ticked observation is gone or was edited since
+    the page was loaded; call under the document lock."""
+    present = {o.id: o for o in call.memory.knowledge.observations()}
+    gone = [i for i in picked if i not in present]
+    edited = [
+        i
+        for i, seen in picked.items()
+        if i in present and seen is not None and seen != fingerprint(present[i].content)
+    ]
+    if gone or edited:
+        parts = []
+        if gone:
+            parts.append(f"{', '.join(gone)} no longer exist (deleted or merged)")
+        if edited:
+            parts.append(f"{', '.join(edited)} changed")
+        raise PageError(
+            409,
+            "Changed meanwhile",
+            f"{' and '.join(parts)} since the page was loaded; nothing was {verb}. "
+            "Reload and select again.",
+        )
+
+
 def observations_delete(call: Call) -> Response:
-    ids = call.form.all("id")
-    if not ids:
+    picked = _selected(call)
+    if not picked:
         raise PageError(400, "Nothing selected", "tick the observations to delete first.")
-    removed = call.memory.knowledge.remove_observations(ids)
-    missing = len(set(ids)) - removed
-    note = f"; {missing} were already gone" if missing > 0 else ""
-    return call.done("knowledge", f"deleted {removed} observations{note}")
+    kf = call.memory.knowledge
+    with kf.documents.lock():
+        _changed(call, picked, "deleted")
+        removed = kf.remove_observations(list(picked))
+    return call.done("knowledge", f"deleted {removed} observations")
 
 
 def observations_merge(call: Call) -> Response:
     form = call.form
-    ids = list(dict.fromkeys(form.all("id")))
-    if len(ids) < 2:
+    picked = _selected(call)
+    if len(picked) < 2:
         raise PageError(400, "Merge needs two", "tick at least two observations to merge.")
     kf = call.memory.knowledge
     with kf.documents.lock():
+        _changed(call, picked, "merged")
         present = {o.id: o for o in kf.observations()}
-        gone = [i for i in ids if i not in present]
-        if gone:
-            raise PageError(
-                409,
-                "Changed meanwhile",
-                f"{', '.join(gone)} no longer exist (deleted or merged since the page was "
-                "loaded); nothing was merged. Reload and select again.",
-            )
-        sources = [present[i] for i in ids]
+        sources = [present[i] for i in picked]
         content = form.get("content").strip() or "\n".join(o.content for o in sources)
         kind = form.get("type") or sources[-1].type
         tags = tuple(dict.fromkeys(t for o in sources for t in o.tags))
         when = call.now()
         new = Observation(new_observation_id(when), kind, content, when, tags)
-        merged = kf.replace_observations(ids, new)
-    return call.done("knowledge", f"merged {len(ids)} observations into {merged.id}")
+        merged = kf.replace_observations(list(picked), new)
+    return call.done("knowledge", f"merged {len(picked)} observations into {merged.id}")
 
 
 # ---- state ------------------------------------------------------------------------------------

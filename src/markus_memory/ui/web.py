@@ -141,6 +141,7 @@ def environment() -> Environment:
     env.filters["percent"] = lambda pair: _percent(*pair)
     env.globals["ago"] = _ago
     env.globals["until"] = _until
+    env.globals["fingerprint"] = fingerprint
     return env
 
 
