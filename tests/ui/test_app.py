@@ -192,9 +192,9 @@ def test_side_by_side_rows_point_at_the_right_lines(before: list[str], after: li
             assert old_lines[number - 1] == text and kind in ("", "del")
         number, text, kind = row.right
         if number is not None:
-            assert new_lines[number - 1] == text and kind in ("", "add")
+            assert new_lines[number - 1] == text and kind in ("", "ins")
     removed = [r.left[1] for r in diff.rows if r.left[2] == "del"]
-    added = [r.right[1] for r in diff.rows if r.right[2] == "add"]
+    added = [r.right[1] for r in diff.rows if r.right[2] == "ins"]
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines)
     changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
     assert len(removed) == sum(i2 - i1 for _, i1, i2, _, _ in changes)

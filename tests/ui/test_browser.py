@@ -74,7 +74,7 @@ def test_every_page_of_an_agent_loads_cleanly(watched: Watched, ui: Running) -> 
     watched.goto("/agents/alice/dreams")
     page.locator("table a").first.click()
     assert page.locator(".diff .line.del").count() > 0
-    assert page.locator(".diff .line.add").count() > 0
+    assert page.locator(".diff .line.ins").count() > 0
     shot(page, "dream-diff")
     watched.assert_clean()
 

@@ -20,7 +20,9 @@ _HUNK = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
 @dataclass(frozen=True)
 class Row:
-    """One line pair: (number, text, kind) on each side; kind is '', 'del', 'add' or 'gap'."""
+    """One line pair: (number, text, kind) on each side.
+
+    ``kind``: "" (unchanged), "del", "ins", "gap" (lines left out) or "empty" (no line)."""
 
     left: tuple[int | None, str, str]
     right: tuple[int | None, str, str]
@@ -46,7 +48,7 @@ def side_by_side(diff: str) -> list[FileDiff]:
             files[-1].rows.append(
                 Row(
                     (a[0], a[1], "del") if a else (None, "", "empty"),
-                    (b[0], b[1], "add") if b else (None, "", "empty"),
+                    (b[0], b[1], "ins") if b else (None, "", "empty"),
                 )
             )
         removed.clear()
