@@ -27,7 +27,9 @@ class Bar:
 
     @property
     def percent(self) -> int:
-        return 0 if self.limit <= 0 else min(100, round(100 * self.value / self.limit))
+        if self.limit <= 0 or self.value <= 0:
+            return 0
+        return min(100, max(1, round(100 * self.value / self.limit)))  # never hides a value
 
     @property
     def level(self) -> str:
