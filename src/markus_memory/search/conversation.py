@@ -15,6 +15,7 @@ from .analysis import query_terms, quote_fts, words
 from .embedders import Embedder
 from .filters import TurnFilter, sql_filters
 from .hybrid import min_max, rrf, weighted_sum
+from .temporal import search_window, temporal_boost
 from .transcript_vectors import TranscriptVectors, model_key, text_digest
 
 
@@ -55,6 +56,9 @@ class RankingOptions:
     * ``vector_weight``: weight of the min-max scaled cosine scores against the max-scaled
       lexical scores (``fusion="score"``) or of the vector list in reciprocal rank fusion
       (``fusion="rrf"``); used only with an embedder.
+    * ``date_boost``: a question naming a time ("in May 2023") adds the turns said in the
+      weeks after it as candidates and lifts those that mention it (or were said on it) by
+      ``date_boost`` times the best score (``search.temporal``).
     """
 
     candidates: int = 200
@@ -71,6 +75,7 @@ class RankingOptions:
     common_docs: int = 2_000
     common_share: float = 0.02
     recent_window: int = 20_000
+    date_boost: float = 0.5
 
 
 class ConversationIndex:
@@ -263,6 +268,9 @@ class ConversationIndex:
             if self.options.smooth_dense:
                 dense = self._smooth(dense, allowed)
             scores = self._fuse(lexical, dense)
+            if self.options.date_boost > 0:
+                for rowid in self._dated(query, where, params):
+                    scores.setdefault(rowid, 0.0)
             if self.options.session_weight and scores:
                 best: dict[str, float] = {}
                 for rowid, value in scores.items():
@@ -273,8 +281,26 @@ class ConversationIndex:
                     rowid: value + gamma * best[self._turns[rowid].session_id]
                     for rowid, value in scores.items()
                 }
+            scores = temporal_boost(query, scores, self._said, date_boost=self.options.date_boost)
             order = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[:limit]
             return [RankedTurn(self._turns[rowid], scores[rowid]) for rowid in order]
+
+    def _dated(self, query: str, where: str, params: list[Any]) -> list[int]:
+        """Turns said while the times the query names may be spoken of (``search.temporal``)."""
+        window = search_window(query)
+        if window is None:
+            return []
+        clauses = [where] if where else []
+        sql = "SELECT t.id FROM turns t WHERE t.ts BETWEEN ? AND ?" + "".join(
+            f" AND {clause}" for clause in clauses
+        )
+        limits = [epoch_ms(window[0]), epoch_ms(window[1])]
+        rows = self._db.execute(sql + " LIMIT ?", [*limits, *params, self.options.candidates])
+        return [int(row[0]) for row in rows]
+
+    def _said(self, rowid: int) -> tuple[str, datetime | None]:
+        turn = self._turns[rowid]
+        return turn.text, turn.timestamp
 
     def _bm25(self, query: str, where: str, params: list[Any]) -> dict[int, float]:
         terms = query_terms(query)

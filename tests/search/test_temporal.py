@@ -1,0 +1,119 @@
+"""Time signals in ranking: dates named in questions, times mentioned in turns."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from markus_memory.search.conversation import ConversationIndex, RankingOptions, Turn
+from markus_memory.search.temporal import (
+    Interval,
+    mentioned_times,
+    named_times,
+    search_window,
+    temporal_boost,
+)
+
+
+def at(year: int, month: int, day: int) -> datetime:
+    return datetime(year, month, day, 12, 0, tzinfo=timezone.utc)
+
+
+def day(year: int, month: int, number: int) -> Interval:
+    return Interval(date(year, month, number), date(year, month, number))
+
+
+def test_named_times_reads_full_dates_months_and_years() -> None:
+    assert named_times("Who did Maria have dinner with on May 3, 2023?") == [day(2023, 5, 3)]
+    assert named_times("What did Gina find on 1 February, 2023?") == [day(2023, 2, 1)]
+    assert named_times("Where did Joanna travel to in July 2022?") == [
+        Interval(date(2022, 7, 1), date(2022, 7, 31))
+    ]
+    assert named_times("What happened in 2021?") == [Interval(date(2021, 1, 1), date(2021, 12, 31))]
+    assert named_times("What may Nate want to do?") == []
+
+
+@given(st.dates(min_value=date(1950, 1, 1), max_value=date(2099, 12, 31)), st.booleans())
+def test_a_rendered_date_parses_back_to_that_day(when: date, day_first: bool) -> None:
+    text = (
+        f"on {when.day} {when:%B}, {when.year}"
+        if day_first
+        else f"on {when:%B} {when.day}, {when.year}"
+    )
+    assert named_times(f"What happened {text}?") == [Interval(when, when)]
+
+
+def test_mentioned_times_resolve_against_when_the_turn_was_said() -> None:
+    said = at(2023, 5, 4)  # a Thursday
+    assert day(2023, 5, 3) in mentioned_times("We made dinner last night!", said)
+    assert day(2023, 4, 28) in mentioned_times("Here is a pic from last Friday", said)
+    assert day(2023, 5, 4) in mentioned_times("I finished it today", said)
+    ago = mentioned_times("I started two weeks ago", said)
+    assert any(t.start <= date(2023, 4, 20) <= t.end for t in ago)
+    assert mentioned_times("in December we moved", at(2023, 1, 10)) == [
+        Interval(date(2022, 12, 1), date(2022, 12, 31))
+    ]
+    assert mentioned_times("You may like it", said) == []
+    assert mentioned_times("We went there last week", None) == []
+
+
+def test_search_window_runs_from_the_named_time_into_the_weeks_after() -> None:
+    assert search_window("What did you cook?") is None
+    window = search_window("Where did Joanna travel to in July 2022?")
+    assert window is not None
+    assert window[0] == datetime(2022, 7, 1, tzinfo=timezone.utc)
+    assert date(2022, 8, 31) <= window[1].date() <= date(2022, 9, 30)
+
+
+def test_temporal_boost_lifts_turns_that_speak_of_the_named_time() -> None:
+    turns = {
+        "mention": ("We made dinner together last night!", at(2023, 5, 4)),
+        "same-day": ("Just checking in.", at(2023, 5, 3)),
+        "other": ("We made dinner together.", at(2023, 6, 20)),
+    }
+    scores = {"mention": 0.0, "same-day": 0.0, "other": 2.0}
+    boosted = temporal_boost(
+        "Who did Maria have dinner with on May 3, 2023?", scores, turns.__getitem__, date_boost=1.0
+    )
+    assert boosted == {"mention": 2.0, "same-day": 1.0, "other": 2.0}
+    off = temporal_boost("dinner on May 3, 2023", scores, turns.__getitem__, date_boost=0.0)
+    assert off == scores
+    undated = temporal_boost("dinner", scores, turns.__getitem__, date_boost=1.0)
+    assert undated == scores
+
+
+def test_a_date_question_finds_the_turn_that_shares_no_word_with_it() -> None:
+    said = at(2023, 5, 22)
+    dialogue = [
+        ("s1", "Ana", "I adopted a puppy, he is adorable.", at(2023, 3, 2)),
+        ("s1", "Ben", "Congratulations on the puppy!", at(2023, 3, 2)),
+        ("s2", "Ben", "We went camping in the mountains last weekend.", said),
+        ("s2", "Ana", "Sounds lovely, did the kids enjoy it?", said),
+    ]
+    turns = [
+        Turn(session, n, "user", text, stamp, speaker, {"n": n})
+        for n, (session, speaker, text, stamp) in enumerate(dialogue)
+    ]
+    question = "What did Ben do on 20 May, 2023?"
+    for boost, expected in ((0.5, 2), (0.0, None)):
+        idx = ConversationIndex(options=RankingOptions(date_boost=boost))
+        idx.add(turns)
+        hits = idx.search(question, limit=1)
+        first = hits[0].turn.metadata["n"] if hits else None
+        assert (first == 2) == (expected == 2)
+        idx.close()
+
+
+def test_date_candidates_respect_the_search_filters() -> None:
+    said = at(2023, 5, 22)
+    turns = [
+        Turn("s1", 0, "user", "We went camping last weekend.", said, "Ben"),
+        Turn("s2", 0, "user", "We went hiking last weekend.", said + timedelta(hours=1), "Ana"),
+    ]
+    idx = ConversationIndex(options=RankingOptions(date_boost=0.5))
+    idx.add(turns)
+    hits = idx.search("What happened on 20 May, 2023?", session_id="s2")
+    assert [hit.turn.session_id for hit in hits] == ["s2"]
+    idx.close()
