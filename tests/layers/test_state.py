@@ -97,7 +97,7 @@ def test_snapshot_is_the_first_lines_of_the_stripped_text(state: StateFile) -> N
     assert state.snapshot(max_lines=0) == ""
 
 
-# C-dream-state-ttl (§13.4) and the §2.4 expiry rule
+# C-dream-state-ttl and the original's expiry rule
 
 
 def test_C_dream_state_ttl_removes_old_and_keeps_future(paths: AgentPaths, lock: AgentLock) -> None:
