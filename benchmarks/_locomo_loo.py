@@ -20,6 +20,7 @@ from markus_memory.search.recall import default_options
 # The knobs this ranking added, with the grid each is tuned over (the first value is "off").
 KNOBS: dict[str, tuple[object, ...]] = {
     "date_boost": (0.0, 0.25, 0.5, 1.0, 2.0),
+    "turn_speaker_boost": (0.0, 0.25, 0.5, 0.75, 1.0),
 }
 VECTOR_KNOBS: dict[str, tuple[object, ...]] = {
     "vector_weight": (0.0, 0.2, 0.3, 0.5, 0.8),

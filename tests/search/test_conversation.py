@@ -34,7 +34,13 @@ def turns() -> list[Turn]:
 
 
 # Every re-ranking stage off: each test below switches on the stage it is about.
-PLAIN = {"speaker_boost": 0.0, "neighbour_weight": 0.0, "session_weight": 0.0}
+PLAIN = {
+    "speaker_boost": 0.0,
+    "turn_speaker_boost": 0.0,
+    "neighbour_weight": 0.0,
+    "session_weight": 0.0,
+    "date_boost": 0.0,
+}
 
 
 def index(**options: object) -> ConversationIndex:
@@ -82,6 +88,42 @@ def test_speaker_name_in_query_boosts_that_speakers_turns() -> None:
     query = "What did Melanie say about the kids?"
     assert ns(plain.search(query, limit=1)) != [5] or ns(boosted.search(query, limit=1)) == [1]
     assert ns(boosted.search(query, limit=1)) == [1]
+
+
+def test_fused_speaker_boost_reaches_the_named_speakers_reply_next_to_a_hit() -> None:
+    # John's turn holds the query's words; Maria's reply right after it holds none: only a
+    # boost applied after neighbour propagation can lift it first.
+    said = [
+        ("John", "I hiked to the waterfall in Oregon last week."),
+        ("Maria", "It felt like a fairy tale!"),
+        ("John", "Glad you liked the pictures."),
+    ]
+    turns = [
+        Turn("s1", n, "user", text, T0 + timedelta(minutes=n), speaker)
+        for n, (speaker, text) in enumerate(said)
+    ]
+    query = "What did Maria say about the waterfall?"
+    stages = {**PLAIN, "neighbour_weight": 0.6, "neighbour_window": 1}
+    for options, first in (({"speaker_boost": 1.0}, 0), ({"turn_speaker_boost": 1.0}, 1)):
+        idx = ConversationIndex(options=RankingOptions(**{**stages, **options}))  # type: ignore[arg-type]
+        idx.add(turns)
+        assert [hit.turn.index for hit in idx.search(query, limit=1)] == [first]
+        idx.close()
+
+
+def test_speaker_boost_stage_matches_any_word_of_a_speaker_name() -> None:
+    from markus_memory.search.speakers import named_speakers, speaker_boost
+
+    speakers = {"a": "Maria Lopez", "b": "John", "c": None}
+    named = named_speakers(["lopez", "waterfall"], {"maria", "lopez", "john"})
+    assert named == {"lopez"}
+    scores = {"a": 1.0, "b": 1.5, "c": 1.0}
+    assert speaker_boost(scores, speakers.__getitem__, named, boost=1.0) == {
+        "a": 2.0,
+        "b": 1.5,
+        "c": 1.0,
+    }
+    assert speaker_boost(scores, speakers.__getitem__, named, boost=0.0) == scores
 
 
 def test_neighbour_weight_lifts_the_reply_to_a_hit() -> None:

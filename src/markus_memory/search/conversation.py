@@ -15,6 +15,7 @@ from .analysis import query_terms, quote_fts, words
 from .embedders import Embedder
 from .filters import TurnFilter, sql_filters
 from .hybrid import min_max, rrf, weighted_sum
+from .speakers import named_speakers, speaker_boost
 from .temporal import search_window, temporal_boost
 from .transcript_vectors import TranscriptVectors, model_key, text_digest
 
@@ -56,6 +57,11 @@ class RankingOptions:
     * ``vector_weight``: weight of the min-max scaled cosine scores against the max-scaled
       lexical scores (``fusion="score"``) or of the vector list in reciprocal rank fusion
       (``fusion="rrf"``); used only with an embedder.
+    * ``turn_speaker_boost``: the turns of a speaker the query names are multiplied by
+      ``1 + boost`` after neighbour and session propagation (``search.speakers``), so the
+      named speaker's reply next to a matching turn gains too; it replaced the bm25-level
+      ``speaker_boost`` (LoCoMo dev recall_any@10 0.802 -> 0.835, better on every
+      conversation).
     * ``date_boost``: a question naming a time ("in May 2023") adds the turns said in the
       weeks after it as candidates and lifts those that mention it (or were said on it) by
       ``date_boost`` times the best score (``search.temporal``).
@@ -63,7 +69,7 @@ class RankingOptions:
 
     candidates: int = 200
     strip_speaker_names: bool = True
-    speaker_boost: float = 1.0
+    speaker_boost: float = 0.0
     neighbour_weight: float = 0.5
     neighbour_window: int = 2
     session_weight: float = 0.3
@@ -76,6 +82,7 @@ class RankingOptions:
     common_share: float = 0.02
     recent_window: int = 20_000
     date_boost: float = 0.5
+    turn_speaker_boost: float = 0.5
 
 
 class ConversationIndex:
@@ -281,6 +288,12 @@ class ConversationIndex:
                     rowid: value + gamma * best[self._turns[rowid].session_id]
                     for rowid, value in scores.items()
                 }
+            scores = speaker_boost(
+                scores,
+                self._speaker_of,
+                named_speakers(query_terms(query), self._speakers),
+                boost=self.options.turn_speaker_boost,
+            )
             scores = temporal_boost(query, scores, self._said, date_boost=self.options.date_boost)
             order = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[:limit]
             return [RankedTurn(self._turns[rowid], scores[rowid]) for rowid in order]
@@ -297,6 +310,10 @@ class ConversationIndex:
         limits = [epoch_ms(window[0]), epoch_ms(window[1])]
         rows = self._db.execute(sql + " LIMIT ?", [*limits, *params, self.options.candidates])
         return [int(row[0]) for row in rows]
+
+    def _speaker_of(self, rowid: int) -> str | None:
+        turn = self._turns[rowid]
+        return turn.speaker or turn.role
 
     def _said(self, rowid: int) -> tuple[str, datetime | None]:
         turn = self._turns[rowid]
