@@ -9,6 +9,8 @@ a sweep embeds each question once.
 
 from __future__ import annotations
 
+import statistics
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -65,15 +67,32 @@ def score(
     indexes: Sequence[tuple[LocomoConversation, ConversationIndex]],
     options: RankingOptions,
     depth: int = 10,
+    latencies: list[float] | None = None,
 ) -> list[Result]:
     out: list[Result] = []
     for conv, index in indexes:
         index.options = options
         for question in conv.questions:
+            started = time.perf_counter()
             hits = index.search(question.question, limit=depth)
+            if latencies is not None:
+                latencies.append((time.perf_counter() - started) * 1000)
             ranked = [str(hit.turn.metadata["dia_id"]) for hit in hits]
             out.append((conv.sample_id, question.category, ranked, set(question.evidence)))
     return out
+
+
+def _cost(
+    indexes: Sequence[tuple[LocomoConversation, ConversationIndex]], base: RankingOptions
+) -> str:
+    """Median query time with the added stages on and off, interleaved in this process."""
+    before = replace(base, **{knob: values[0] for knob, values in KNOBS.items()}, speaker_boost=1.0)
+    times: dict[str, list[float]] = {"defaults": [], "added stages off": []}
+    for _ in range(2):
+        score(indexes, base, latencies=times["defaults"])
+        score(indexes, before, latencies=times["added stages off"])
+    cells = ", ".join(f"{name} {statistics.median(v):.2f} ms" for name, v in times.items())
+    return f"median query on the engine (query vectors memoised): {cells}"
 
 
 def run(conversations: Sequence[LocomoConversation], embedder: object | None) -> str:
@@ -85,7 +104,7 @@ def run(conversations: Sequence[LocomoConversation], embedder: object | None) ->
     if memo is not None:
         knobs.update(VECTOR_KNOBS)
     ids = [conv.sample_id for conv in conversations]
-    blocks = []
+    blocks = [_cost(indexes, base)]
     for knob, values in knobs.items():
 
         def sweep(value: object, knob: str = knob) -> list[Result]:
