@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from markus_memory.search.conversation import ConversationIndex, RankingOptions, Turn
@@ -35,6 +35,7 @@ def test_named_times_reads_full_dates_months_and_years() -> None:
     assert named_times("What may Nate want to do?") == []
 
 
+@settings(deadline=None)
 @given(st.dates(min_value=date(1950, 1, 1), max_value=date(2099, 12, 31)), st.booleans())
 def test_a_rendered_date_parses_back_to_that_day(when: date, day_first: bool) -> None:
     text = (
