@@ -29,13 +29,16 @@ OFF = RankingOptions(
     session_weight=0.0,
     vector_weight=0.0,
     dense_speaker_boost=0.0,
+    turn_speaker_boost=0.0,
+    date_boost=0.0,
 )
 STAGES: list[tuple[str, dict[str, object]]] = [
     ("bm25 (stop words out)", {}),
-    ("+ speaker boost", {"strip_speaker_names": True, "speaker_boost": 1.0}),
+    ("+ speaker boost", {"strip_speaker_names": True, "turn_speaker_boost": 0.5}),
     ("+ neighbours (1, 0.3)", {"neighbour_weight": 0.3, "neighbour_window": 1}),
     ("+ neighbours (2, 0.5)", {"neighbour_weight": 0.5, "neighbour_window": 2}),
     ("+ session prior 0.3", {"session_weight": 0.3}),
+    ("+ time stage 0.5", {"date_boost": 0.5}),
 ]
 VECTOR_STAGES: list[tuple[str, dict[str, object]]] = [
     ("+ vectors, rrf", {"vector_weight": 0.5, "fusion": "rrf"}),
