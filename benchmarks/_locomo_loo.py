@@ -10,14 +10,17 @@ a sweep embeds each question once.
 from __future__ import annotations
 
 import statistics
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from _locomo_data import LocomoConversation
 from _locomo_tables import Result, format_folds, leave_one_out
 from markus_memory.search.conversation import ConversationIndex, RankingOptions, Turn
 from markus_memory.search.recall import default_options
+from markus_memory.storage.sqlite import SqliteStore
 
 # The knobs this ranking added, with the grid each is tuned over (the first value is "off").
 KNOBS: dict[str, tuple[object, ...]] = {
@@ -47,7 +50,8 @@ class _Memo:
 
 
 def build(conv: LocomoConversation, embedder: object | None) -> ConversationIndex:
-    index = ConversationIndex(embedder=embedder)  # type: ignore[arg-type]
+    store = SqliteStore(Path(tempfile.mkdtemp()) / "data.db")
+    index = ConversationIndex(store, conv.sample_id, embedder=embedder)  # type: ignore[arg-type]
     index.add(
         Turn(
             f"session_{t.session}",
@@ -113,5 +117,5 @@ def run(conversations: Sequence[LocomoConversation], embedder: object | None) ->
 
         blocks.append(format_folds(knob, leave_one_out(ids, values, values[0], sweep)))
     for _, index in indexes:
-        index.close()
+        index.store.close()
     return "\n".join(blocks)

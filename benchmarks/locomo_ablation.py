@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _locomo_data import LocomoConversation, load  # noqa: E402
 from _metrics import summarize  # noqa: E402
 from markus_memory.search.conversation import ConversationIndex, RankingOptions, Turn  # noqa: E402
+from markus_memory.storage.sqlite import SqliteStore  # noqa: E402
 
 OFF = RankingOptions(
     strip_speaker_names=False,
@@ -48,7 +50,8 @@ VECTOR_STAGES: list[tuple[str, dict[str, object]]] = [
 
 
 def build(conv: LocomoConversation, embedder: object | None) -> ConversationIndex:
-    index = ConversationIndex(embedder=embedder)  # type: ignore[arg-type]
+    store = SqliteStore(Path(tempfile.mkdtemp()) / "data.db")
+    index = ConversationIndex(store, conv.sample_id, embedder=embedder)  # type: ignore[arg-type]
     index.add(
         Turn(
             f"session_{t.session}",

@@ -4,6 +4,7 @@ from .config import Limits, Settings
 from .errors import (
     BackendUnavailableError,
     BusyError,
+    ClosedError,
     CorruptFileError,
     ExtraNotInstalledError,
     InvalidIdError,
@@ -14,6 +15,7 @@ from .errors import (
     MigrationError,
     NotFoundError,
     StorageError,
+    SymlinkError,
 )
 from .layers.daily_log import DailyLogEntry
 from .layers.knowledge import CuratedSection, Observation, WriteResult
@@ -32,6 +34,7 @@ __all__ = [
     "AppendedMessage",
     "BackendUnavailableError",
     "BusyError",
+    "ClosedError",
     "CompactResult",
     "ContextTurn",
     "ConversationHit",
@@ -57,6 +60,7 @@ __all__ = [
     "Settings",
     "StateEntry",
     "StorageError",
+    "SymlinkError",
     "UpsertResult",
     "WriteResult",
     "__version__",

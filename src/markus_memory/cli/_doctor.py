@@ -11,14 +11,21 @@ import click
 
 from .._fs import read_text
 from ..config import AgentPaths, Settings
+from ..dream.audit import MIGRATIONS as dream_migrations
 from ..errors import MarkusMemoryError
 from ..memory import open_agent
 from ..search import index as search_index
 from ..storage.migrations import Migrations, SqliteMigrationTarget
 from ..storage.sqlite import SqliteStore
+from ..storage.sqlite_conn import damaged, open_sqlite, sqlite_error
 from ..storage.sqlite_schema import migrations as markus_migrations
 from ._common import Check, console, emit_json, json_option, progress, settings_of, table
-from ._maintain import pending_migration, selected_agents
+from ._maintain import (
+    derived_problems,
+    pending_migration,
+    rebuild_derived,
+    selected_agents,
+)
 from ._search import index_checks
 
 
@@ -59,7 +66,9 @@ def agent_checks(settings: Settings, name: str) -> list[Check]:
 KNOWN_SETS: tuple[Migrations[sqlite3.Connection], ...] = (
     markus_migrations,
     search_index.migrations,
+    dream_migrations,
 )
+"""Every migration set that lives in data.db."""
 
 
 def pending_migrations(target: SqliteMigrationTarget) -> list[str]:
@@ -79,26 +88,37 @@ def database_checks(path: Path) -> list[Check]:
     if not path.exists():
         return [Check(subject, "database", True, "not created yet")]
     try:
-        conn = sqlite3.connect(path, isolation_level=None, timeout=5)
+        conn = open_sqlite(path)[0]  # read-only in a home without write access
     except sqlite3.Error as exc:
-        return [Check(subject, "opens", False, str(exc))]
+        return [Check(subject, "opens", False, str(sqlite_error(path, exc)))]
     try:
-        row = conn.execute("PRAGMA quick_check").fetchone()
-        checks = [Check(subject, "integrity", row[0] == "ok", "" if row[0] == "ok" else row[0])]
+        rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
+        if rows != ["ok"]:
+            return [Check(subject, "integrity", False, damaged(path, "; ".join(rows[:3])))]
+        checks = [Check(subject, "integrity", True)]
         target = SqliteMigrationTarget(conn)
         pending = pending_migrations(target)
         checks.append(
             Check(subject, "schema current", not pending, ", ".join(pending), fixable=True)
         )
+        problems = derived_problems(conn, {name.split("/")[0] for name in pending})
+        detail = "; ".join(problems) + " (fix: reindex)" if problems else ""
+        checks.append(Check(subject, "derived data", not problems, detail, fixable=True))
     except (sqlite3.Error, MarkusMemoryError) as exc:
-        checks = [Check(subject, "readable", False, str(exc))]
+        checks = [Check(subject, "readable", False, damaged(path, str(exc)))]
     finally:
         conn.close()
     return checks
 
 
-def fix(settings: Settings, failed: list[Check]) -> None:
-    """Repair what is safe: legacy and schema migrations, and rebuilding a derived index."""
+def fix(settings: Settings, failed: list[Check]) -> list[str]:
+    """Repair what is safe: legacy and schema migrations, and rebuilding derived data;
+    returns what could not be repaired."""
+    problems: list[str] = []
+    if any(item.check == "derived data" for item in failed):
+        # Rebuilds every agent's search index as well: the per-agent repairs are done.
+        problems.extend(rebuild_derived(settings, selected_agents(settings, None))[1])
+        failed = [item for item in failed if not item.check.startswith("search index")]
     for item in failed:
         if item.check == "legacy migration":
             open_agent(item.subject, settings=settings).close()
@@ -108,6 +128,7 @@ def fix(settings: Settings, failed: list[Check]) -> None:
         elif item.check.startswith("search index"):
             with open_agent(item.subject, settings=settings) as mem:
                 mem.rebuild_search_index()
+    return problems
 
 
 @click.command()
@@ -136,14 +157,15 @@ def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -
 
     checks = run_all()
     fixed: list[Check] = []
+    unfixed: list[str] = []
     if repair:
         fixed = [c for c in checks if not c.ok and c.fixable]
         if fixed:
-            fix(settings, fixed)
+            unfixed = fix(settings, fixed)
             checks = run_all()
     failed = [c for c in checks if not c.ok]
     if as_json:
-        emit_json({"ok": not failed, "checks": checks, "fixed": fixed})
+        emit_json({"ok": not failed, "checks": checks, "fixed": fixed, "not_fixed": unfixed})
     else:
         console().print(
             table(
@@ -154,6 +176,8 @@ def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -
         )
         for item in fixed:
             click.echo(f"fixed: {item.subject}: {item.check}")
+        for problem in unfixed:
+            click.echo(f"could not fix: {problem}")
         hint = " (some can be repaired with --fix)" if any(c.fixable for c in failed) else ""
         click.echo(f"{len(failed)} problem(s){hint}." if failed else "All checks passed.")
     if failed:

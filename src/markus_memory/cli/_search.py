@@ -11,6 +11,7 @@ from .._fs import signature
 from ..config import Settings
 from ..memory import open_agent
 from ..search.memory_search import Corpus
+from ..storage.sqlite_conn import open_sqlite
 from ._common import (
     Check,
     agent_option,
@@ -18,13 +19,13 @@ from ._common import (
     emit_json,
     json_option,
     memory_of,
-    progress,
     settings_of,
     short,
     table,
     when,
 )
 from ._inspect import agent_ids
+from ._maintain import rebuild_derived
 
 
 @click.command()
@@ -68,24 +69,24 @@ def search(
 @json_option
 @click.pass_context
 def reindex(ctx: click.Context, agent: str | None, as_json: bool) -> None:
-    """Rebuild the derived search indexes from the markdown files (never loses data)."""
+    """Rebuild everything derived from the memory files (never loses data): the knowledge
+    search indexes, the conversation transcripts and their recall index, the activity search.
+
+    Exit code 1, with what could not be rebuilt, when a part fails.
+    """
     settings = settings_of(ctx)
     agents = agent_ids(settings) if agent is None else [agent]
     if agent is not None and not settings.agent_dir(agent).is_dir():
         raise click.ClickException(f"no agent {agent!r} under {settings.home}")
-    rows = []
-    with progress(not as_json) as bar:
-        task = bar.add_task("reindexing", total=len(agents))
-        for name in agents:
-            with open_agent(name, settings=settings) as mem:
-                mem.rebuild_search_index()
-                count = len(mem.knowledge.observations()) + len(mem.knowledge.sections())
-            rows.append({"agent": name, "documents": count})
-            bar.advance(task)
+    rows, problems = rebuild_derived(settings, agents)
+    for problem in problems:
+        click.echo(f"could not rebuild: {problem}", err=True)
     if as_json:
         emit_json(rows)
-        return
-    click.echo(f"Reindexed {len(rows)} agent(s).")
+    elif not problems:
+        click.echo(f"Reindexed {len(rows)} agent(s).")
+    if problems:
+        ctx.exit(1)
 
 
 def knowledge_version(path: Path) -> str | None:
@@ -107,7 +108,10 @@ def index_checks(settings: Settings, agent: str) -> list[Check]:
         seen = mem.documents.version(mem.knowledge.store_name)  # files or PostgreSQL
         version = None if seen is None else seen.token
     wanted = {d.id: d.digest for d in Corpus(doc.observations, doc.sections).docs}
-    conn = sqlite3.connect(settings.database_path)
+    try:
+        conn = open_sqlite(settings.database_path)[0]  # read-only without write access
+    except sqlite3.Error as exc:
+        return [Check(agent, "search index", False, str(exc), fixable=True)]
     try:
         if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_state'").fetchone():
             return [Check(agent, "search index", True, "not built yet (first search builds it)")]

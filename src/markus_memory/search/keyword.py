@@ -21,12 +21,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import compress
-from typing import Protocol
+from typing import Literal, Protocol
 
 CURATED_PREFIX = "curated_"
 CURATED_TYPE = "fact"
-SOURCE_CURATED = "curated"
-SOURCE_OBSERVATION = "observation"
+Source = Literal["observation", "curated"]
+"""Where a hit comes from: an observation, or a curated section of knowledge.md."""
+SOURCE_CURATED: Source = "curated"
+SOURCE_OBSERVATION: Source = "observation"
 DEFAULT_CURATED_BOOST = 0.25
 DEFAULT_PREVIEW_CHARS = 2500
 PREVIEW_ELLIPSIS = "\n\u2026"
@@ -84,7 +86,7 @@ class KeywordHit:
     content: str
     timestamp: datetime | None
     tags: tuple[str, ...]
-    source: str
+    source: Source
     score: float
     section: str | None = None
 

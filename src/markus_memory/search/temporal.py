@@ -4,8 +4,7 @@ A question naming a time ("on 3 May 2023", "in June 2022") rarely shares words w
 that answers it ("Dyed my hair last week!"). The times a turn mentions are resolved against
 when it was said ("last night" said on 4 May is 3 May; "in May" said in June 2023 is May
 2023), so both the session date and the times people mention count. Works on a candidate set
-(keys to scores, turn text and timestamp fetched by key); :func:`search_window` says which
-turns to add as candidates first.
+(keys to scores, turn text and timestamp fetched by key).
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import calendar
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date, datetime, timedelta
 from functools import lru_cache
 from typing import TypeVar
 
@@ -151,24 +150,6 @@ def _mentioned(text: str, said: datetime | None) -> tuple[Interval, ...]:
     return tuple(mentioned_times(text, said))
 
 
-# Turns that look back ("last month") are said up to this long after the time they name.
-LOOK_BACK = timedelta(days=45)
-
-
-def search_window(query: str) -> tuple[datetime, datetime] | None:
-    """The span of timestamps whose turns may speak of the times the query names: from the
-    earliest named day to ``LOOK_BACK`` after the latest (UTC), or None if it names none."""
-    wanted = named_times(query)
-    if not wanted:
-        return None
-    start = min(w.start for w in wanted)
-    end = max(w.end for w in wanted) + LOOK_BACK
-    return (
-        datetime.combine(start, time.min, tzinfo=timezone.utc),
-        datetime.combine(end, time.max, tzinfo=timezone.utc),
-    )
-
-
 def temporal_boost(
     query: str,
     scores: Mapping[K, float],
@@ -179,8 +160,8 @@ def temporal_boost(
     """Scores with the time signal applied; ``said(key)`` gives a turn's text and timestamp.
 
     A query that names a time adds ``date_boost`` times the best score to the turns that
-    mention that time, and half that to turns merely said on it (candidates from
-    :func:`search_window` may enter with score 0). ``date_boost`` 0 switches it off.
+    mention that time, and half that to turns merely said on it. ``date_boost`` 0 switches
+    it off.
     """
     out = dict(scores)
     wanted = named_times(query) if date_boost > 0 else []
