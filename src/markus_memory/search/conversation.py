@@ -29,7 +29,7 @@ from .stages import (
     session_boost,
     smooth,
 )
-from .temporal import temporal_boost
+from .temporal import named_times, temporal_boost
 
 __all__ = ["ConversationIndex", "RankedTurn", "RankingOptions", "RecallStore", "Turn"]
 
@@ -196,7 +196,7 @@ class ConversationIndex:
 
     def _dated(self, query: str, scores: Scores) -> Scores:
         """The time stage (``search.temporal``) over the candidates' text and time."""
-        if self.options.date_boost <= 0 or not scores:
+        if self.options.date_boost <= 0 or not scores or not named_times(query):
             return scores
         said = self.store.recall_turns(self.agent_id, list(scores))
 
