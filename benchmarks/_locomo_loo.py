@@ -49,8 +49,8 @@ class _Memo:
         return [self._seen[text] for text in texts]
 
 
-def build(conv: LocomoConversation, embedder: object | None) -> ConversationIndex:
-    store = SqliteStore(Path(tempfile.mkdtemp()) / "data.db")
+def build(conv: LocomoConversation, embedder: object | None, home: Path) -> ConversationIndex:
+    store = SqliteStore(home / f"{conv.sample_id}.db")
     index = ConversationIndex(store, conv.sample_id, embedder=embedder)  # type: ignore[arg-type]
     index.add(
         Turn(
@@ -103,7 +103,8 @@ def _cost(
 def run(conversations: Sequence[LocomoConversation], embedder: object | None) -> str:
     """The LOO table of every knob, for the defaults with (or without) ``embedder``."""
     memo = _Memo(embedder) if embedder is not None else None
-    indexes = [(conv, build(conv, memo)) for conv in conversations]
+    home = tempfile.TemporaryDirectory()
+    indexes = [(conv, build(conv, memo, Path(home.name))) for conv in conversations]
     base = default_options(memo)  # type: ignore[arg-type]
     knobs = dict(KNOBS)
     if memo is not None:
@@ -118,4 +119,5 @@ def run(conversations: Sequence[LocomoConversation], embedder: object | None) ->
         blocks.append(format_folds(knob, leave_one_out(ids, values, values[0], sweep)))
     for _, index in indexes:
         index.store.close()
+    home.cleanup()
     return "\n".join(blocks)

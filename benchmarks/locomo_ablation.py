@@ -49,8 +49,8 @@ VECTOR_STAGES: list[tuple[str, dict[str, object]]] = [
 ]
 
 
-def build(conv: LocomoConversation, embedder: object | None) -> ConversationIndex:
-    store = SqliteStore(Path(tempfile.mkdtemp()) / "data.db")
+def build(conv: LocomoConversation, embedder: object | None, home: Path) -> ConversationIndex:
+    store = SqliteStore(home / f"{conv.sample_id}.db")
     index = ConversationIndex(store, conv.sample_id, embedder=embedder)  # type: ignore[arg-type]
     index.add(
         Turn(
@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
 
         embedder = MiniLMEmbedder()
         stages += VECTOR_STAGES
-    indexes = [(conv, build(conv, embedder)) for conv in load(args.path)]
+    home = tempfile.TemporaryDirectory()
+    indexes = [(conv, build(conv, embedder, Path(home.name))) for conv in load(args.path)]
     options = OFF
     print(f"{'stage':<30}{'any@10':>8}{'all@10':>8}{'ndcg10':>8}{'p50 ms':>8}")
     for name, change in stages:
@@ -103,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:<30}{summary['recall_any@10']:>8.3f}{summary['recall_all@10']:>8.3f}"
             f"{summary['ndcg@10']:>8.3f}{summary['latency_median_ms']:>8.2f}"
         )
+    for _, index in indexes:
+        index.store.close()
+    home.cleanup()
     return 0
 
 
