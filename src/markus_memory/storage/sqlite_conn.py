@@ -24,6 +24,7 @@ from ..config import iso_ms, parse_iso
 from ..errors import InvalidInputError, StorageError
 from ._records import EPOCH as EPOCH
 from ._records import RowDecoder
+from ._sql import DialectSql
 from .migrations import Migrations, SqliteMigrationTarget
 from .sqlite_schema import SLOT_SHIFT
 from .sqlite_schema import migrations as markus_migrations
@@ -136,32 +137,14 @@ def bounded_rank(
     return [(int(r[0]), -float(r[1])) for r in rows], None
 
 
-class SqliteSql:
-    """A connection as the shared SQL modules use it (``?`` placeholders, as SQLite)."""
+class SqliteSql(DialectSql):
+    """A connection as the shared SQL modules use it (:class:`~._sql.DialectSql`)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+    @property
+    def dialect(self) -> Dialect:
+        from .dialect import SQLITE
 
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return [tuple(r) for r in self.conn.execute(sql, tuple(params)).fetchall()]
-
-    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return int(self.conn.execute(sql, tuple(params)).rowcount)
-
-    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        if rows:
-            self.conn.executemany(sql, rows)
-
-    def insert(
-        self,
-        table: str,
-        columns: Sequence[tuple[str, str]],
-        rows: Sequence[Sequence[Any]],
-        conflict: str = "",
-    ) -> None:
-        names = ", ".join(name for name, _ in columns)
-        marks = ", ".join("?" * len(columns))
-        self.many(f"INSERT INTO {table} ({names}) VALUES ({marks}) {conflict}", rows)
+        return SQLITE
 
 
 DAMAGED = (
