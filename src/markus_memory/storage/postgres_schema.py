@@ -305,3 +305,13 @@ def tsquery_sql(terms: Sequence[str], *, any_term: bool = False) -> tuple[str, l
     part = f"phraseto_tsquery('{FTS_CONFIG}', %s)"
     joined = (" || " if any_term else " && ").join([part] * len(terms))
     return f"({joined})", [clean_text(cjk_phrase(t)) for t in terms]
+
+
+@migrations()
+def m009_recall_neighbour_keys(conn: psycopg.Connection[Any]) -> None:
+    # As SQLite m009: the keys of the turns around each recall candidate, read off the index
+    # (an index-only scan once the table is vacuumed).
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS idx_transcript_keys ON transcript_messages"
+        "(agent_id, session_id, seq) INCLUDE (id, role, speaker) WHERE trim(content) <> ''"
+    )
