@@ -1,4 +1,4 @@
-"""The recall queries use the indexes made for them, on both backends (plans, not timings)."""
+"""The search queries use the indexes made for them (plans, not timings)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from markus_memory.storage.base import EpisodicStore, TranscriptMessage
 from markus_memory.storage.recall_index import Filters, turns_around
 
 from .conftest import StoreFactory
+from .test_conformance import act
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
@@ -53,3 +54,30 @@ def test_neighbour_keys_come_from_the_partial_keys_index(store_factory: StoreFac
     assert "idx_transcript_keys" in explain.plans[0]
     if postgres:
         assert "Index Only Scan" in explain.plans[0]
+
+
+def test_postgres_activity_probe_can_use_the_agent_and_document_index(pg_url: str) -> None:
+    import psycopg
+
+    from markus_memory.storage.postgres import PostgresStore
+
+    store = PostgresStore(pg_url)
+    try:
+        store.insert_activity(act(1, label="Build feature X"))
+        store.insert_activity(act(1, "a2", label="Build feature Y"))
+        assert [h.activity.id for h in store.search_activities("a1", "feature")] == ["act-a1-1"]
+    finally:
+        store.close()
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("SET enable_seqscan = off")
+        # Without the one-key indexes (a tiny table would take either), is the pair usable?
+        conn.execute("DROP INDEX idx_activity_search_agent, idx_activity_search_doc")
+        plan = "\n".join(
+            str(r[0])
+            for r in conn.execute(
+                "EXPLAIN SELECT activity_id FROM activity_search WHERE agent_id = 'a1' AND "
+                "document @@ phraseto_tsquery('markus_fts', 'feature') "
+                "ORDER BY started_at DESC, activity_id DESC LIMIT 10"
+            )
+        )
+    assert "idx_activity_search_agent_doc" in plan and "Seq Scan" not in plan

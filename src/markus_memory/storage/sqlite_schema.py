@@ -303,3 +303,11 @@ def m009_recall_neighbour_keys(conn: sqlite3.Connection) -> None:
         "CREATE INDEX IF NOT EXISTS idx_transcript_keys ON transcript_messages"
         "(agent_id, session_id, seq, role, speaker) WHERE trim(content) <> ''"
     )
+
+
+@migrations()
+def m010_activity_search_agent_terms(conn: sqlite3.Connection) -> None:
+    # PostgreSQL m010 adds a combined (agent, document) GIN index. Nothing to change here: the
+    # FTS5 activity index already ranks one agent's matches (slotted rowids, m004); the
+    # migration is recorded so that both backends keep the same migration set.
+    del conn
