@@ -1,8 +1,8 @@
 """What every command shares: the root group, --home/--agent/--json, output, exit codes.
 
-Exit codes: 0 done; 1 the operation failed (a missing agent, a corrupt file, a failed check);
-2 the command line was wrong (click's usage errors and refused arguments). A user error never
-shows a traceback.
+Exit codes: 0 done; 1 the operation failed or was refused (a missing agent, a corrupt file, a
+refused write, a failed check); 2 the command line was wrong (click's usage errors and malformed
+arguments). No failure shows a traceback (``_errors``).
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..config import Settings, iso_ms
-from ..errors import InvalidInputError, MarkusMemoryError, NotFoundError
+from ..errors import NotFoundError
 from ..memory import AgentMemory, open_agent
+from ._errors import debugging, translate
 
 AGENT_ENV = "MARKUS_AGENT"
 DEFAULT_AGENT = "default"
@@ -34,24 +35,19 @@ PIPE_WIDTH = 200
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class InputError(click.ClickException):
-    """A refused argument: printed as ``Error: …``, exit code 2 like click's usage errors."""
-
-    exit_code = 2
-
-
 class MemoryGroup(click.Group):
-    """A click group that turns the package's errors into messages and exit codes 1 or 2."""
+    """A click group that turns every failure into one line and exit code 1 or 2."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except InvalidInputError as exc:
-            raise InputError(str(exc)) from None
-        except MarkusMemoryError as exc:
-            raise click.ClickException(str(exc)) from None
-        except OSError as exc:
-            raise click.ClickException(f"{exc.strerror or exc}: {exc.filename or ''}") from None
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:
+            if debugging():
+                raise
+            options = ctx.ensure_object(Options)
+            raise translate(exc, options.agent, options.urls) from None
 
 
 @dataclasses.dataclass
@@ -59,9 +55,19 @@ class Options:
     """The root group's options, shared with every command through the click context."""
 
     home: Path | None = None
+    agent: str | None = None
+    """The agent the command works on, named in repair hints."""
+    urls: list[str] = dataclasses.field(default_factory=list)
+    """Database URLs the command uses, diagnosed when the database fails."""
 
     def settings(self) -> Settings:
-        return Settings.from_env(home=self.home)
+        settings = Settings.from_env(home=self.home)
+        self.uses(settings.database_url)
+        return settings
+
+    def uses(self, url: str | None) -> None:
+        if url and url not in self.urls:
+            self.urls.append(url)
 
 
 def settings_of(ctx: click.Context) -> Settings:
@@ -100,6 +106,7 @@ def json_option(func: F) -> F:
 def memory_of(ctx: click.Context, agent: str, *, create: bool = True) -> Iterator[AgentMemory]:
     """Open ``agent``; a reading command (``create=False``) refuses an agent that does not exist."""
     settings = settings_of(ctx)
+    ctx.ensure_object(Options).agent = agent
     if not create and not settings.agent_dir(agent).is_dir():
         raise NotFoundError(
             f"no agent {agent!r} under {settings.home}; create it with: "

@@ -37,7 +37,7 @@ from .._docs import DocumentStore, is_document_name
 from .._fs import AgentLock, atomic_write_bytes, validate_id
 from .._fs_docs import FileDocuments
 from ..config import AgentPaths, Settings
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NotFoundError, RefusedError
 from ..memory import open_store
 from ..storage.base import EpisodicStore
 from ._rows import AgentRows, read_rows, write_rows
@@ -176,7 +176,7 @@ def _rows_to_copy(source: _Side, target: _Side, agent_id: str) -> AgentRows | No
     if present.empty:
         return None if rows.empty else rows
     if present != rows:
-        raise InvalidInputError(
+        raise RefusedError(
             f"agent {agent_id!r} already has other episodic rows (activities, mailbox, chat) "
             "at the destination; rows are never merged or overwritten"
         )
@@ -197,9 +197,9 @@ def _copy_agent(
             files = [] if same_dir else list(_plain_files(src_root))  # already in place
             existing = [] if same_dir else list(_plain_files(dst_root))
             if (present or existing) and not replace:
-                raise InvalidInputError(
+                raise RefusedError(
                     f"agent {agent_id!r} already has memory at the destination; "
-                    "pass replace=True to overwrite it with an exact copy"
+                    "pass replace=True (--replace) to overwrite it with an exact copy"
                 )
             for name, text in texts.items():
                 version = src_docs.version(name)
@@ -237,13 +237,22 @@ def export_agent(
 
     Either side may keep its documents on files or in PostgreSQL (``Settings.documents`` /
     ``database_url``). Both sides' document locks are held while an agent is copied. Raises
-    :class:`InvalidInputError` when both sides are the same place, or when the destination
-    already holds the agent and ``replace`` is False (nothing is written then).
+    :class:`NotFoundError` when ``agent_id`` does not exist in the source,
+    :class:`InvalidInputError` when both sides are the same place, and :class:`RefusedError`
+    when the destination already holds the agent and ``replace`` is False (nothing is written
+    in any of these cases).
     """
     if _same_place(src_settings, dst_settings):
         raise InvalidInputError("source and destination are the same memory")
     with _sides(src_settings, dst_settings) as (source, target):
-        ids = [validate_id("agent id", agent_id)] if agent_id is not None else source.agent_ids()
+        present = source.agent_ids()
+        wanted = None if agent_id is None else validate_id("agent id", agent_id)
+        if wanted is not None and wanted not in present:
+            raise NotFoundError(
+                f"no such agent in the source: {wanted!r} (agents there: "
+                f"{', '.join(present) or 'none'}); nothing was changed"
+            )
+        ids = present if wanted is None else [wanted]
         totals = [0, 0, 0, 0]
         for one in ids:
             for index, value in enumerate(_copy_agent(source, target, one, replace)):
