@@ -10,7 +10,7 @@ import click
 from .._fs import signature
 from ..config import Settings
 from ..memory import open_agent
-from ..search.memory_search import Corpus
+from ..search.memory_search import METHOD_RECENT, Corpus
 from ._common import (
     Check,
     agent_option,
@@ -39,11 +39,24 @@ from ._inspect import agent_ids
 def search(
     ctx: click.Context, query: str | None, agent: str, limit: int, kind: str | None, as_json: bool
 ) -> None:
-    """Search observations and curated knowledge (memory_search); no QUERY lists the newest."""
+    """Search observations and curated knowledge (memory_search); no QUERY lists the newest
+    observations, newest first."""
     with memory_of(ctx, agent, create=False) as mem:
         result = mem.search(query, limit=limit, type=kind)
     if as_json:
         emit_json(result)
+        return
+    if result.method == METHOD_RECENT:  # no query: a listing, newest first, nothing to score
+        console().print(
+            table(
+                f"{len(result.hits)} newest observation(s)",
+                ["when", "type", "id", "content"],
+                [
+                    (when(h.timestamp), h.type, h.id, short(h.content, 80))
+                    for h in reversed(result.hits)
+                ],
+            )
+        )
         return
     console().print(
         table(
