@@ -21,6 +21,11 @@ def chat_model(kind: str | None, model: str | None, base_url: str | None) -> Cha
     if not model:
         raise click.UsageError(f"--llm {kind} needs --model NAME")
     key = os.environ.get(KEY_ENVS[kind]) or None
+    if key is None and base_url is None:  # the hosted API would refuse; say so before calling
+        raise click.UsageError(
+            f"--llm {kind} needs an API key: set {KEY_ENVS[kind]} (or pass --base-url for a "
+            "local endpoint that needs none)"
+        )
     if kind == "openai":
         if base_url is None:
             return OpenAIChatModel(model, api_key=key)
@@ -72,6 +77,10 @@ def dream_run(
             f"{len(report.merged)}, promoted {len(report.promoted)}"
             + (f"; run {report.run_id}" if report.run_id and not dry_run else "")
         )
+        for refusal in report.rejections:
+            which = "" if refusal.index is None else f" #{refusal.index + 1}"
+            ids = f" ({', '.join(refusal.ids)})" if refusal.ids else ""
+            click.echo(f"refused {refusal.part}{which}{ids}: {refusal.reason}")
         if report.error:
             click.echo(f"error: {report.error}", err=True)
         if dry_run and report.diff:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -58,6 +59,13 @@ def serve(
             click.echo(f"MCP over HTTP: http://{host}:{port}{mcp_server.HTTP_PATH}", err=True)
             mcp_server.serve_http(mem, host=host, port=port, token=token, legacy_tools=legacy_tools)
         else:
+            if sys.stdin.isatty():  # run by hand: say why nothing happens
+                click.echo(
+                    f"markus-memory: serving agent {mem.agent_id!r} to an MCP client on stdin/"
+                    "stdout; waiting for one (Ctrl-D or Ctrl-C stops; register this command "
+                    "in an MCP client instead of running it in a terminal)",
+                    err=True,
+                )
             mcp_server.serve_stdio(mem, legacy_tools=legacy_tools)
 
 
