@@ -45,7 +45,7 @@ def test_item23_serve_on_a_terminal_says_it_waits_for_an_mcp_client(tmp_path: Pa
     assert "MCP client" in text and "stdin" in text and text.endswith("\n")
 
 
-def test_item23_serve_on_a_pipe_prints_nothing_until_it_ends(tmp_path: Path) -> None:
+def test_serve_on_a_pipe_prints_no_terminal_hint(tmp_path: Path) -> None:
     env = {**os.environ, "MARKUS_HOME": str(tmp_path)}
     done = subprocess.run(
         [sys.executable, "-c", SERVE, "serve", "--agent", "tty"],

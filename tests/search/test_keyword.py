@@ -119,7 +119,7 @@ def test_item20_keyword_matches_whole_words() -> None:
     assert Haystacks(["answers", "we"]).scores(["we"], "we") == {1: 2}
 
 
-def test_item20_cjk_tokens_still_match_inside_runs() -> None:
+def test_cjk_tokens_still_match_inside_runs_after_item20() -> None:
     assert score_haystack("我们明天部署", ["部署"], "部署") == 2
 
 

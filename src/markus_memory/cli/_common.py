@@ -83,6 +83,11 @@ class Check:
     ok: bool
     detail: str = ""
     fixable: bool = False
+    repair: str = ""
+    """What ``doctor --fix`` will change for this finding, in words (empty: the default
+    repair of its kind, or none)."""
+    target: Path | None = None
+    """The file the repair rewrites, for a file-level repair."""
 
 
 def agent_option(func: F) -> F:

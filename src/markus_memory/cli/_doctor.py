@@ -9,22 +9,35 @@ from pathlib import Path
 
 import click
 
-from .._fs import read_text
+from .._fs import AgentLock, read_text
 from ..config import AgentPaths, Settings
-from ..errors import MarkusMemoryError
+from ..errors import CorruptFileError, MarkusMemoryError
 from ..memory import open_agent
 from ..search import index as search_index
 from ..storage.migrations import Migrations, SqliteMigrationTarget
 from ..storage.sqlite import SqliteStore
 from ..storage.sqlite_schema import migrations as markus_migrations
-from ._common import Check, console, emit_json, json_option, progress, settings_of, table
+from ._common import Check, console, emit_json, json_option, plain, progress, settings_of, table
 from ._maintain import pending_migration, selected_agents
+from ._repair import (
+    repair_session,
+    repair_utf8_file,
+    session_problems,
+    session_repair,
+    utf8_repair,
+)
 from ._search import index_checks
 
 
 def _run(subject: str, check: str, probe: Callable[[], object]) -> Check:
     try:
         probe()
+    except CorruptFileError as exc:
+        if isinstance(exc.__cause__, UnicodeDecodeError) and exc.path.is_file():
+            return Check(
+                subject, check, False, str(exc), True, utf8_repair(exc.path), target=exc.path
+            )
+        return Check(subject, check, False, str(exc))
     except (MarkusMemoryError, OSError, ValueError) as exc:
         return Check(subject, check, False, str(exc))
     return Check(subject, check, True)
@@ -41,16 +54,24 @@ def agent_checks(settings: Settings, name: str) -> list[Check]:
         checks.append(_run(name, "NOTEBOOK.md parses", mem.notebook.read))
         checks.append(_run(name, "state.md parses", mem.state.entries))
         checks.append(_run(name, "role files load", mem.roles.role))
-        infos = mem.sessions.list()
-        bad = []
-        for info in infos:
-            result = _run(name, "session", partial(mem.sessions.get, info.id))
-            if not result.ok:
-                bad.append(f"{info.path.name}: {result.detail}")
-        checks.append(Check(name, f"{len(infos)} session file(s) parse", not bad, "; ".join(bad)))
+        count, problems = session_problems(paths.sessions_dir)  # read only: nothing moves
+        if not problems:
+            checks.append(Check(name, f"{count} session file(s) parse", True))
+        for problem in problems:
+            checks.append(
+                Check(
+                    name,
+                    f"session {problem.session_id}",
+                    False,
+                    f"sessions/{problem.file}: {problem.why}",
+                    True,
+                    session_repair(problem),
+                )
+            )
         logs = sorted(paths.daily_logs_dir.glob("*.md")) if paths.daily_logs_dir.is_dir() else []
-        bad = [p.name for p in logs if not _run(name, "log", partial(read_text, p)).ok]
-        checks.append(Check(name, f"{len(logs)} daily log(s) decode", not bad, ", ".join(bad)))
+        bad = [_run(name, f"daily log {p.name} decodes", partial(read_text, p)) for p in logs]
+        failing = [c for c in bad if not c.ok]
+        checks.extend(failing or [Check(name, f"{len(logs)} daily log(s) decode", True)])
     if all(c.ok for c in checks):
         checks.extend(index_checks(settings, name))
     return checks
@@ -97,17 +118,46 @@ def database_checks(path: Path) -> list[Check]:
     return checks
 
 
-def fix(settings: Settings, failed: list[Check]) -> None:
-    """Repair what is safe: legacy and schema migrations, and rebuilding a derived index."""
+def planned(item: Check) -> str:
+    """What ``--fix`` will change for ``item``, in words."""
+    if item.repair:
+        return item.repair
+    if item.check == "legacy migration":
+        return "migrate MEMORY.md / memories.json into knowledge.md and state.md (as `migrate`)"
+    if item.check == "schema current":
+        return "apply the pending database migrations to data.db"
+    if item.check.startswith("search index"):
+        return "rebuild the agent's search index from knowledge.md (derived data only)"
+    return "nothing (no safe repair)"
+
+
+def fix_one(settings: Settings, item: Check) -> str:
+    """Repair one finding; what was done."""
+    if item.target is not None:
+        paths = AgentPaths(settings.agent_dir(item.subject))
+        with AgentLock(paths.lock, settings.lock_timeout_seconds):
+            return repair_utf8_file(item.target)
+    if item.check.startswith("session "):
+        return repair_session(settings, item.subject, item.check.removeprefix("session "))
+    if item.check == "legacy migration":
+        open_agent(item.subject, settings=settings).close()
+    elif item.check == "schema current":
+        SqliteStore(settings.database_path).close()
+        search_index.open_index(settings.database_path).conn.close()
+    elif item.check.startswith("search index"):
+        with open_agent(item.subject, settings=settings) as mem:
+            mem.rebuild_search_index()
+    return "done"
+
+
+def fix(settings: Settings, failed: list[Check], quiet: bool) -> list[tuple[Check, str]]:
+    """Repair what is safe, saying before each repair what it changes (on stderr when
+    ``quiet``: stdout is JSON then); (finding, outcome)."""
+    done: list[tuple[Check, str]] = []
     for item in failed:
-        if item.check == "legacy migration":
-            open_agent(item.subject, settings=settings).close()
-        elif item.check == "schema current":
-            SqliteStore(settings.database_path).close()
-            search_index.open_index(settings.database_path).conn.close()
-        elif item.check.startswith("search index"):
-            with open_agent(item.subject, settings=settings) as mem:
-                mem.rebuild_search_index()
+        click.echo(f"fixing {item.subject}: {item.check}: {planned(item)}", err=quiet)
+        done.append((item, fix_one(settings, item)))
+    return done
 
 
 @click.command()
@@ -118,7 +168,8 @@ def fix(settings: Settings, failed: list[Check]) -> None:
 def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -> None:
     """Check that every memory file parses and the database schema is current.
 
-    Exit code 1 when a check fails (after --fix, when one still fails).
+    A check changes nothing. --fix first says what it will change, then does it, then checks
+    again. Exit code 1 when a check fails (after --fix, when one still fails).
     """
     settings = settings_of(ctx)
     agents = selected_agents(settings, agent)
@@ -135,15 +186,21 @@ def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -
         return found
 
     checks = run_all()
-    fixed: list[Check] = []
+    fixed: list[tuple[Check, str]] = []
     if repair:
-        fixed = [c for c in checks if not c.ok and c.fixable]
-        if fixed:
-            fix(settings, fixed)
+        fixable = [c for c in checks if not c.ok and c.fixable]
+        if fixable:
+            fixed = fix(settings, fixable, as_json)
             checks = run_all()
     failed = [c for c in checks if not c.ok]
     if as_json:
-        emit_json({"ok": not failed, "checks": checks, "fixed": fixed})
+        emit_json(
+            {
+                "ok": not failed,
+                "checks": [{**plain(c), "fix": planned(c) if c.fixable else None} for c in checks],
+                "fixed": [{**plain(c), "fix": planned(c), "result": r} for c, r in fixed],
+            }
+        )
     else:
         console().print(
             table(
@@ -152,10 +209,14 @@ def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -
                 [(c.subject, c.check, "ok" if c.ok else "FAIL", c.detail) for c in checks],
             )
         )
-        for item in fixed:
-            click.echo(f"fixed: {item.subject}: {item.check}")
-        hint = " (some can be repaired with --fix)" if any(c.fixable for c in failed) else ""
-        click.echo(f"{len(failed)} problem(s){hint}." if failed else "All checks passed.")
+        for item, outcome in fixed:
+            click.echo(f"fixed: {item.subject}: {item.check}: {outcome}")
+        pending = [c for c in failed if c.fixable]
+        if pending and not repair:
+            click.echo("doctor --fix would:")
+            for item in pending:
+                click.echo(f"  {item.subject}: {item.check}: {planned(item)}")
+        click.echo(f"{len(failed)} problem(s)." if failed else "All checks passed.")
     if failed:
         ctx.exit(1)
 
