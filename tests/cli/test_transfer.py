@@ -96,3 +96,18 @@ def test_item5_export_misspelled_agent_refused(
     result = invoke("export", "--to-home", str(tmp_path / "copy"), "--agent", "agt_reel", code=1)
     assert "no such agent in the source" in result.output
     assert not (tmp_path / "copy").exists()
+
+
+def test_item6_in_place_export_says_what_happens_to_the_markdown_files(
+    invoke: Invoke, isolated_home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    root = _agent(isolated_home, "agt_in_place")
+    before = _files(root)
+    out = invoke("export", "--to-database-url", postgres_url, "--agent", "agt_in_place").output
+    assert "stay on disk" in out and str(root) in out and "no longer read" in out
+    marker = (root / "MOVED-TO-POSTGRESQL.txt").read_text(encoding="utf-8")
+    assert "NOTEBOOK.md" in marker and "knowledge.md" in marker
+    assert {k: v for k, v in _files(root).items() if k != "MOVED-TO-POSTGRESQL.txt"} == before
+    # importing back to files makes them current again: the marker goes, the bytes stay
+    invoke("import", "--from-database-url", postgres_url, "--agent", "agt_in_place", "--replace")
+    assert _files(root) == before
