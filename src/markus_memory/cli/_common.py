@@ -149,18 +149,27 @@ def console() -> Console:
     return Console(highlight=False, width=PIPE_WIDTH)
 
 
+NONE = "(none)"
+"""The one line of an empty listing, under its heading."""
+
+
 def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Group:
-    """A heading line (never wrapped to the table's width) over a plain table."""
+    """A heading line (never wrapped to the table's width) over a plain table, or over
+    ``(none)`` when there are no rows (every empty listing looks the same)."""
+    heading = Text(f"\n{title}", style="bold")
+    if not rows:
+        return Group(heading, Text(NONE)) if title else Group(Text(NONE))
     view = Table(show_edge=False, pad_edge=False)
     for name in columns:
         view.add_column(name, overflow="fold")
     for row in rows:
         view.add_row(*(str(cell) for cell in row))
-    if not rows:
-        view.caption = "(none)"
-        view.caption_justify = "left"
-    heading = Text(f"\n{title}", style="bold")
     return Group(heading, view) if title else Group(view)
+
+
+def empty_listing(title: str, hint: str = "") -> None:
+    """What every listing prints when it has nothing: its heading, then ``(none)``."""
+    console().print(Group(Text(f"\n{title}", style="bold"), Text(NONE + hint)))
 
 
 def progress(enabled: bool = True) -> Progress:

@@ -156,11 +156,16 @@ def dream_history_command(
 @dream.command("diff")
 @click.argument("run_id")
 @agent_option
+@json_option
 @click.pass_context
-def dream_diff_command(ctx: click.Context, run_id: str, agent: str) -> None:
+def dream_diff_command(ctx: click.Context, run_id: str, agent: str, as_json: bool) -> None:
     """Print what dream RUN_ID changed in knowledge.md and state.md (unified diff)."""
     with memory_of(ctx, agent, create=False) as mem:
-        click.echo(dream_diff(mem, run_id), nl=False)
+        diff = dream_diff(mem, run_id)
+    if as_json:
+        emit_json({"run_id": run_id, "diff": diff})
+    else:
+        click.echo(diff or "(no change)\n", nl=False)
 
 
 COMMANDS: tuple[click.Command, ...] = (dream,)

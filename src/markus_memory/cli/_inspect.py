@@ -15,6 +15,7 @@ from ._common import (
     agent_option,
     console,
     emit_json,
+    empty_listing,
     json_option,
     memory_of,
     plain,
@@ -49,7 +50,9 @@ def agents(ctx: click.Context, as_json: bool) -> None:
         emit_json({"home": str(settings.home), "agents": rows})
         return
     if not rows:
-        click.echo(f"No agents under {settings.home}. Create one: markus-memory init --agent NAME")
+        empty_listing(
+            f"Agents in {settings.home}", " — create one: markus-memory init --agent NAME"
+        )
         return
     console().print(
         table(
@@ -329,7 +332,7 @@ def recall_conversation(
         emit_json(hits)
         return
     if not hits:
-        click.echo("No matching messages.")
+        empty_listing("Conversation hits")
     for hit in hits:
         who = hit.speaker or hit.role
         click.secho(

@@ -20,8 +20,9 @@ Decisions where the original was silent or buggy:
 * Text over the per-entry cap is **cut** (as the original does) and reported with
   ``UpsertResult.truncated=True`` and ``stored_chars``/``limit``, so the tool can tell the model.
   System/cpp entries are capped too (item 16). Inputs over :data:`MAX_INPUT_CHARS` are refused.
-* An ``agent`` write or a ``clear(key)`` on a system/cpp key raises :class:`InvalidInputError`
-  unless ``allow_system=True`` is passed (item 17). ``clear()`` removes agent entries only.
+* An ``agent`` write or a ``clear(key)`` on a system/cpp key raises :class:`RefusedError` (an
+  :class:`InvalidInputError`) unless ``allow_system=True`` is passed (item 17). ``clear()``
+  removes agent entries only.
 * Every write persists before returning (no debounce), under the agent lock, atomically.
 * An entry without ``<!-- updated -->`` is dated by the file's mtime, never "now" (item 19).
 * A hand-written preamble (text before the first entry) is kept; duplicate keys in a hand-written
@@ -40,7 +41,7 @@ from .._fs import AgentLock, validate_key
 from .._fs_docs import FileDocuments
 from .._markdown import escape_body, h2_name, meta_line, render_meta, unescape_body
 from ..config import AgentPaths, Clock, Limits, iso_ms, parse_iso
-from ..errors import CorruptFileError, InvalidInputError
+from ..errors import CorruptFileError, InvalidInputError, RefusedError
 
 Managed = Literal["agent", "system", "cpp"]
 MANAGED_VALUES: tuple[Managed, ...] = ("agent", "system", "cpp")
@@ -303,7 +304,7 @@ class Notebook:
             index = next((i for i, e in enumerate(entries) if e.key == key), None)
             if index is not None and kind == "agent" and entries[index].managed != "agent":
                 if not allow_system:
-                    raise InvalidInputError(
+                    raise RefusedError(
                         f"notebook key {key!r} is managed by the {entries[index].managed}; "
                         "choose another key (agent writes never replace system entries)"
                     )
@@ -341,7 +342,7 @@ class Notebook:
             if key is not None:
                 match = next((e for e in doc.entries if e.key == key), None)
                 if match is not None and match.managed != "agent" and not allow_system:
-                    raise InvalidInputError(
+                    raise RefusedError(
                         f"notebook key {key!r} is managed by the {match.managed}; "
                         "pass allow_system=True to remove it"
                     )
