@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from .._fs import validate_id
 from ..config import Settings, iso_ms
 from ..errors import NotFoundError
 from ..memory import AgentMemory, open_agent
@@ -112,6 +113,7 @@ def memory_of(ctx: click.Context, agent: str, *, create: bool = True) -> Iterato
     """Open ``agent``; a reading command (``create=False``) refuses an agent that does not exist."""
     settings = settings_of(ctx)
     ctx.ensure_object(Options).agent = agent
+    agent = validate_id("agent id", agent)  # a malformed id is a bad argument (exit 2)
     if not create and not settings.agent_dir(agent).is_dir():
         raise NotFoundError(
             f"no agent {agent!r} under {settings.home}; create it with: "
@@ -119,6 +121,14 @@ def memory_of(ctx: click.Context, agent: str, *, create: bool = True) -> Iterato
         )
     with open_agent(agent, settings=settings) as mem:
         yield mem
+
+
+def existing_agent(settings: Settings, agent: str) -> str:
+    """``agent`` if it is a well-formed id with a directory under the home, else an error."""
+    agent = validate_id("agent id", agent)
+    if not settings.agent_dir(agent).is_dir():
+        raise NotFoundError(f"no agent {agent!r} under {settings.home}")
+    return agent
 
 
 def plain(value: Any) -> Any:

@@ -54,6 +54,10 @@ def agent_checks(settings: Settings, name: str) -> list[Check]:
         checks.append(_run(name, "NOTEBOOK.md parses", mem.notebook.read))
         checks.append(_run(name, "state.md parses", mem.state.entries))
         checks.append(_run(name, "role files load", mem.roles.role))
+        for folder in (paths.sessions_dir, paths.daily_logs_dir):
+            if folder.exists() and not folder.is_dir():
+                detail = f"{folder} is a file where a directory belongs: move it away"
+                checks.append(Check(name, f"{folder.name}/ is a directory", False, detail))
         count, problems = session_problems(paths.sessions_dir)  # read only: nothing moves
         if not problems:
             checks.append(Check(name, f"{count} session file(s) parse", True))

@@ -120,6 +120,10 @@ def os_failure(exc: OSError) -> str:
         return f"{reason} writing{name}: free some space and try again (nothing was half-written)"
     if exc.errno == errno.ENOENT:
         return f"no such file or directory:{name}"
+    if exc.errno == errno.ENOTDIR:
+        return f"not a directory:{name} (a file stands where a directory belongs): move it away"
+    if exc.errno == errno.EISDIR:
+        return f"is a directory:{name} (a directory stands where a file belongs): move it away"
     if exc.errno == errno.EADDRINUSE:
         return f"{reason}: pick another --port or stop what listens on it"
     return f"{reason}:{name}".rstrip(":")
@@ -176,8 +180,9 @@ def _refusal(reason: str, place: str, dbname: str, params: Mapping[str, Any]) ->
         name = quoted[0] if quoted else dbname
         return (
             f"PostgreSQL at {place} is running but has no database {name!r}: create it "
-            f"(createdb -h {params.get('host', 'localhost')} -p {params.get('port', 5432)} "
-            f"{name}) or fix the database name in the URL"
+            f"(createdb -h {params.get('host', 'localhost')} -p {params.get('port', 5432)}"
+            f"{' -U ' + str(params['user']) if params.get('user') else ''} {name}) or fix the "
+            "database name in the URL"
         )
     if "authentication failed" in reason or (reason.startswith("role") and quoted):
         return (

@@ -8,7 +8,7 @@ from .._docs import DocumentStore
 from .._fs import AgentLock
 from ..config import AgentPaths, Settings
 from ..memory import open_agent, open_documents
-from ._common import console, emit_json, json_option, progress, settings_of, table
+from ._common import console, emit_json, existing_agent, json_option, progress, settings_of, table
 from ._inspect import agent_ids
 
 
@@ -36,9 +36,7 @@ def pending_migration(settings: Settings, agent_id: str) -> bool:
 def selected_agents(settings: Settings, agent: str | None) -> list[str]:
     if agent is None:
         return agent_ids(settings)
-    if not settings.agent_dir(agent).is_dir():
-        raise click.ClickException(f"no agent {agent!r} under {settings.home}")
-    return [agent]
+    return [existing_agent(settings, agent)]
 
 
 @click.command()

@@ -16,6 +16,7 @@ from ._common import (
     agent_option,
     console,
     emit_json,
+    existing_agent,
     json_option,
     memory_of,
     progress,
@@ -83,9 +84,7 @@ def search(
 def reindex(ctx: click.Context, agent: str | None, as_json: bool) -> None:
     """Rebuild the derived search indexes from the markdown files (never loses data)."""
     settings = settings_of(ctx)
-    agents = agent_ids(settings) if agent is None else [agent]
-    if agent is not None and not settings.agent_dir(agent).is_dir():
-        raise click.ClickException(f"no agent {agent!r} under {settings.home}")
+    agents = agent_ids(settings) if agent is None else [existing_agent(settings, agent)]
     rows = []
     with progress(not as_json) as bar:
         task = bar.add_task("reindexing", total=len(agents))
