@@ -140,7 +140,7 @@ def command_at(path: tuple[str, ...]) -> click.Command:
 DOCS = README + "".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs").glob("*.md"))
 
 
-PRINTS_NO_DATA = {("serve",), ("dream", "diff")}  # a server; a diff is already plain text
+PRINTS_NO_DATA = {("serve",)}  # a server
 
 
 @pytest.mark.parametrize("path", command_paths(cli), ids=" ".join)
