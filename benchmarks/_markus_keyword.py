@@ -1,4 +1,4 @@
-"""The original Markus keyword ranking (REFERENCE §6.1-6.2) over plain texts: the baseline."""
+"""The original Markus keyword ranking (OR scoring, phrase bonus) over plain texts: the baseline."""
 
 from __future__ import annotations
 

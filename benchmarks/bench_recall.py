@@ -8,7 +8,7 @@ closes the agent, reopens it cold and times: the first recall (reads the transcr
 one query and builds the index), then the median and p95
 of ``recall_conversation`` (bm25 re-ranked, no embedder: the default install) over queries
 made of words from random messages. The baseline in the same process is the original Markus
-keyword scan (REFERENCE §6.1-6.2) over the same message texts. Last, the store's transcript is
+keyword scan (tokenize, OR scoring) over the same message texts. Last, the store's transcript is
 dropped (as in a Markus data dir that predates it) and the first recall is timed twice more:
 once importing every session file into the store, then reading the store again.
 """

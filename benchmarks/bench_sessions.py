@@ -2,9 +2,9 @@
 
 Run: ``.venv/bin/python benchmarks/bench_sessions.py``. Prints plain medians (ms) for appends to
 a 10-message and a 2,000-message session, their ratio, and the same for the baseline: the
-original Markus save (``JSON.stringify(session, null, 2)`` written over the file, REFERENCE
-§12.2), run in the same process on the same messages. Automatic compaction is disabled so the
-2,000-message session stays that long.
+original Markus save (``JSON.stringify(session, null, 2)`` written over the file
+on every save), run in the same process on the same messages. Automatic compaction is
+disabled so the 2,000-message session stays that long.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ messages at the session's date with ``metadata = {dia_id, speaker}``) through th
 Every question of categories 1-4 is asked through ``AgentMemory.recall_conversation`` against
 that agent only. A turn counts as found only when its dia_id is among the top-k hits
 themselves (neighbouring turns returned with a hit do not count). The baseline ranks the same
-turns with the original Markus keyword algorithm (REFERENCE §6.1-6.2). ``bm25_reopened``
+turns with the original Markus keyword algorithm (tokenize, OR scoring). ``bm25_reopened``
 closes each agent after ingest and reopens it: its index is backfilled from the episodic store
 (what every new process sees), so it must match ``bm25``.
 """

@@ -1,4 +1,4 @@
-"""The memory flush turn with a scripted model on a real AgentMemory (§8, §14.5 item 35)."""
+"""The memory flush turn with a scripted model on a real AgentMemory (the original's was blind)."""
 
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ def _saves(*contents: str) -> ChatResponse:
     )
 
 
-def test_14_5_item35_flush_sees_the_transcript_and_saves(memory: AgentMemory) -> None:
-    """§14.5 item 35: the original flush ran in an empty session and saw nothing."""
+def test_flush_sees_the_transcript_and_saves(memory: AgentMemory) -> None:
+    """The original flush ran in an empty session and saw nothing."""
     _fill(memory)
     model = ScriptedChatModel(
         [
@@ -120,8 +120,8 @@ def test_model_failure_is_reported_not_raised(memory: AgentMemory) -> None:
     assert not report.ran and "model failed" in report.reason
 
 
-def test_14_5_item35_marked_flushed_only_when_the_flush_ran(memory: AgentMemory) -> None:
-    """§14.5 item 35: the original marked the session flushed even when it skipped."""
+def test_marked_flushed_only_when_the_flush_ran(memory: AgentMemory) -> None:
+    """The original marked the session flushed even when it skipped."""
     tracker = FlushTracker()
     model = ScriptedChatModel(["No important information to save."])
     assert tracker.maybe_flush(memory, model, SESSION) is None  # no usage recorded yet
@@ -134,7 +134,7 @@ def test_14_5_item35_marked_flushed_only_when_the_flush_ran(memory: AgentMemory)
     assert tracker.maybe_flush(memory, model, SESSION) is None  # once per session
 
 
-def test_14_5_item35_tracker_maps_are_bounded() -> None:
+def test_tracker_maps_are_bounded() -> None:
     tracker = FlushTracker(max_sessions=3)
     for i in range(10):
         tracker.record_usage(f"chat_{i}", 90.0)

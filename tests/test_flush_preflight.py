@@ -1,4 +1,4 @@
-"""The flush preflight decision (REFERENCE §8, §13.5) and the message-count preconditions."""
+"""The flush preflight decision (the original's rule) and the message-count preconditions."""
 
 from __future__ import annotations
 

@@ -68,8 +68,8 @@ def test_notebook_block_shows_every_entry_age_tag_and_budgets(memory: AgentMemor
     assert f"{curated}/15000 chars" in block
 
 
-def test_14_2_item18_converse_notebook_is_not_cut_to_800_chars(memory: AgentMemory) -> None:
-    """§14.2 item 18: converse showed only the first 800 chars of the dynamic blob."""
+def test_converse_notebook_is_not_cut_to_800_chars(memory: AgentMemory) -> None:
+    """The original's converse profile showed only the first 800 chars of the dynamic blob."""
     for i in range(4):
         memory.notebook.upsert(f"k{i}", f"entry {i} " + "z" * 500)
     block = render_memory_context(memory, "converse", estimator=EST).volatile
@@ -118,10 +118,13 @@ def test_unknown_profile_is_refused(memory: AgentMemory) -> None:
         render_memory_context(memory, "dream")
 
 
-def test_14_2_item16_auto_recall_refreshes_and_removes_relevant_context(
+def test_auto_recall_refreshes_and_removes_relevant_context(
     memory: AgentMemory,
 ) -> None:
-    """§14.2 item 16 / §14.4 item 31: refreshed every turn, only relevant, removed when stale."""
+    """relevant-context is refreshed every turn, only relevant, removed when stale.
+
+    In the original it added the newest facts regardless of the query and was never cleared.
+    """
     memory.knowledge.save_observation("The staging database password rotates on Mondays")
     memory.knowledge.save_observation("Lunch is at noon", type="fact")
     ctx = render_memory_context(
@@ -138,7 +141,7 @@ def test_14_2_item16_auto_recall_refreshes_and_removes_relevant_context(
     assert memory.notebook.get(RELEVANT_CONTEXT_KEY) is None
 
 
-def test_14_4_item31_auto_recall_skips_what_the_prompt_already_shows(memory: AgentMemory) -> None:
+def test_auto_recall_skips_what_the_prompt_already_shows(memory: AgentMemory) -> None:
     memory.knowledge.update_section("security", "Rotate the vault token monthly")
     memory.knowledge.save_observation("vault token lives in 1password")
     render_memory_context(memory, "execute", query="vault token", estimator=EST)

@@ -1,4 +1,4 @@
-"""The knowledge block algorithm (REFERENCE §9.2, §13.11) and the caps of §14.4 item 32."""
+"""The knowledge block algorithm of the original and its caps measured in tokens."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_A_knowledge_heading_demote_stale_goes_last_under_a_small_cap() -> None:
     assert len(out.text) <= 80
 
 
-def test_14_4_item32_subsections_stay_with_their_parent() -> None:
+def test_subsections_stay_with_their_parent() -> None:
     raw = "## timeout diagnosis\nnotes\n### Step 1\nstale detail\n## Good\nfresh\n"
     out = prepare_knowledge(raw, 1500, 6000, HEURISTIC)
     assert out.text.index("### Good") < out.text.index("### timeout diagnosis")
@@ -84,8 +84,8 @@ def test_A_knowledge_cap_holds_in_tokens_for_every_script(raw: str, max_tokens: 
         assert used > 0.9, "the cut should use most of the room of the cap that binds"
 
 
-def test_14_4_item32_cjk_knowledge_no_longer_overshoots() -> None:
-    """§14.4 item 32: 4 chars/token let CJK text reach ~2.7x its token cap."""
+def test_cjk_knowledge_no_longer_overshoots() -> None:
+    """The original's 4 chars/token let CJK text reach ~2.7x its token cap."""
     out = prepare_knowledge(CJK, 1500, 6000, HEURISTIC)
     assert len(out.text) < 6000 / 2
     assert HEURISTIC.count(out.text) <= 1500

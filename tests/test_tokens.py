@@ -1,4 +1,4 @@
-"""Token estimation: the original heuristic (REFERENCE §9.5, §13.11) and the exact counter."""
+"""Token estimation: the original heuristic (the original's cases) and the exact counter."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Safe files: identifier validation, atomic writes, exact reads and the per-agent lock.
 
-Every markdown write follows one protocol (ARCHITECTURE principle 2): take :class:`AgentLock`,
+Every markdown write follows one protocol (see docs/ARCHITECTURE.md): take :class:`AgentLock`,
 re-read the file with :func:`read_text`, change the parsed model, render, and
 :func:`atomic_write_text` (temp file in the same directory, fsync, ``os.replace``, fsync of the
 directory). A crash at any instant leaves either the old or the new file, never a torn one; the

@@ -8,8 +8,8 @@ or a backslash with one backslash, and :func:`unescape_body` removes exactly tha
 ``\\## x`` is also how CommonMark spells a literal ``## x``, so escaped files still read well.
 
 Curated knowledge sections are different by contract: their bodies are *sanitised*
-(``## `` → ``### ``, REFERENCE §4.1) rather than escaped, because their subsections are
-meant to be shown to the model as headings.
+(``## `` → ``### ``, as the original's curated write does) rather than escaped, because their
+subsections are meant to be shown to the model as headings.
 """
 
 from __future__ import annotations

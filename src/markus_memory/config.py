@@ -1,6 +1,6 @@
 """Limits, settings, paths and the clock: every tunable number of the memory lives here.
 
-The defaults are the constants of the original Markus system (REFERENCE §1); each one can be
+The defaults are the constants of the original Markus system; each one can be
 overridden per agent by passing a modified :class:`Limits` (``dataclasses.replace``) in
 :class:`Settings`.
 """
@@ -20,7 +20,7 @@ HOME_ENV = "MARKUS_HOME"
 DATABASE_URL_ENV = "MARKUS_DATABASE_URL"
 DOCUMENTS_ENV = "MARKUS_DOCUMENTS"
 DEFAULT_HOME = "~/.markus"
-# The observation types of knowledge.md (REFERENCE §2.2); any other type is stored as "note".
+# The observation types of knowledge.md (as in the original); any other type is stored as "note".
 OBSERVATION_TYPES = ("conversation", "fact", "task_result", "note", "insight")
 
 Clock = Callable[[], datetime]
@@ -68,7 +68,7 @@ def parse_iso(text: str) -> datetime | None:
 
 @dataclass(frozen=True)
 class Limits:
-    """Every memory-related constant of the original (REFERENCE §1), overridable per agent."""
+    """Every memory-related constant of the original Markus system, overridable per agent."""
 
     # knowledge.md (semantic)
     section_max_chars: int = 3000
@@ -199,7 +199,7 @@ class Settings:
 
 @dataclass(frozen=True)
 class AgentPaths:
-    """The Markus on-disk layout of one agent (REFERENCE §2.1)."""
+    """The Markus on-disk layout of one agent, as the original Markus system writes it."""
 
     root: Path
 

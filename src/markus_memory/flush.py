@@ -1,8 +1,8 @@
 """Memory flush: decide when a session is about to be compacted, and let the model save first.
 
 The original ran the flush blind (an empty ``sys_`` session that could not see the
-conversation, REFERENCE §14.5 item 35). Here the flush turn gets a read-only copy of the
-session's recent transcript, the flush prompt of §8, and only ``memory_save`` and
+conversation, and measured usage after compression). Here the flush turn gets a read-only copy
+of the session's recent transcript, the original's flush prompt, and only ``memory_save`` and
 ``update_notebook``; its tool calls go through :func:`markus_memory.tools.dispatch`, and the
 turn is recorded as a ``sys_`` session, which itself is never flushed.
 """
@@ -54,7 +54,7 @@ def should_memory_flush_preflight(
     already_flushed: bool,
     threshold: float = 75.0,
 ) -> bool:
-    """Whether to flush before packing this turn (REFERENCE §8; ``threshold`` inclusive)."""
+    """Whether to flush before packing this turn (the original's rule; ``threshold`` inclusive)."""
     if not session_id:
         return False
     if session_id.startswith(SYS_PREFIX):

@@ -103,7 +103,7 @@ class AgentMemory:
         return self.paths.root
 
     def _migrate_legacy(self) -> None:
-        """Migrate MEMORY.md / memories.json once (REFERENCE §3); spans knowledge and state.
+        """Migrate MEMORY.md / memories.json once, as the original does; spans knowledge and state.
 
         Order: state.md (merged), knowledge.md (only if absent), memories.json observations
         (merged), and only then delete memories.json. A failure raises :class:`MigrationError`

@@ -3,7 +3,7 @@
 :func:`render_memory_context` returns the text plus its stable part (``## Your Knowledge`` or,
 for reflex, ``## Current State (short)``; cache-friendly, changes only when knowledge does)
 and its volatile part (``## Notebook``, last). Given the current user message it first
-refreshes the system-managed ``relevant-context`` notebook entry (automatic recall, §6.5).
+refreshes the system-managed ``relevant-context`` notebook entry (automatic recall).
 """
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ def _is_stale(part: str) -> bool:
 def prepare_knowledge(
     raw: str, max_tokens: int, max_chars: int, estimator: TokenEstimator
 ) -> PreparedKnowledge:
-    """REFERENCE §9.2 step 4, measured in tokens as well as chars.
+    """The original's knowledge preparation (split at headings, stale parts last, fill to the
+    cap), measured in tokens as well as chars.
 
     Parts start at each ``#``/``##`` heading (deeper headings stay with their parent, so a
     subsection never moves away from it); ``#``/``##`` become ``###``; stale parts go last;
@@ -195,9 +196,9 @@ def relevant_lines(
 ) -> list[str]:
     """``- [date] content`` lines for the observations and curated hits relevant to ``query``.
 
-    Only search hits count (never "the newest facts" regardless of the query, REFERENCE
-    §14.4 item 31); hits whose text the prompt already shows (``shown``, the other notebook
-    entries) are skipped; at most ``max_hits`` lines and ``max_chars`` chars.
+    Only search hits count (never "the newest facts" regardless of the query, which
+    the original added every turn); hits whose text the prompt already shows (``shown``, the
+    other notebook entries) are skipped; at most ``max_hits`` lines and ``max_chars`` chars.
     """
     if not query.strip():
         return []

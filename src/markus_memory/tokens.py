@@ -1,4 +1,4 @@
-"""Token estimation: the original heuristic (REFERENCE §9.5) and an exact offline counter.
+"""Token estimation: the original heuristic (fewer chars per token for CJK) and an exact counter.
 
 Everything that caps prompt text by tokens takes a :class:`TokenEstimator`. The default is
 :func:`default_estimator`: the exact ``o200k_base`` counter when the optional ``toktok-rs``

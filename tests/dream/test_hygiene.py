@@ -1,4 +1,4 @@
-"""Hygiene after a dream (REFERENCE §7.6), with the original's bugs fixed (§14.1 item 8)."""
+"""Hygiene after a dream, with the original's bugs fixed (heading dedupe, <think> strip)."""
 
 from __future__ import annotations
 

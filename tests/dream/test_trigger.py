@@ -1,4 +1,4 @@
-"""The trigger policy (REFERENCE §7.1 with §14.1 item 10 fixed)."""
+"""The trigger policy: the original's schedule, with its day-slot and heavy-mode defects fixed."""
 
 from __future__ import annotations
 

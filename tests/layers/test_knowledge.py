@@ -1,4 +1,4 @@
-"""KnowledgeFile: observations, curated sections, caps (REFERENCE §4, §13.1) and §14.1 fixes."""
+"""KnowledgeFile: observations, curated sections, caps and fixes of the original's bugs."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def fresh(root: Path) -> KnowledgeFile:
     return make_knowledge(root, StepClock(datetime(2030, 1, 1, tzinfo=UTC)))
 
 
-# ---- observation buffer (REFERENCE §13.1) ----------------------------------------------
+# ---- observation buffer (the original's test cases) --------------------------------------
 
 
 def test_save_persists_and_a_new_handle_reads_it(kf: KnowledgeFile, root: Path) -> None:

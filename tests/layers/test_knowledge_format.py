@@ -58,7 +58,7 @@ def read(name: str) -> str:
     return (GOLDEN / name).read_bytes().decode()
 
 
-# ---- golden files (written by hand from REFERENCE §2.3) ----------------------------------
+# ---- golden files (written by hand in the original Markus format) ------------------------
 
 
 def test_golden_bootstrap_file_round_trips_exactly() -> None:

@@ -1,4 +1,4 @@
-"""Regression tests for the weak spots of the original knowledge.md (REFERENCE §14.1); bad input."""
+"""Regression tests for the weak spots of the original knowledge.md; bad input."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def fresh(root: Path, year: int = 2030) -> KnowledgeFile:
     return make_knowledge(root, StepClock(datetime(year, 1, 1, tzinfo=UTC)))
 
 
-def test_14_1_item1_new_section_above_observations(kf: KnowledgeFile, root: Path) -> None:
+def test_new_section_above_observations(kf: KnowledgeFile, root: Path) -> None:
     kf.save_observation("first observation")
     assert kf.update_section("brand-new", "visible body").ok
     text = kf.text()
@@ -36,9 +36,7 @@ def test_14_1_item1_new_section_above_observations(kf: KnowledgeFile, root: Path
     assert len(reread.observations()) == 2
 
 
-def test_14_1_item1_section_hand_written_after_the_block_is_kept(
-    kf: KnowledgeFile, root: Path
-) -> None:
+def test_section_hand_written_after_the_block_is_kept(kf: KnowledgeFile, root: Path) -> None:
     kf.save_observation("obs")
     with open(root / "knowledge.md", "a") as handle:
         handle.write("\n## written-by-a-person\nimportant\n")
@@ -49,7 +47,7 @@ def test_14_1_item1_section_hand_written_after_the_block_is_kept(
     assert text.index("## written-by-a-person") < text.index("## _observations")
 
 
-def test_14_1_item2_section_names_match_whole_heading_lines(kf: KnowledgeFile) -> None:
+def test_section_names_match_whole_heading_lines(kf: KnowledgeFile) -> None:
     kf.update_section("procedures", "intro\n### Key Lessons\nsub body\nmore")
     kf.update_section("Key Lessons", "top-level lessons")
     assert kf.section("procedures") == "intro\n### Key Lessons\nsub body\nmore"
@@ -62,9 +60,7 @@ def test_14_1_item2_section_names_match_whole_heading_lines(kf: KnowledgeFile) -
 
 
 @pytest.mark.parametrize("content", ["costs $1", "$& and $' and $`", "\\1 \\g<0> \\\\", "$$"])
-def test_14_1_item3_replacement_patterns_are_stored_verbatim(
-    kf: KnowledgeFile, content: str
-) -> None:
+def test_replacement_patterns_are_stored_verbatim(kf: KnowledgeFile, content: str) -> None:
     kf.update_section("a", "alpha")
     kf.update_section("b", "beta")
     kf.update_section("a", content)
@@ -74,7 +70,7 @@ def test_14_1_item3_replacement_patterns_are_stored_verbatim(
     assert kf.text().count("alpha") == 0 and kf.text().count("beta") == 1
 
 
-def test_14_1_item4_caps_apply_to_the_curated_part_only(kf: KnowledgeFile, root: Path) -> None:
+def test_caps_apply_to_the_curated_part_only(kf: KnowledgeFile, root: Path) -> None:
     start = datetime(2026, 1, 1, tzinfo=UTC)
     kf.add_observations(
         Observation(f"o{i}", "fact", f"observation {i} " + "w" * 80, start) for i in range(500)
@@ -87,9 +83,7 @@ def test_14_1_item4_caps_apply_to_the_curated_part_only(kf: KnowledgeFile, root:
     assert len(fresh(root).observations()) == 500
 
 
-def test_14_1_item5_observation_content_with_structure_round_trips(
-    kf: KnowledgeFile, root: Path
-) -> None:
+def test_observation_content_with_structure_round_trips(kf: KnowledgeFile, root: Path) -> None:
     content = (
         "saw this:\n### obs_1718000000000_fake\n## Injected Section\n<!-- type: fact -->\n"
         "<!-- at: 2000-01-01T00:00:00.000Z -->\n\\## escaped already"
@@ -101,7 +95,7 @@ def test_14_1_item5_observation_content_with_structure_round_trips(
     assert [s.name for s in reread.sections()] == ["real"]
 
 
-def test_14_1_item6_block_without_header_comments_parses_ids(root: Path) -> None:
+def test_block_without_header_comments_parses_ids(root: Path) -> None:
     (root / "knowledge.md").write_text(
         "## _observations\n### obs_1718000000000_abc123\n<!-- type: fact -->\nfirst\n\n"
         "### second-id\nsecond\n"
@@ -113,7 +107,7 @@ def test_14_1_item6_block_without_header_comments_parses_ids(root: Path) -> None
     assert "### ###" not in text and "### obs_1718000000000_abc123\n" in text
 
 
-def test_14_1_item7_timestamps_are_persisted_for_any_id(kf: KnowledgeFile, root: Path) -> None:
+def test_timestamps_are_persisted_for_any_id(kf: KnowledgeFile, root: Path) -> None:
     when = datetime(2024, 3, 4, 5, 6, 7, 891_000, tzinfo=UTC)
     kf.save_observation("merged", "insight", id="merged_abc", timestamp=when)
     kf.save_observation("compact", "note", id="compact_summary", timestamp=when)
@@ -121,7 +115,7 @@ def test_14_1_item7_timestamps_are_persisted_for_any_id(kf: KnowledgeFile, root:
     assert [o.timestamp for o in fresh(root, 2040).observations()] == [when, when]
 
 
-def test_14_1_item7_original_files_get_stable_times(root: Path) -> None:
+def test_original_files_get_stable_times(root: Path) -> None:
     (root / "knowledge.md").write_text(
         "## _observations\n<!-- a -->\n<!-- b -->\n\n### obs_1718000000000_k3j9qz\n"
         "<!-- type: fact -->\nfrom id\n\n### mem-legacy\n<!-- type: note -->\nno time\n"
@@ -135,7 +129,7 @@ def test_14_1_item7_original_files_get_stable_times(root: Path) -> None:
     assert fresh(root, 2050).observations()[:2] == first
 
 
-def test_14_1_item13_file_starting_with_observations_has_no_curated_part(root: Path) -> None:
+def test_file_starting_with_observations_has_no_curated_part(root: Path) -> None:
     (root / "knowledge.md").write_text(
         "## _observations\n<!-- a -->\n<!-- b -->\n\n### obs_1\n<!-- type: fact -->\nsecret\n"
     )
@@ -145,9 +139,7 @@ def test_14_1_item13_file_starting_with_observations_has_no_curated_part(root: P
     assert [o.content for o in kf.observations()] == ["secret"]
 
 
-def test_14_1_item14_hand_edit_of_the_block_survives_the_next_save(
-    kf: KnowledgeFile, root: Path
-) -> None:
+def test_hand_edit_of_the_block_survives_the_next_save(kf: KnowledgeFile, root: Path) -> None:
     first = kf.save_observation("original text")
     second = kf.save_observation("to be deleted by hand")
     assert len(kf.observations()) == 2  # the parse cache is now warm
@@ -164,7 +156,7 @@ def test_14_1_item14_hand_edit_of_the_block_survives_the_next_save(
     assert first.id in path.read_text()
 
 
-def test_14_1_item14_same_size_edit_with_restored_mtime_is_not_overwritten(
+def test_same_size_edit_with_restored_mtime_is_not_overwritten(
     kf: KnowledgeFile, root: Path
 ) -> None:
     kf.save_observation("aaaa")

@@ -1,4 +1,4 @@
-"""Legacy migration: MEMORY.md split, memories.json import (REFERENCE §3, §13.4, §14.5 item 36)."""
+"""Legacy migration: MEMORY.md split, memories.json import, and its misrouting fixed."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def test_knowledge_headings(heading: str) -> None:
     assert not is_state_heading(heading)
 
 
-def test_14_5_item36_prose_in_a_body_never_routes_to_state() -> None:
+def test_prose_in_a_body_never_routes_to_state() -> None:
     text = (
         "## Tooling\nUse the current LTS; progress is tracked in Jira.\n"
         "- 2024-01-01 adopted pnpm\nWe were silent on day 3.\n"
@@ -94,7 +94,7 @@ def test_14_5_item36_prose_in_a_body_never_routes_to_state() -> None:
     assert "Use the current LTS" in split.knowledge
 
 
-def test_14_5_item36_observations_go_last_whatever_their_position() -> None:
+def test_observations_go_last_whatever_their_position() -> None:
     text = (
         "## _observations\n<!-- a -->\n<!-- b -->\n\n### obs_1\n<!-- type: fact -->\nx\n"
         "## After the block\nvisible"
@@ -203,7 +203,7 @@ def test_new_agent_gets_an_empty_knowledge_file(isolated_home: Path) -> None:
         assert mem.knowledge.text() == "# Knowledge\n"
 
 
-def test_14_5_item36_existing_state_is_merged_not_clobbered(isolated_home: Path) -> None:
+def test_existing_state_is_merged_not_clobbered(isolated_home: Path) -> None:
     root = agent_dir(isolated_home)
     (root / "MEMORY.md").write_text(LEGACY)
     existing = "# State\n\n## release\n<!-- updatedAt: 2026-06-30 -->\nfrozen until Monday\n"
@@ -213,7 +213,7 @@ def test_14_5_item36_existing_state_is_merged_not_clobbered(isolated_home: Path)
     assert state.startswith(existing) and "## Current progress" in state
 
 
-def test_14_5_item36_memories_json_merges_with_migrated_observations(isolated_home: Path) -> None:
+def test_memories_json_merges_with_migrated_observations(isolated_home: Path) -> None:
     root = agent_dir(isolated_home)
     (root / "MEMORY.md").write_text(LEGACY)
     items = [
@@ -246,7 +246,7 @@ def test_memories_json_with_lone_surrogates_is_imported_cleaned(isolated_home: P
     assert not (root / "memories.json").exists()
 
 
-def test_14_5_item36_malformed_memories_json_deletes_nothing(isolated_home: Path) -> None:
+def test_malformed_memories_json_deletes_nothing(isolated_home: Path) -> None:
     root = agent_dir(isolated_home)
     (root / "knowledge.md").write_text("# Knowledge\n")
     (root / "memories.json").write_text("[{broken")
@@ -256,7 +256,7 @@ def test_14_5_item36_malformed_memories_json_deletes_nothing(isolated_home: Path
     assert (root / "knowledge.md").read_text() == "# Knowledge\n"
 
 
-def test_14_5_item36_failed_knowledge_write_keeps_memories_json(isolated_home: Path) -> None:
+def test_failed_knowledge_write_keeps_memories_json(isolated_home: Path) -> None:
     root = agent_dir(isolated_home)
     (root / "knowledge.md").write_bytes(b"# Knowledge\n\xff\n")
     (root / "memories.json").write_text(json.dumps([{"id": "j1", "content": "x"}]))

@@ -42,7 +42,7 @@ def fresh(nb: Notebook) -> Notebook:
     )
 
 
-# golden files (REFERENCE §2.2, written by hand)
+# golden files (the original Markus format, written by hand)
 
 
 def test_golden_markus_file_parses_and_renders_byte_for_byte() -> None:
@@ -91,7 +91,7 @@ def test_empty_notebook_renders_as_single_heading_line() -> None:
     assert render_notebook(NotebookDoc("# Notebook", ())) == "# Notebook\n"
 
 
-# §13.10 cases
+# the original's test cases
 
 
 def test_round_trips_entries_with_managed_tags(nb: Notebook) -> None:
@@ -208,7 +208,7 @@ def test_a_hand_edit_of_another_entry_is_never_overwritten_by_a_cached_copy(nb: 
     assert b is not None and b.text == "two, edited by hand"
 
 
-# §14.2 regressions
+# regressions of the original (phantom entries, lost metadata)
 
 
 def test_item15_triage_decision_block_survives_a_restart(nb: Notebook) -> None:
@@ -372,7 +372,7 @@ def test_notebook_path_that_is_a_directory_is_a_corrupt_file(nb: Notebook) -> No
         nb.upsert("k", "x")
 
 
-# age labels (§9.4)
+# age labels
 
 
 @pytest.mark.parametrize(

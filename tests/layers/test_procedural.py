@@ -52,7 +52,7 @@ def loader(paths: AgentPaths, lock: AgentLock, limits: Limits, clock: FakeClock,
     return RoleLoader(paths, lock, limits, clock, templates=templates)
 
 
-# §13.9 role-loader.test.ts
+# the original's role-loader.test.ts
 
 
 def test_lists_available_roles_only_dirs_with_role_md(templates: RoleTemplates) -> None:

@@ -1,4 +1,4 @@
-"""SessionStore behaviour: the original's session cases (REFERENCE §13.1) and the API contract."""
+"""SessionStore behaviour: the original's session cases and the API contract."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def store(tmp_path: Path):
     s.close()
 
 
-# --- §13.1 memory-store.test.ts › sessions -----------------------------------------------------
+# --- the original's memory-store.test.ts › sessions ---------------------------------------------
 
 
 def test_create_session_returns_a_valid_session(store) -> None:

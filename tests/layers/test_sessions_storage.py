@@ -1,4 +1,4 @@
-"""Storage compaction, restore, LRU and the regression tests for REFERENCE §14.3 items 20–27."""
+"""Storage compaction, restore, LRU and the regression tests for the original's session bugs."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def tool(text: str) -> dict[str, object]:
     return {"role": "tool", "content": text, "toolCallId": "call_1"}
 
 
-# --- §12.3 storage compaction ---------------------------------------------------------------------
+# --- storage compaction --------------------------------------------------------------------------
 
 
 def test_auto_compaction_fires_when_a_session_exceeds_2000_messages(tmp_path: Path) -> None:
@@ -147,7 +147,7 @@ def test_heuristic_summary_lines_and_clips() -> None:
     assert len(heuristic_summary([user("x" * 200)] * 20)) == 2000
 
 
-# --- §12.6 restore --------------------------------------------------------------------------------
+# --- restore -------------------------------------------------------------------------------------
 
 
 def test_trim_for_restore_keeps_only_user_and_assistant_within_both_budgets() -> None:
@@ -196,7 +196,7 @@ def test_restore_creates_a_new_main_session(tmp_path: Path) -> None:
     store.close()
 
 
-# --- §14.3 regressions ----------------------------------------------------------------------------
+# --- regressions of the original -----------------------------------------------------------------
 
 
 def test_item_20_no_shared_debounce_every_session_survives_restart(tmp_path: Path) -> None:

@@ -104,7 +104,7 @@ def test_item20_snapshot_lists_entries_not_the_raw_file(state: StateFile) -> Non
     assert len(state.snapshot().split("\n")[-1]) < 240
 
 
-# C-dream-state-ttl (§13.4) and the §2.4 expiry rule
+# C-dream-state-ttl and the original's expiry rule
 
 
 def test_C_dream_state_ttl_removes_old_and_keeps_future(paths: AgentPaths, lock: AgentLock) -> None:

@@ -102,7 +102,7 @@ def test_hybrid_through_the_facade(isolated_home: Path) -> None:
         assert result.method == "hybrid"
         hit = result.hits[0]
         assert hit.similarity is not None
-        # item 30: semantic hits keep the observation's timestamp and tags
+        # unlike the original, semantic hits keep the observation's timestamp and tags
         assert (hit.id, hit.timestamp, hit.tags) == (obs.id, obs.timestamp, ("db",))
 
 

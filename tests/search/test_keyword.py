@@ -18,10 +18,10 @@ from markus_memory.search.keyword import (
 
 from .fakes import Obs, Sec
 
-# --- tokenizer: the original's cases (REFERENCE §6.1, §13.11) ---------------------------------
+# --- tokenizer: the original's cases -------------------------------------------------------------
 
 
-def test_tokenize_reference_case() -> None:
+def test_tokenize_original_case() -> None:
     assert tokenize("seed entropy BIP-39 entropy_check") == [
         "seed",
         "entropy",
@@ -59,7 +59,7 @@ def test_tokenize_astral_single_char_counts_as_two_utf16_units() -> None:
     assert tokenize("𝔘 x") == ["𝔘"]
 
 
-# --- CJK bigrams (§14.4 item 29) ---------------------------------------------------------------
+# --- CJK bigrams ----------------------------------------------------------------------------
 
 
 def test_cjk_sentence_yields_whole_run_and_bigrams() -> None:
@@ -94,7 +94,7 @@ def test_item29_cjk_search_matches_without_exact_phrase() -> None:
     assert keyword_search("猫", [Obs("obs_3", "我的猫叫小白")])[0].id == "obs_3"
 
 
-# --- scoring (§6.2) ----------------------------------------------------------------------------
+# --- scoring ---------------------------------------------------------------------------------
 
 
 def test_score_or_match_across_non_contiguous_keywords() -> None:
@@ -133,7 +133,7 @@ def test_no_tokens_scores_zero() -> None:
     assert score_haystack("anything", [], "anything") == 0
 
 
-# --- search (§6.3) -----------------------------------------------------------------------------
+# --- search ----------------------------------------------------------------------------------
 
 
 def test_search_observations_content_and_tags_not_type_or_id() -> None:

@@ -49,7 +49,7 @@ def test_fresh_database_has_exactly_the_golden_schema(tmp_path: Path) -> None:
     assert schema_dump(tmp_path / "data.db") == GOLDEN.read_text()
 
 
-def test_markus_tables_have_the_reference_column_names(tmp_path: Path) -> None:
+def test_markus_tables_have_the_original_column_names(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "data.db")
     conn = store.connection()
     assert columns(conn, "agent_activities") == [

@@ -1,4 +1,4 @@
-"""Deliberation memory_updates (§5.11) and the §14.5 item 38 fixes for them."""
+"""Deliberation memory_updates and the fixes of the original's argument handling."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_working_and_longterm_updates(memory: AgentMemory) -> None:
     assert memory.knowledge.section("procedures") == "step 1\nstep 2"
 
 
-def test_14_5_item38_longterm_updates_patch_and_report_refusals(memory: AgentMemory) -> None:
+def test_longterm_updates_patch_and_report_refusals(memory: AgentMemory) -> None:
     """The original replaced whole sections and ignored refusals."""
     results = apply_memory_updates(
         memory,

@@ -93,7 +93,7 @@ def test_memory_search_finds_observations_and_curated_sections(memory: AgentMemo
 
 
 @pytest.mark.parametrize("limit", [0, -1, 51, "5", 2.5, True, [3]])
-def test_14_5_item38_memory_search_validates_limit(memory: AgentMemory, limit: object) -> None:
+def test_memory_search_validates_limit(memory: AgentMemory, limit: object) -> None:
     result = call(memory, "memory_search", {"query": "x", "limit": limit})
     assert result["status"] == "error" and "limit" in result["error"]
     assert "memory_search {" in result["error"]
@@ -135,10 +135,10 @@ def test_memory_update_longterm_replace_and_patch(memory: AgentMemory) -> None:
     assert memory.knowledge.section("s") == "### Key Lessons\nthree"
 
 
-def test_14_5_item38_replace_without_content_never_wipes_the_section(
+def test_replace_without_content_never_wipes_the_section(
     memory: AgentMemory,
 ) -> None:
-    """§14.5 item 38: replace with no content wiped the section in the original."""
+    """The original: replace with no content wiped the section in the original."""
     call(memory, "memory_update", {"section": "procedures", "content": "step 1"})
     before = files_digest(memory.directory)
     for args in (
@@ -152,10 +152,10 @@ def test_14_5_item38_replace_without_content_never_wipes_the_section(
     assert memory.knowledge.section("procedures") == "step 1"
 
 
-def test_14_5_item38_longterm_without_content_or_with_delete_is_refused(
+def test_longterm_without_content_or_with_delete_is_refused(
     memory: AgentMemory,
 ) -> None:
-    """§14.5 item 38: the original threw on missing content and treated delete as replace."""
+    """The original threw on missing content and treated delete as replace."""
     call(memory, "memory_update_longterm", {"section": "s", "content": "keep me"})
     before = files_digest(memory.directory)
     assert call(memory, "memory_update_longterm", {"section": "s"})["status"] == "error"
@@ -167,10 +167,8 @@ def test_14_5_item38_longterm_without_content_or_with_delete_is_refused(
 
 
 @pytest.mark.parametrize("mode", ["overwrite", 3, "", "del"])
-def test_14_5_item38_unknown_modes_are_refused_not_echoed(
-    memory: AgentMemory, mode: object
-) -> None:
-    """§14.5 item 38: unknown modes were echoed back and ran as replace."""
+def test_unknown_modes_are_refused_not_echoed(memory: AgentMemory, mode: object) -> None:
+    """In the original, unknown modes were echoed back and ran as replace."""
     before = files_digest(memory.directory)
     result = call(memory, "memory_update", {"section": "s", "content": "x", "mode": mode})
     assert result["status"] == "error" and "replace, patch, append, delete" in result["error"]
@@ -241,7 +239,7 @@ def test_awkward_tags_are_cleaned_not_refused(memory: AgentMemory) -> None:
 
 
 def test_memory_search_reports_the_semantic_method_with_an_embedder(tmp_path) -> None:
-    """§13.2: with semantic search, searchMethod says semantic(+keyword) and hits carry it."""
+    """As the original: with an embedder searchMethod is semantic(+keyword) and hits carry it."""
     with open_agent("agt_sem", home=tmp_path / "sem", embedder=FakeEmbedder()) as mem:
         call(mem, "memory_save", {"content": "the staging cluster runs kubernetes 1.30"})
         call(mem, "memory_save", {"content": "lunch menu for friday"})

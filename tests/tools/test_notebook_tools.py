@@ -1,4 +1,4 @@
-"""update/clear_notebook, working-memory aliases, state_update/state_clear (§5.4-5.6)."""
+"""update/clear_notebook, working-memory aliases, state_update/state_clear."""
 
 from __future__ import annotations
 
@@ -56,8 +56,8 @@ def test_update_working_memory_alias(memory: AgentMemory) -> None:
     assert memory.notebook.get("k").managed == "agent"
 
 
-def test_14_2_item17_system_entries_are_not_the_agents_to_change(memory: AgentMemory) -> None:
-    """§14.2 item 17: agents could overwrite or delete system keys."""
+def test_system_entries_are_not_the_agents_to_change(memory: AgentMemory) -> None:
+    """In the original, agents could overwrite or delete system keys."""
     memory.notebook.upsert("ops-banner", "Decision: item 1", managed="cpp")
     before = files_digest(memory.directory)
     for name, args in [
@@ -70,8 +70,8 @@ def test_14_2_item17_system_entries_are_not_the_agents_to_change(memory: AgentMe
     assert files_digest(memory.directory) == before
 
 
-def test_14_2_item17_clear_notebook_never_wipes_system_entries(memory: AgentMemory) -> None:
-    """§14.2 item 17: clear without key (or all) wiped system and cpp entries."""
+def test_clear_notebook_never_wipes_system_entries(memory: AgentMemory) -> None:
+    """In the original, clear without key (or all) wiped system and cpp entries."""
     memory.notebook.upsert("relevant-context", "- fact", managed="system")
     call(memory, "update_notebook", {"key": "a", "content": "1"})
     call(memory, "update_notebook", {"key": "b", "content": "2"})
@@ -104,9 +104,7 @@ def test_state_update_and_clear(memory: AgentMemory) -> None:
 
 
 @pytest.mark.parametrize("key", ["relevant-context", "triage-decision", "reflection"])
-def test_14_2_item17_system_keys_are_reserved_even_when_absent(
-    memory: AgentMemory, key: str
-) -> None:
+def test_system_keys_are_reserved_even_when_absent(memory: AgentMemory, key: str) -> None:
     result = call(memory, "update_notebook", {"key": key, "content": "mine"})
     assert result["status"] == "error" and "reserved" in result["error"]
     assert not memory.paths.notebook.exists()

@@ -1,4 +1,4 @@
-"""recall_activity argument normalisation (REFERENCE §5.7, §13.6 model drift cases)."""
+"""recall_activity argument normalisation (the original's model-drift test cases)."""
 
 from __future__ import annotations
 

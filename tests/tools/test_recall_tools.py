@@ -1,4 +1,4 @@
-"""recall_activity on a real ActivityLog (§5.7, §13.6, §13.7) and recall_conversation."""
+"""recall_activity on a real ActivityLog (the original's cases) and recall_conversation."""
 
 from __future__ import annotations
 
@@ -63,10 +63,8 @@ def test_get_without_activity_id_errors_clearly(memory: AgentMemory) -> None:
     assert "error" not in result
 
 
-def test_14_4_item33_get_of_another_agents_activity_is_refused(
-    memory: AgentMemory, activity: str
-) -> None:
-    """§14.4 item 33: the original had no ownership check."""
+def test_get_of_another_agents_activity_is_refused(memory: AgentMemory, activity: str) -> None:
+    """The original had no ownership check."""
     with open_agent("agt_other", home=memory.settings.home) as other:
         result = call(other, "recall_activity", {"activity_id": activity})
     assert result["status"] == "error" and "of yours" in result["message"]

@@ -1,4 +1,4 @@
-"""is_tool_error_result (REFERENCE §5.10, §13.11 tool-result cases, B1)."""
+"""is_tool_error_result (the original's tool-result test cases)."""
 
 from __future__ import annotations
 

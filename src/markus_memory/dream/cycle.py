@@ -2,7 +2,8 @@
 
 The model is called directly (no mailbox), with no tools and a deadline, outside the agent
 lock; at most ``MAX_CONCURRENT_DREAMS`` model calls run at once in a process and a slot is
-always released (REFERENCE §14.1 item 11). The plan is then applied to a fresh copy of
+always released (the original could wait forever on a dropped dream request and
+leak one of its three process-wide slots). The plan is then applied to a fresh copy of
 knowledge.md inside ``KnowledgeFile.transaction()`` and written once; state.md is pruned; the
 run is recorded with before/after text. A failed run writes nothing and is recorded as failed,
 so it does not use up the day's slot.

@@ -1,4 +1,5 @@
-"""knowledge.md hygiene after a dream (REFERENCE §7.6, fixed as §14.1 item 8 asks).
+"""knowledge.md hygiene after a dream (as the original's prune pass, with its bugs fixed: it
+deduplicated headings of levels 1-3 across sections and its ``<think>`` stripping never fired).
 
 Drops ``## daily-report-*`` sections, strips ``<think>…</think>`` blocks, drops a section only
 when it repeats an earlier section's name *and* body (subheadings in different sections are

@@ -2,7 +2,7 @@
 
 A reply is never trusted. Each part (one removal, one merge group, one promotion) is accepted
 or rejected as a whole, with a reason; a rejected part changes nothing. The caps are those of
-REFERENCE §7.3 plus the rules the original left to the prompt (§14.1 item 10): promotion needs
+the original's plan validation plus the rules the original left to the prompt: promotion needs
 3+ sources, an id may be used by one part only, and a merge must keep its sources' content.
 """
 

@@ -1,4 +1,4 @@
-"""The dream request (REFERENCE §7.2): the consolidation instructions and the observation batch."""
+"""The dream request as the original phrases it: consolidation instructions, observation batch."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""When a dream runs (REFERENCE §7.1, fixed as §14.1 item 10 asks).
+"""When a dream runs (the original's schedule, with its defects fixed: it consumed
+the day's slot before the work, kept it only in memory, and its heavy mode was unreachable).
 
 At least ``dream_min_observations`` observations, and at most one dream per UTC day. When the
 buffer is near its cap (``dream_heavy_min_observations``, reachable, unlike the original's

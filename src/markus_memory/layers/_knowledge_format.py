@@ -1,6 +1,6 @@
 """The knowledge.md format: KnowledgeDoc, its parser/renderer (exact inverses), entry rules.
 
-Layout (REFERENCE §2.3), as written here::
+Layout (the original Markus format), as written here::
 
     # Knowledge                              <- preamble: anything before the first "## "
 
@@ -16,16 +16,20 @@ Layout (REFERENCE §2.3), as written here::
     <!-- at: <ISO> -->
     <content, escaped with _markdown.escape_body>
 
-Differences from the original, each deliberate (REFERENCE §14.1):
+Differences from the original, each deliberate (each fixes a data-loss bug of the original):
 
-* the observation's timestamp is persisted in an extra ``<!-- at: ISO -->`` line (item 7); a file
+* the observation's timestamp is persisted in an extra ``<!-- at: ISO -->`` line (the original dated
+  most ids "now" at every load); a file
   without it still loads: ids like ``obs_<ms>_…`` give their time, others the caller's stable
   ``fallback`` time (the file's mtime), never "now at every load";
 * observation content is escaped reversibly, so ``### x``, ``## x`` or ``<!-- type: … -->`` lines
-  inside it round-trip (item 5), and ``### <id>`` lines are recognised explicitly (item 6);
+  inside it round-trip (the original split them into bogus entries), and ``### <id>`` lines are
+  recognised explicitly (the original misread a block without its header comments);
 * sections found after ``## _observations`` (a person's hand edit) are curated sections: they are
-  parsed into :attr:`KnowledgeDoc.sections` and rendered above the block (item 1); a file that
-  starts with ``## _observations`` has an empty curated part (item 13).
+  parsed into :attr:`KnowledgeDoc.sections` and rendered above the block (the original appended
+  new sections after the block, where they vanished); a file that
+  starts with ``## _observations`` has an empty curated part (the original injected
+  the whole buffer as curated knowledge).
 
 Curated bodies are kept as written, except that trailing white space is not part of a body: the
 renderer owns the blank line between blocks. Bodies never hold ``## `` heading lines (writers
@@ -93,7 +97,7 @@ class KnowledgeDoc:
         return KnowledgeDoc(self.preamble, list(self.sections), list(self.observations))
 
     def section_index(self, name: str) -> int | None:
-        """Index of the first section whose heading is exactly ``name`` (REFERENCE §14.1 item 2)."""
+        """Index of the first section whose heading is exactly ``name`` (not a substring)."""
         for index, section in enumerate(self.sections):
             if section.name == name:
                 return index

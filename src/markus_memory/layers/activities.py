@@ -1,11 +1,11 @@
 """ActivityLog: one agent's episodes (start / log / end) and their recall (list / search / get).
 
 Ownership is enforced on every call: an id that belongs to another agent is indistinguishable
-from an unknown one (NotFoundError), fixing REFERENCE §14.4 item 33. Summaries, keywords and
-totals are computed at ``end`` from the logs actually stored, not from a bounded in-memory
-buffer and not from a metadata field nobody sets (§14.4 item 34). ``get`` cuts each log's
-content to ``Limits.recall_content_truncate`` characters + ``...[truncated]`` here, so the tool
-layer only renders.
+from an unknown one (NotFoundError); the original let any agent read any activity by id.
+Summaries, keywords and totals are computed at ``end`` from the logs actually stored, not from
+a bounded in-memory buffer and not from a metadata field nobody sets (the original's summaries
+were nearly empty). ``get`` cuts each log's content to ``Limits.recall_content_truncate``
+characters + ``...[truncated]`` here, so the tool layer only renders.
 """
 
 from __future__ import annotations
@@ -292,7 +292,8 @@ class ActivityLog:
     def prune(self, before: datetime | str) -> int:
         """Delete this agent's activities started before ``before`` (logs and index too).
 
-        Nothing prunes automatically; a retention job calls this (REFERENCE §14.3 item 23).
+        Nothing prunes automatically; a retention job calls this (the original never pruned
+        activities at all).
         """
         moment = self._moment(before)
         if moment is None:

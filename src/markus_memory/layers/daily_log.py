@@ -1,6 +1,6 @@
 """daily-logs/YYYY-MM-DD.md: the append-only audit trail of what the agent did each UTC day.
 
-Each write appends ``\\n## [HH:MM:SS] Agent: <id>\\n\\n<summary>\\n`` (REFERENCE §2.6) to the
+Each write appends ``\\n## [HH:MM:SS] Agent: <id>\\n\\n<summary>\\n`` (the original's entry) to the
 file of the current UTC date, under the agent lock, with ``O_APPEND`` and ``fsync`` (the
 directory is fsynced too when the file is new), so a returned write is on disk. The summary is
 written as given (the original's ``## Daily Report`` summaries stay readable); the log is read

@@ -2,14 +2,15 @@
 
 Every write takes the agent lock, re-reads the file, changes the parsed :class:`KnowledgeDoc`,
 renders it and replaces the file atomically, so a person's edit to any part of the file survives
-the next save (REFERENCE §14.1 item 14). Reads use a parse cache that is valid only while the
-document's version (:meth:`DocumentStore.version`) is unchanged.
+the next save (the original's cache overwrote hand edits to the observations). Reads use a
+parse cache that is valid only while the document's version (:meth:`DocumentStore.version`)
+is unchanged.
 
-Caps (REFERENCE §14.1 item 4): they apply to the curated part only. A curated write that would
-leave a section body over ``Limits.section_max_chars`` or the curated part over
-``Limits.curated_max_chars`` is *refused* (``WriteResult.ok == False`` with a reason written for
-the model); nothing is truncated and the observation block is never touched by a curated write.
-The observation buffer keeps the newest ``Limits.max_observations`` entries.
+Caps (the original capped the whole file, then truncated the observations): they apply to the
+curated part only. A curated write that would leave a section body over ``Limits.section_max_chars``
+or the curated part over ``Limits.curated_max_chars`` is *refused* (``WriteResult.ok == False`` with
+a reason written for the model); nothing is truncated and the observation block is never touched by
+a curated write. The observation buffer keeps the newest ``Limits.max_observations`` entries.
 """
 
 from __future__ import annotations

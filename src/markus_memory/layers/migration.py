@@ -2,7 +2,9 @@
 
 This module only reads files and computes what to write; :class:`~markus_memory.memory.AgentMemory`
 applies the plan under the agent lock (a layer never imports another layer). It fixes the
-original's migration bugs (REFERENCE §3, §14.5 item 36):
+original's migration bugs (state words anywhere in a section
+sent it to state.md, later sections could land after ``## _observations``, memories.json
+replaced migrated observations, and it was deleted even when the write failed):
 
 * **State routing is decided by the heading only.** A MEMORY.md section goes to state.md when its
   ``## `` heading contains a state word (:data:`STATE_WORDS`: current, progress, status, silent,
@@ -12,12 +14,12 @@ original's migration bugs (REFERENCE §3, §14.5 item 36):
   that stays in knowledge only costs a few tokens.
 * Each state section gets a ``<!-- updatedAt: YYYY-MM-DD -->`` first body line (the newest ISO
   date in the section, else today) and an escaped body: the entry format of the state layer
-  (REFERENCE §2.4), so ``mem.state`` reads it like its own entries.
+  (as the original writes state.md), so ``mem.state`` reads it like its own entries.
 * An existing state.md is merged, never clobbered: a key already present with the same body is
   skipped, one with a different body is added as ``<key> (from MEMORY.md)``. Re-running a
   half-finished migration therefore adds nothing twice.
 * ``## _observations`` goes last in knowledge.md wherever it was in MEMORY.md.
-* memories.json items are sanitised (REFERENCE §3.3) and later *merged* with the observations
+* memories.json items are sanitised as the original does and later *merged* with the observations
   already in knowledge.md; malformed JSON raises :class:`MigrationError` and deletes nothing.
 
 MEMORY.md is only ever read.
@@ -164,7 +166,7 @@ def _without_updated(body: str) -> str:
 
 
 def parse_memories_json(raw: str, fallback: datetime) -> tuple[LegacyObservation, ...]:
-    """Sanitise a memories.json array (REFERENCE §3.3): keep objects with a non-empty string
+    """Sanitise a memories.json array as the original does: keep objects with a non-empty string
     ``id``; an invalid type becomes ``note``; a missing or bad timestamp becomes ``fallback``.
     """
     try:

@@ -1,6 +1,6 @@
 """NOTEBOOK.md: the agent's keyed working notes (4 agent slots, system/cpp entries, eviction).
 
-Format (REFERENCE §2.2)::
+Format (the original Markus one)::
 
     # Notebook
 
@@ -11,7 +11,8 @@ Format (REFERENCE §2.2)::
 
 Entry text is stored stripped and escaped with :func:`escape_body`, so a text that starts with
 ``## …`` (the triage-decision block) or contains a metadata-looking line reloads unchanged
-(REFERENCE §14.2 item 15). Files written by the original read as the original read them, except
+(in the original such a body turned into phantom entries after a restart). Files written by
+the original read as the original read them, except
 that CRLF headings and metadata are recognised and a body line starting with a backslash loses
 that one backslash (the escape marker).
 
@@ -19,12 +20,14 @@ Decisions where the original was silent or buggy:
 
 * Text over the per-entry cap is **cut** (as the original does) and reported with
   ``UpsertResult.truncated=True`` and ``stored_chars``/``limit``, so the tool can tell the model.
-  System/cpp entries are capped too (item 16). Inputs over :data:`MAX_INPUT_CHARS` are refused.
+  System/cpp entries are capped too (the original left them
+  uncapped). Inputs over :data:`MAX_INPUT_CHARS` are refused.
 * An ``agent`` write or a ``clear(key)`` on a system/cpp key raises :class:`RefusedError` (an
-  :class:`InvalidInputError`) unless ``allow_system=True`` is passed (item 17). ``clear()``
-  removes agent entries only.
+  :class:`InvalidInputError`) unless ``allow_system=True`` is passed (the original let agents
+  overwrite system keys). ``clear()`` removes agent entries only.
 * Every write persists before returning (no debounce), under the agent lock, atomically.
-* An entry without ``<!-- updated -->`` is dated by the file's mtime, never "now" (item 19).
+* An entry without ``<!-- updated -->`` is dated by the file's mtime, never "now" (the
+  original's "now" made such entries never the eviction victim).
 * A hand-written preamble (text before the first entry) is kept; duplicate keys in a hand-written
   file resolve like the original's map: the later text wins, the first position is kept.
 """
@@ -166,7 +169,7 @@ def render_notebook(doc: NotebookDoc) -> str:
 
 
 def age_label(updated_at: datetime, now: datetime) -> str:
-    """The §9.4 age label: ``just now``, ``recent``, ``~1h ago``, ``5h ago`` (JS rounding)."""
+    """The original's age label: ``just now``, ``recent``, ``~1h ago``, ``5h ago`` (JS rounding)."""
     age_ms = (now - updated_at).total_seconds() * 1000
     hours = math.floor(age_ms / 3_600_000 + 0.5)
     if age_ms < 5 * 60_000:

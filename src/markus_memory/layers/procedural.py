@@ -6,9 +6,9 @@ the agent (``file_write``) or by a person is seen on the next call. A missing RO
 default role named after the agent; a missing HEARTBEAT.md gives
 :data:`DEFAULT_HEARTBEAT_CHECKLIST`. Bytes that are not UTF-8 raise :class:`CorruptFileError`.
 
-:class:`RoleTemplates` is the template side (REFERENCE §11.1): role directories containing a
-ROLE.md under ``$MARKUS_TEMPLATES_DIR/roles`` or ``<cwd>/templates/roles``. Unlike the original,
-text before the first ``## `` of POLICIES.md never becomes a policy.
+:class:`RoleTemplates` is the template side (the original's role loader): role directories
+containing a ROLE.md under ``$MARKUS_TEMPLATES_DIR/roles`` or ``<cwd>/templates/roles``.
+Unlike the original, text before the first ``## `` of POLICIES.md never becomes a policy.
 """
 
 from __future__ import annotations

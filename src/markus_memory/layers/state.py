@@ -1,6 +1,6 @@
 """state.md: short-lived status snapshots, one ``## key`` section each, pruned after a TTL.
 
-Sections written here look like (REFERENCE §2.4, §5.6)::
+Sections written here look like (the original's state.md entry format)::
 
     ## <key>
     <!-- updatedAt: YYYY-MM-DD -->
@@ -67,7 +67,7 @@ def _to_date(text: str) -> date | None:
 
 
 def chunk_date(chunk: str) -> date | None:
-    """The §2.4 date of a hand-written chunk: ``updatedAt: D`` first, else any ``YYYY-MM-DD``."""
+    """The original's date of a hand-made chunk: ``updatedAt: D`` first, else any ``YYYY-MM-DD``."""
     match = _UPDATED_AT.search(chunk) or _ANY_DATE.search(chunk)
     if match is None:
         return None

@@ -1,6 +1,6 @@
 """Chat models: the ChatModel protocol the dream cycle and the memory flush call, and test doubles.
 
-Messages use the Markus ``LLMMessage`` shape (REFERENCE §2.5): ``{"role", "content",
+Messages use the Markus ``LLMMessage`` shape: ``{"role", "content",
 "toolCalls"?, "toolCallId"?}``. Tools are given in OpenAI function-calling format
 (``{"type": "function", "function": {"name", "description", "parameters"}}``). Adapters for
 real endpoints (OpenAI-compatible, Anthropic) import their HTTP client lazily (extra ``[llm]``).

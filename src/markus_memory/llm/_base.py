@@ -1,6 +1,6 @@
 """The chat model contract: the ChatModel protocol, its messages and what it answers.
 
-Messages use the Markus ``LLMMessage`` shape (REFERENCE §2.5): ``{"role", "content",
+Messages use the Markus ``LLMMessage`` shape: ``{"role", "content",
 "toolCalls"?, "toolCallId"?}``. Tools are given in OpenAI function-calling format
 (``{"type": "function", "function": {"name", "description", "parameters"}}``).
 """

@@ -138,7 +138,7 @@ def _malformed(api: str, what: str, payload: object) -> LLMError:
 
 
 def _text_of(content: Any) -> str:
-    """The text of a message content: a string, or the concatenated text parts (REFERENCE §2.5)."""
+    """The text of a message content: a string, or the concatenated text parts (as Markus)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):

@@ -181,7 +181,7 @@ def _urllib_transport(url: str, headers: dict[str, str], body: bytes) -> tuple[i
 
 
 class OpenAIEmbedder:
-    """OpenAI-compatible ``POST <base_url>/embeddings`` (REFERENCE §6.4 request and errors).
+    """OpenAI-compatible ``POST <base_url>/embeddings`` (the original's request and errors).
 
     ``transport(url, headers, body) -> (status, body)`` is the network seam; the default uses
     urllib from the standard library, so this adapter needs no extra.

@@ -1,4 +1,4 @@
-"""Markus keyword search: the original tokenizer and scoring (REFERENCE §6.1-6.3) plus CJK bigrams.
+"""Markus keyword search: the original tokenizer and scoring plus CJK bigrams.
 
 Pure functions over plain records: observations and curated sections come in as data (anything
 shaped like :class:`ObservationLike` / :class:`SectionLike`), nothing here touches a file.
@@ -7,8 +7,8 @@ Decisions where the original was silent or buggy:
 
 * Token length is measured in UTF-16 code units, as JavaScript did (one astral character counts 2).
 * CJK runs (Han, kana, Hangul) inside a token additionally yield their overlapping bigrams, and a
-  piece that is one single CJK character is kept as a token (REFERENCE §14.4 item 29). Text without
-  CJK characters tokenizes exactly as in the original.
+  piece that is one single CJK character is kept as a token (the original: phrases only).
+  Text without CJK characters tokenizes exactly as in the original.
 * Two curated sections whose names slug to the same id get ``_2``, ``_3``… suffixes (the original
   emitted duplicate ids, which no caller can tell apart).
 * A token matches at the start of a word only (the original matched substrings, so "we" in a

@@ -1,6 +1,6 @@
 """Exact lookups over observations for internal callers: tags, markers and newest-first.
 
-The original found its own markers with the OR keyword search (REFERENCE §14.4 item 28): the
+The original found its own markers with the OR keyword search: the
 daily-report check matched any earlier day's marker, and "the last heartbeat summary" was the
 *least relevant* hit. Internal callers use these exact, time-ordered helpers instead.
 """

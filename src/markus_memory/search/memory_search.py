@@ -61,7 +61,7 @@ EMBED_BUDGET = 64
 BM25_WEIGHT = 1.0
 VECTOR_WEIGHT = 1.0
 DEFAULT_MIN_SIMILARITY = 0.3
-# Methods and the original ``searchMethod`` strings they map to (REFERENCE §5.2).
+# Methods and the original ``searchMethod`` strings they map to in the original tool result.
 METHOD_RECENT = "recent"
 METHOD_KEYWORD = "keyword"
 METHOD_BM25 = "bm25"

@@ -1,7 +1,7 @@
 """Backend-neutral records and repository protocols of the episodic store (SQLite, PostgreSQL).
 
 Every read takes the caller's ``agent_id`` and only ever returns that agent's rows: an id that
-belongs to another agent looks exactly like an unknown id (REFERENCE §14.4 item 33).
+belongs to another agent looks exactly like an unknown id (the original had no ownership check).
 Times are timezone-aware UTC datetimes; backends store them as ``iso_ms`` strings.
 """
 
@@ -240,7 +240,7 @@ class ActivityRepo(Protocol):
 
     def prune_activities(self, agent_id: str, *, before: datetime) -> int:
         """Delete the agent's activities started before ``before``, with their logs and search
-        documents; the number of activities removed (REFERENCE §14.3 item 23)."""
+        documents; the number of activities removed (the original never pruned them)."""
         ...
 
     def activity_for_mailbox_item(self, agent_id: str, mailbox_item_id: str) -> Activity | None: ...
@@ -275,7 +275,7 @@ class MailboxRepo(Protocol):
 
 
 class ChatRepo(Protocol):
-    """UI chat sessions and messages, read back in order for session restore (§12.6)."""
+    """UI chat sessions and messages, read back in order for session restore."""
 
     def create_chat_session(self, session: ChatSession) -> None: ...
 

@@ -110,7 +110,7 @@ def m001_markus_tables(conn: sqlite3.Connection) -> None:
     )
 
 
-# Columns Markus added to older databases with "add column if missing" (REFERENCE §10.1).
+# Columns Markus added to older databases with "add column if missing".
 _LATE_COLUMNS = (
     ("agent_activities", "mailbox_item_id", "TEXT"),
     ("agent_activities", "summary", "TEXT DEFAULT ''"),

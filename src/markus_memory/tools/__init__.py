@@ -1,7 +1,7 @@
 """The LLM-visible memory tools: definitions, schemas in three formats, and dispatch.
 
 ``dispatch(memory, name, arguments)`` runs one tool call and returns the JSON string the
-model should see (Markus result shapes, REFERENCE §5); it never raises. ``tool_schemas``
+model should see (the original Markus result shapes); it never raises. ``tool_schemas``
 gives the definitions in OpenAI, Anthropic or MCP format, optionally for one scenario.
 """
 

@@ -1,4 +1,4 @@
-"""Deliberation ``memory_updates`` (REFERENCE §5.11), applied through the same tool handlers."""
+"""Deliberation ``memory_updates`` (as in the original), applied through the same tool handlers."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def apply_memory_updates(memory: AgentMemory, updates: Any, dispatch: Dispatch) 
 
     ``working`` upserts a notebook entry; ``longterm`` patches (does not replace, unless
     ``mode`` says so) the curated section ``key``. Unlike the original, a refused write is
-    reported in its result instead of being ignored (§14.5 item 38). Never raises.
+    reported in its result instead of being ignored. Never raises.
     """
     if isinstance(updates, str):
         try:

@@ -1,4 +1,4 @@
-"""Recognising an error among tool results (REFERENCE §5.10), for hosts and activity logs."""
+"""Recognising an error among tool results (the original's rule), for hosts and activity logs."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ STATE_EXAMPLE = {"key": "deploy-freeze", "content": "No deploys until Friday (re
 SYSTEM_KEYS = frozenset(
     {"relevant-context", "triage-decision", "deliberation", "cognitive-context", "reflection"}
 )
-"""Keys the runtime writes itself (REFERENCE §5.5); an agent entry there would be overwritten."""
+"""Keys the runtime writes itself (in the original); an agent entry there would be overwritten."""
 
 
 def _check_agent_key(memory: AgentMemory, key: str, hint: str) -> None:

@@ -1,4 +1,4 @@
-"""recall_activity argument normalisation, exactly as the original (REFERENCE §5.7)."""
+"""recall_activity argument normalisation, exactly as the original does it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which memory tools each scenario offers the model (REFERENCE §5.9), as data for hosts."""
+"""Which memory tools each scenario offers the model (as in the original), as data for hosts."""
 
 from __future__ import annotations
 

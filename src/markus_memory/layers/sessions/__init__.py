@@ -1,4 +1,4 @@
-"""Conversation sessions: ``sessions/<id>.json`` with a durable append journal (REFERENCE §12)."""
+"""Conversation sessions: ``sessions/<id>.json`` with a durable append journal."""
 
 from ._format import (
     file_stem,

@@ -2,14 +2,15 @@
 
 Everything here is pure (no I/O) so that it can be property-tested on its own.
 
-File names (REFERENCE §14.3 item 24): a session id is validated with ``_fs.validate_id`` and
+File names (the original used raw ids, unsafe on Windows and with ``/`` or ``..``):
+ a session id is validated with ``_fs.validate_id`` and
 then percent-encoded into a file name: ``%``, the characters Windows forbids in names
 (``< > : " | ? *``) and a trailing ``.`` become ``%XX`` (upper-case hex of the byte). Every
 other character is kept, so ``sess_…``, ``hb_…`` and ``task_…`` names are the ids verbatim and
 ``channel_group:t1_agt`` is stored as ``channel_group%3At1_agt.json``. :func:`id_from_file_stem`
 is the exact inverse. A file the original wrote under the raw id is still read (``legacy``).
 
-Text slicing counts code points, not UTF-16 units as the original did (REFERENCE §15); the
+Text slicing counts code points, not UTF-16 units as the original did; the
 two differ only for characters outside the Basic Multilingual Plane.
 """
 
@@ -42,7 +43,7 @@ _ESCAPED = re.compile(r"%([0-9A-F]{2})")
 
 
 def new_session_id(prefix: str, epoch_milliseconds: int) -> str:
-    """``<prefix>_<ms>_<rand36(6)>``, the form of ``createSession`` (REFERENCE §2.5)."""
+    """``<prefix>_<ms>_<rand36(6)>``, the form of the original's ``createSession``."""
     if not isinstance(prefix, str) or not _PREFIX.match(prefix):
         raise InvalidInputError(f"session id prefix must be letters, digits or '-': {prefix!r}")
     return f"{prefix}_{epoch_milliseconds}_{rand36(6)}"
@@ -101,7 +102,7 @@ def _check_tool_calls(calls: object) -> None:
 
 
 def validate_message(message: object) -> Message:
-    """A plain-dict copy of an LLMMessage (REFERENCE §2.5); InvalidInputError for garbage."""
+    """A plain-dict copy of an LLMMessage (the Markus shape); InvalidInputError for garbage."""
     return encode_message(message)[0]
 
 
@@ -143,7 +144,7 @@ def encode_message(message: object) -> tuple[Message, str]:
 
 
 def message_text(message: Mapping[str, Any]) -> str:
-    """The string content, or the text parts concatenated with no separator (§2.5)."""
+    """The string content, or the text parts concatenated with no separator (as the original)."""
     content = message.get("content")
     if isinstance(content, str):
         return content
@@ -297,7 +298,7 @@ def split_lines(data: bytes) -> tuple[list[bytes], int]:
 
 
 # ---------------------------------------------------------------------------------------------
-# storage compaction (REFERENCE §12.3–12.5)
+# storage compaction (the original's shrink, compact and heuristic summary)
 
 
 def shrink_tool_text(text: str) -> str:
@@ -327,7 +328,7 @@ def shrink_if_oversized(message: Message, max_chars: int) -> Message | None:
 
 
 def heuristic_summary(messages: Iterable[Mapping[str, Any]]) -> str:
-    """``User:`` / ``Assistant:`` / ``Tool result:`` lines, cut to 2000 chars (§12.5)."""
+    """``User:`` / ``Assistant:`` / ``Tool result:`` lines, cut to 2000 chars (as the original)."""
     lines: list[str] = []
     for message in messages:
         role = message.get("role")
@@ -342,7 +343,7 @@ def heuristic_summary(messages: Iterable[Mapping[str, Any]]) -> str:
 
 
 def summary_message(flushed: int, kept: int, summary: str) -> Message:
-    """The user message standing in for ``flushed`` compacted messages (§12.4)."""
+    """The user message standing in for ``flushed`` compacted messages (the original's text)."""
     return {
         "role": "user",
         "content": (
@@ -353,7 +354,7 @@ def summary_message(flushed: int, kept: int, summary: str) -> Message:
 
 
 # ---------------------------------------------------------------------------------------------
-# restore from the database chat history (§12.6)
+# restore from the database chat history (as the original agent does)
 
 
 def estimate_tokens(message: Mapping[str, Any]) -> int:

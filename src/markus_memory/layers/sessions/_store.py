@@ -56,11 +56,11 @@ NON_MAIN_PREFIXES = (
     "review_",
     "deliberation_",
 )
-"""Sessions never resumed as the "main" chat (§14.3 item 22: the original skipped only two)."""
+"""Sessions never resumed as the "main" chat (the original skipped only ``a2a_``/``channel_``)."""
 
 
 class SessionStore:
-    """The ``sessions/`` directory of one agent (REFERENCE §2.5, §12)."""
+    """The ``sessions/`` directory of one agent, in the original Markus format."""
 
     def __init__(
         self,
@@ -180,9 +180,10 @@ class SessionStore:
         return self._first_loadable(infos)
 
     def compact(self, session_id: str, keep_last: int = 20) -> CompactResult:
-        """Replace all but the last ``keep_last`` messages by one summary message (§12.4).
+        """Replace all but the last ``keep_last`` messages by one summary message, as the original.
 
-        Unlike the original, no observation is written (§14.3 item 26).
+        Unlike the original, no observation is written (the original wrote a hidden
+        ``compact_`` observation).
         """
         sid = fmt.validate_session_id(session_id)
         with self.lock:
@@ -192,7 +193,7 @@ class SessionStore:
             return self._compact(live, keep_last)
 
     def restore(self, messages: Iterable[Mapping[str, Any]]) -> Session:
-        """A new ``sess_`` session holding the trimmed user/assistant history (§12.6)."""
+        """A new ``sess_`` session holding the trimmed user/assistant history (as the original)."""
         trimmed = fmt.trim_messages_for_restore(
             messages,
             self.limits.session_restore_max_messages,
@@ -309,7 +310,7 @@ class SessionStore:
             live.checkpoint()
 
     def _shrink_old(self, live: SessionFiles) -> None:
-        """Shrink oversized tool results that have just left the recent window (§12.3).
+        """Shrink oversized tool results that have just left the recent window, as the original.
 
         Only messages not checked before are looked at, so each append does O(1) work.
         """
