@@ -111,3 +111,10 @@ def test_item6_in_place_export_says_what_happens_to_the_markdown_files(
     # importing back to files makes them current again: the marker goes, the bytes stay
     invoke("import", "--from-database-url", postgres_url, "--agent", "agt_in_place", "--replace")
     assert _files(root) == before
+
+
+def test_item5_import_from_a_home_that_does_not_exist_is_refused(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    result = invoke("import", "--from-home", str(tmp_path / "typo"), code=1)
+    assert "no memory home at" in result.output and "--from-home" in result.output

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import click
 
+from .._fs import validate_id
 from ..config import Settings
+from ..errors import NotFoundError
 from ..transfer import MOVED_MARKER, TransferReport, export_agent
 from ._common import Options, console, emit_json, json_option, settings_of, spinner, table
 
@@ -115,6 +117,10 @@ def import_command(
 ) -> None:
     """Copy agents from PostgreSQL or another home into this memory, losslessly."""
     target = settings_of(ctx)
+    if agent is not None:
+        validate_id("agent id", agent)  # a malformed id is a bad argument, whatever the source
+    if from_home is not None and not from_home.expanduser().is_dir():
+        raise NotFoundError(f"no memory home at {from_home}: check --from-home")
     source = _other(ctx, target, from_home, from_database_url)
     with spinner(not as_json, "importing"):
         report = export_agent(source, target, agent, replace=replace)
