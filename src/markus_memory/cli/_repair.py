@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .._fs import atomic_write_bytes
 from ..config import Settings
+from ..errors import MarkusMemoryError
 from ..layers.notebook import repair_utf8, utf8_damage
 from ..layers.sessions import _format as fmt
 from ..memory import open_agent
@@ -93,7 +94,7 @@ def repair_session(settings: Settings, agent: str, session_id: str) -> str:
     with open_agent(agent, settings=settings) as mem:
         try:
             mem.sessions.get(session_id)
-        except Exception:  # noqa: BLE001 - a damaged file raises after being set aside
+        except MarkusMemoryError:  # a damaged file is reported after it was set aside
             pass
     after = _listing(directory)
     gone = sorted(set(before) - set(after))
