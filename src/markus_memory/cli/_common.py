@@ -42,8 +42,8 @@ class MemoryGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
-            raise
+        except (click.exceptions.Exit, click.ClickException, click.Abort, BrokenPipeError):
+            raise  # click reports these itself (a closed pipe, as in `| head`, silently)
         except Exception as exc:
             if debugging():
                 raise

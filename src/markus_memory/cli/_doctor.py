@@ -17,6 +17,7 @@ from ..search import index as search_index
 from ..storage.migrations import Migrations, SqliteMigrationTarget
 from ..storage.sqlite import SqliteStore
 from ..storage.sqlite_schema import migrations as markus_migrations
+from ..transfer import MOVED_MARKER
 from ._common import Check, console, emit_json, json_option, plain, progress, settings_of, table
 from ._maintain import pending_migration, selected_agents
 from ._repair import (
@@ -54,6 +55,12 @@ def agent_checks(settings: Settings, name: str) -> list[Check]:
         checks.append(_run(name, "NOTEBOOK.md parses", mem.notebook.read))
         checks.append(_run(name, "state.md parses", mem.state.entries))
         checks.append(_run(name, "role files load", mem.roles.role))
+        if (paths.root / MOVED_MARKER).exists() and not settings.documents_on_postgres:
+            detail = (
+                f"{MOVED_MARKER}: these markdown files were exported to PostgreSQL and are a "
+                "stale backup; set MARKUS_DATABASE_URL, or import the agent back with --replace"
+            )
+            checks.append(Check(name, "markdown files are current", False, detail))
         for folder in (paths.sessions_dir, paths.daily_logs_dir):
             if folder.exists() and not folder.is_dir():
                 detail = f"{folder} is a file where a directory belongs: move it away"
