@@ -127,7 +127,9 @@ def existing_agent(settings: Settings, agent: str) -> str:
     """``agent`` if it is a well-formed id with a directory under the home, else an error."""
     agent = validate_id("agent id", agent)
     if not settings.agent_dir(agent).is_dir():
-        raise NotFoundError(f"no agent {agent!r} under {settings.home}")
+        raise NotFoundError(
+            f"no agent {agent!r} under {settings.home}; list them with: markus-memory agents"
+        )
     return agent
 
 

@@ -8,6 +8,7 @@ import click
 
 from ..dream import dream as run_dream
 from ..dream import dream_diff, dream_history, undo_last_dream
+from ..errors import NotFoundError
 from ..llm import AnthropicChatModel, ChatModel, OpenAIChatModel
 from ._common import agent_option, console, emit_json, json_option, memory_of, spinner, table, when
 
@@ -161,7 +162,12 @@ def dream_history_command(
 def dream_diff_command(ctx: click.Context, run_id: str, agent: str, as_json: bool) -> None:
     """Print what dream RUN_ID changed in knowledge.md and state.md (unified diff)."""
     with memory_of(ctx, agent, create=False) as mem:
-        diff = dream_diff(mem, run_id)
+        try:
+            diff = dream_diff(mem, run_id)
+        except NotFoundError as exc:
+            raise click.ClickException(
+                f"{exc}; list them with: markus-memory dream history --agent {agent}"
+            ) from None
     if as_json:
         emit_json({"run_id": run_id, "diff": diff})
     else:
