@@ -46,7 +46,9 @@ def chat_turn(
 ) -> str:
     """One user turn: flush if needed, build the prompt, run the model and its tool calls."""
     tracker.maybe_flush(memory, model, session_id)
-    context = render_memory_context(memory, "converse", query=user_text)
+    # persist_recall: keep this turn's recall in NOTEBOOK.md as well, as the original runtime
+    # did (a render without it changes no file)
+    context = render_memory_context(memory, "converse", query=user_text, persist_recall=True)
     system = f"{BASE_PROMPT}\n\n{context.text}".strip()
     memory.sessions.get_or_create(session_id)
     memory.sessions.append(session_id, {"role": "user", "content": user_text})

@@ -142,6 +142,7 @@ def test_agent_loop_saves_memory_and_notebook_to_disk(
     second_turn_system = server.requests[2]["messages"][0]["content"]
     assert "## Notebook" in second_turn_system and "current-task" in second_turn_system
     assert "relevant-context" in second_turn_system and "green tea" in second_turn_system
+    assert "## relevant-context" in (agent_dir / "NOTEBOOK.md").read_text()  # persist_recall
     # the follow-up request is valid OpenAI wire format
     sent = server.requests[1]["messages"]
     assistant = next(m for m in sent if m["role"] == "assistant")
@@ -156,7 +157,7 @@ def test_agent_loop_saves_memory_and_notebook_to_disk(
     tool_results = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert json.loads(tool_results[0]["content"])["status"] == "saved"
     refused = json.loads(tool_results[2]["content"])
-    assert refused["status"] == "error" and '"content" is required' in refused["error"]
+    assert refused["status"] == "error" and 'no argument "summary"' in refused["error"]
     search = json.loads(
         [m for m in server.requests[3]["messages"] if m["role"] == "tool"][-1]["content"]
     )

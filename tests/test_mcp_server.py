@@ -215,6 +215,27 @@ def test_the_prompt_is_the_rendered_memory_context(memory: AgentMemory, profile:
     assert ("Ana leads" in expected) == (profile != "reflex")
 
 
+def test_item11_the_prompt_with_a_query_writes_nothing(memory: AgentMemory) -> None:
+    """#12 item 11: rendering the prompt wrote a system entry into NOTEBOOK.md."""
+    seed(memory)
+    before = memory.paths.notebook.read_bytes()
+    server = build_server(memory)
+    args = {"profile": "converse", "query": "when is the deploy?"}
+    shown = with_client(server, lambda c: c.get_prompt(PROMPT_NAME, args))
+    assert "every Friday at noon" in shown.messages[0].content.text
+    assert memory.paths.notebook.read_bytes() == before
+    kept = with_client(
+        server, lambda c: c.get_prompt(PROMPT_NAME, {**args, "persist_recall": "true"})
+    )
+    assert kept.messages[0].content.text == shown.messages[0].content.text
+    entry = memory.notebook.get("relevant-context")
+    assert entry is not None and "every Friday at noon" in entry.text
+    error = protocol_error(
+        server, lambda c: c.get_prompt(PROMPT_NAME, {**args, "persist_recall": "maybe"})
+    )
+    assert "persist_recall" in str(error)
+
+
 def test_an_unknown_profile_is_refused(memory: AgentMemory) -> None:
     error = protocol_error(
         build_server(memory), lambda c: c.get_prompt(PROMPT_NAME, {"profile": "chatty"})
@@ -248,6 +269,73 @@ def test_stdio_round_trip_with_the_server_as_a_subprocess(tmp_path: Path) -> Non
     assert "memory_save" in [t.name for t in tools.tools]
     assert not saved.is_error
     assert "stdio works" in (home / "agents" / "bob" / "knowledge.md").read_text()
+
+
+@pytest.mark.slow
+def test_item17_deep_requests_over_stdio_get_a_clear_error(tmp_path: Path) -> None:
+    """#12 item 17: deep nesting is refused with a clear error, never a traceback.
+
+    Within what the transport can read, the tool refuses it; beyond, the server answers the
+    request with a parse error (the SDK alone dropped the line and left the client waiting).
+    """
+    import subprocess
+
+    def deep_call(request_id: int, depth: int) -> str:
+        tags = "[" * depth + "]" * depth
+        return (
+            f'{{"jsonrpc":"2.0","id":{request_id},"method":"tools/call","params":'
+            f'{{"name":"memory_save","arguments":{{"content":"x","tags":{tags}}}}}}}'
+        )
+
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    lines = [
+        json.dumps(hello),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        deep_call(1, 40),
+        deep_call(2, 300),
+        deep_call(3, 100_000),
+        json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+    ]
+    server = subprocess.Popen(
+        [markus_command(), "serve", "--agent", "bob", "--home", str(tmp_path / "home")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    watchdog = threading.Timer(60, server.kill)  # a reply that never comes fails, not hangs
+    watchdog.start()
+    try:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write("\n".join(lines) + "\n")
+        server.stdin.flush()
+        replies = {}
+        for _ in range(5):  # one reply per request, the notification gets none
+            reply = json.loads(server.stdout.readline())
+            replies[reply["id"]] = reply
+        _, stderr = server.communicate(timeout=30)  # closes stdin: the server stops
+    finally:
+        watchdog.cancel()
+        server.kill()
+    assert set(replies) == {0, 1, 2, 3, 4}
+    refused = json.loads(replies[1]["result"]["content"][0]["text"])
+    assert replies[1]["result"]["isError"] and "nested too deeply" in refused["error"]
+    for request_id in (2, 3):
+        assert replies[request_id]["error"]["code"] == -32700
+        assert "nested too deeply" in replies[request_id]["error"]["message"]
+    assert replies[4]["result"]["tools"]
+    assert "Traceback" not in stderr
+    with open_agent("bob", home=tmp_path / "home") as bob:
+        assert bob.knowledge.observations() == []
 
 
 # HTTP

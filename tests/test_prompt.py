@@ -128,23 +128,33 @@ def test_auto_recall_refreshes_and_removes_relevant_context(
     memory.knowledge.save_observation("The staging database password rotates on Mondays")
     memory.knowledge.save_observation("Lunch is at noon", type="fact")
     ctx = render_memory_context(
-        memory, "converse", query="when does the password rotate?", estimator=EST
+        memory,
+        "converse",
+        query="when does the password rotate?",
+        persist_recall=True,
+        estimator=EST,
     )
     entry = memory.notebook.get(RELEVANT_CONTEXT_KEY)
     assert entry is not None and entry.managed == "system"
     assert "rotates on Mondays" in entry.text and "Lunch" not in entry.text
     assert ctx.relevant_context == entry.text
     assert "rotates on Mondays" in ctx.volatile and "[system]" in ctx.volatile
-    ctx = render_memory_context(memory, "converse", query="xylophone", estimator=EST)
+    ctx = render_memory_context(
+        memory, "converse", query="xylophone", persist_recall=True, estimator=EST
+    )
     assert memory.notebook.get(RELEVANT_CONTEXT_KEY) is None and ctx.relevant_context is None
-    render_memory_context(memory, "converse", query="password", auto_recall=False, estimator=EST)
+    render_memory_context(
+        memory, "converse", query="password", auto_recall=False, persist_recall=True, estimator=EST
+    )
     assert memory.notebook.get(RELEVANT_CONTEXT_KEY) is None
 
 
 def test_auto_recall_skips_what_the_prompt_already_shows(memory: AgentMemory) -> None:
     memory.knowledge.update_section("security", "Rotate the vault token monthly")
     memory.knowledge.save_observation("vault token lives in 1password")
-    render_memory_context(memory, "execute", query="vault token", estimator=EST)
+    render_memory_context(
+        memory, "execute", query="vault token", persist_recall=True, estimator=EST
+    )
     entry = memory.notebook.get(RELEVANT_CONTEXT_KEY)
     assert entry is not None
     assert "1password" in entry.text and "monthly" not in entry.text
@@ -153,7 +163,61 @@ def test_auto_recall_skips_what_the_prompt_already_shows(memory: AgentMemory) ->
 def test_auto_recall_is_capped(memory: AgentMemory) -> None:
     for i in range(30):
         memory.knowledge.save_observation(f"deploy note {i}: " + "long detail " * 40)
-    render_memory_context(memory, "converse", query="deploy", estimator=EST)
+    render_memory_context(memory, "converse", query="deploy", persist_recall=True, estimator=EST)
     entry = memory.notebook.get(RELEVANT_CONTEXT_KEY)
     assert entry is not None
     assert len(entry.text) <= 1500 and 1 <= len(entry.text.splitlines()) <= 5
+
+
+def test_item11_render_with_query_writes_nothing(memory: AgentMemory) -> None:
+    """#12 item 11: a render with a query wrote a system entry into NOTEBOOK.md."""
+    memory.knowledge.save_observation("The staging database password rotates on Mondays")
+    memory.notebook.upsert("plan", "rotate the keys")
+    before = memory.paths.notebook.read_bytes()
+    ctx = render_memory_context(memory, "converse", query="password rotate", estimator=EST, now=NOW)
+    assert memory.paths.notebook.read_bytes() == before
+    assert memory.notebook.get(RELEVANT_CONTEXT_KEY) is None
+    # the prompt still carries the recall, exactly as a persisted refresh would render it
+    assert ctx.relevant_context is not None and "rotates on Mondays" in ctx.relevant_context
+    assert f"### {RELEVANT_CONTEXT_KEY} (just now) [system]" in ctx.volatile
+    persisted = render_memory_context(
+        memory, "converse", query="password rotate", persist_recall=True, estimator=EST, now=NOW
+    )
+    assert persisted.text == ctx.text and persisted.relevant_context == ctx.relevant_context
+    assert memory.notebook.get(RELEVANT_CONTEXT_KEY) is not None
+
+
+def test_item11_a_stale_persisted_recall_is_hidden_not_removed(memory: AgentMemory) -> None:
+    memory.notebook.upsert(RELEVANT_CONTEXT_KEY, "- [2026-04-01] an old hit", managed="system")
+    before = memory.paths.notebook.read_bytes()
+    ctx = render_memory_context(memory, "converse", query="xylophone", estimator=EST)
+    assert "an old hit" not in ctx.text and ctx.relevant_context is None
+    assert memory.paths.notebook.read_bytes() == before
+    kept = render_memory_context(memory, "converse", estimator=EST)
+    assert "an old hit" in kept.volatile  # no query: the entry is shown as stored
+
+
+def test_persist_recall_must_be_a_bool(memory: AgentMemory) -> None:
+    with pytest.raises(TypeError, match="persist_recall"):
+        render_memory_context(memory, "converse", query="x", persist_recall="yes")  # type: ignore[arg-type]
+
+
+def test_item11_prompt_command_with_query_writes_nothing(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from markus_memory.cli import cli
+
+    home = tmp_path / "cli"
+    with open_agent("al", home=home) as mem:
+        mem.knowledge.save_observation("The staging database password rotates on Mondays")
+        mem.notebook.upsert("plan", "rotate the keys")
+        notebook = mem.paths.notebook
+    before = notebook.read_bytes()
+    runner = CliRunner()
+    args = ["--home", str(home), "prompt", "-a", "al", "--query", "password rotate"]
+    shown = runner.invoke(cli, args, catch_exceptions=False)
+    assert shown.exit_code == 0 and "rotates on Mondays" in shown.stdout
+    assert notebook.read_bytes() == before
+    kept = runner.invoke(cli, [*args, "--persist-recall"], catch_exceptions=False)
+    assert kept.exit_code == 0 and kept.stdout == shown.stdout
+    assert RELEVANT_CONTEXT_KEY in notebook.read_text()

@@ -13,6 +13,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -29,6 +30,7 @@ try:
     from mcp import MCPError
     from mcp.server import Server, ServerRequestContext
     from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ExtraNotInstalledError("mcp", exc.name or "mcp") from exc
 
@@ -165,8 +167,14 @@ def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[A
                         ),
                         types.PromptArgument(
                             name="query",
-                            description="the current user message; refreshes the "
-                            "relevant-context notebook entry from it",
+                            description="the current user message; what is relevant to it "
+                            "is shown as the relevant-context notebook entry",
+                            required=False,
+                        ),
+                        types.PromptArgument(
+                            name="persist_recall",
+                            description="true: also store that entry in NOTEBOOK.md "
+                            "(default false: the prompt changes no file)",
                             required=False,
                         ),
                     ],
@@ -190,8 +198,18 @@ def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[A
                 message=f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}",
             )
         query = arguments.get("query") or None
+        persist = (arguments.get("persist_recall") or "false").strip().lower()
+        if persist not in ("true", "false"):
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"persist_recall must be true or false, got {persist!r}",
+            )
         try:
-            context = await run_sync(lambda: render_memory_context(memory, profile, query=query))
+            context = await run_sync(
+                lambda: render_memory_context(
+                    memory, profile, query=query, persist_recall=persist == "true"
+                )
+            )
         except MarkusMemoryError as exc:
             raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
         return types.GetPromptResult(
@@ -286,13 +304,81 @@ def http_app(
     return BearerGuard(app, token) if token is not None else app
 
 
+_LEADING_ID = re.compile(r'^\s*\{[^{}\[\]]*?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+
+
+def unreadable_reply(exc: Exception) -> types.JSONRPCError:
+    """The JSON-RPC error for a line the transport could not read (too deep, not JSON …).
+
+    The request id is recovered when it comes before any nesting, so the client's pending
+    request ends; otherwise the id is null, as JSON-RPC prescribes for a parse error.
+    """
+    listed = getattr(exc, "errors", None)
+    errors = listed() if callable(listed) else []
+    first = errors[0] if errors and isinstance(errors[0], dict) else {}
+    line, reason = first.get("input"), str(first.get("msg") or exc).splitlines()[0]
+    found = _LEADING_ID.match(line) if isinstance(line, str) else None
+    parse = first.get("type") == "json_invalid"
+    if "recursion limit" in reason:
+        reason = f"the request is nested too deeply to read ({reason})"
+    log.warning("refused an unreadable MCP message: %s", reason)
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=json.loads(found.group(1)) if found else None,
+        error=types.ErrorData(
+            code=types.PARSE_ERROR if parse else types.INVALID_REQUEST, message=reason
+        ),
+    )
+
+
+class AnswerUnreadable:
+    """The stdio read stream, answering each line the SDK could not parse.
+
+    The SDK hands such a line to the server as an exception, which it drops silently: the
+    client would wait for ever. Everything else passes through unchanged.
+    """
+
+    def __init__(self, inner: Any, write_stream: Any) -> None:
+        self._inner = inner
+        self._write = write_stream
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            await self._write.send(SessionMessage(unreadable_reply(item)))
+
+    def __aiter__(self) -> AnswerUnreadable:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> AnswerUnreadable:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __getattr__(self, name: str) -> Any:  # last_context and the like
+        return getattr(self._inner, name)
+
+
 def serve_stdio(memory: AgentMemory, *, legacy_tools: bool = False) -> None:
     """Serve over stdin/stdout until the client closes the stream."""
     server = build_server(memory, legacy_tools=legacy_tools)
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            incoming = AnswerUnreadable(read_stream, write_stream)
+            await server.run(incoming, write_stream, server.create_initialization_options())
 
     anyio.run(main)
 

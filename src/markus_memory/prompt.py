@@ -2,21 +2,24 @@
 
 :func:`render_memory_context` returns the text plus its stable part (``## Your Knowledge`` or,
 for reflex, ``## Current State (short)``; cache-friendly, changes only when knowledge does)
-and its volatile part (``## Notebook``, last). Given the current user message it first
-refreshes the system-managed ``relevant-context`` notebook entry (automatic recall).
+and its volatile part (``## Notebook``, last). Given the current user message it recalls what
+is relevant into the system-managed ``relevant-context`` notebook entry (automatic recall, as
+the original Markus runtime does): shown in the prompt only, or also written to NOTEBOOK.md
+when the host asks for that with ``persist_recall=True``. A render changes no file otherwise.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Literal
 
 from .config import Limits
 from .errors import MarkusMemoryError
-from .layers.notebook import age_label
+from .layers.notebook import NotebookEntry, age_label
 from .tokens import TokenEstimator, default_estimator, largest_prefix_within
 
 if TYPE_CHECKING:
@@ -142,9 +145,17 @@ def render_state_lines(memory: AgentMemory) -> str:
     return f"{STATE_HEADING}\n" + "\n".join(snapshot.splitlines()[:max_lines])
 
 
-def render_notebook(memory: AgentMemory, now: datetime | None = None) -> str:
-    """The ``## Notebook`` block: guidance with budgets, then every entry with age and size."""
-    entries = memory.notebook.entries()
+def render_notebook(
+    memory: AgentMemory,
+    now: datetime | None = None,
+    *,
+    entries: Sequence[NotebookEntry] | None = None,
+) -> str:
+    """The ``## Notebook`` block: guidance with budgets, then every entry with age and size.
+
+    ``entries`` replaces the stored entries (a view with this turn's recall in it).
+    """
+    entries = memory.notebook.entries() if entries is None else list(entries)
     if not entries:
         return ""
     limits = memory.settings.limits
@@ -239,33 +250,67 @@ def refresh_relevant_context(memory: AgentMemory, query: str, *, shown: str = ""
     return text
 
 
+def recalled_entries(
+    memory: AgentMemory, query: str, *, shown: str = ""
+) -> tuple[str | None, list[NotebookEntry]]:
+    """This turn's recall and the notebook as it would read after a refresh, writing nothing.
+
+    The ``relevant-context`` entry is replaced in place, added last, or left out when nothing
+    is relevant: exactly what :func:`refresh_relevant_context` would store.
+    """
+    lines = relevant_lines(memory, query, shown=shown)
+    entries = memory.notebook.entries()
+    index = next((i for i, e in enumerate(entries) if e.key == RELEVANT_CONTEXT_KEY), None)
+    if not lines:
+        return None, [e for e in entries if e.key != RELEVANT_CONTEXT_KEY]
+    cap = memory.settings.limits.notebook_max_chars_per_system_entry
+    text = "\n".join(lines)[:cap].rstrip()
+    current = entries[index] if index is not None else None
+    if current is None or current.text != text or current.managed != "system":
+        stamp = memory.settings.clock().astimezone(timezone.utc)
+        entry = NotebookEntry(RELEVANT_CONTEXT_KEY, text, "system", stamp)
+        if index is None:
+            entries.append(entry)
+        else:
+            entries[index] = entry
+    return text, entries
+
+
 def render_memory_context(
     memory: AgentMemory,
     profile: Profile | str = "default",
     *,
     query: str | None = None,
     auto_recall: bool = True,
+    persist_recall: bool = False,
     estimator: TokenEstimator | None = None,
     now: datetime | None = None,
 ) -> MemoryContext:
     """The memory blocks of one turn's system prompt, stable part first, notebook last.
 
-    ``query`` is the current user message: with ``auto_recall`` the ``relevant-context``
-    notebook entry is refreshed from it (removed when nothing relevant is found). With
-    ``query=None`` that entry is left as it is.
+    ``query`` is the current user message: with ``auto_recall`` what is relevant to it is
+    shown as the system-managed ``relevant-context`` notebook entry (left out when nothing
+    is). The render writes nothing unless ``persist_recall=True``, which also stores that
+    entry in NOTEBOOK.md (or removes it), as the original runtime did every turn. With
+    ``query=None`` a stored entry is shown as it is.
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown prompt profile {profile!r}; use one of {', '.join(PROFILES)}")
+    if not isinstance(persist_recall, bool):
+        raise TypeError(f"persist_recall must be True or False, got {persist_recall!r}")
     counter = estimator if estimator is not None else default_estimator()
     knowledge, prepared = render_knowledge(memory, profile, counter)
     stable = knowledge if profile != "reflex" else render_state_lines(memory)
-    relevant = None
+    relevant, entries = None, None
     if auto_recall and query is not None:
         try:
-            relevant = refresh_relevant_context(memory, query, shown=stable)
+            if persist_recall:
+                relevant = refresh_relevant_context(memory, query, shown=stable)
+            else:
+                relevant, entries = recalled_entries(memory, query, shown=stable)
         except MarkusMemoryError:  # a failing index must not cost the agent its turn
             log.warning("automatic recall failed; relevant-context left as it was", exc_info=True)
-    volatile = render_notebook(memory, now)
+    volatile = render_notebook(memory, now, entries=entries)
     text = "\n\n".join(block for block in (stable, volatile) if block)
     return MemoryContext(
         text=text,

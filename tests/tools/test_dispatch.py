@@ -107,3 +107,26 @@ def test_fuzz_dispatch_never_raises_and_errors_never_write(tmp_path) -> None:
                 assert files_digest(memory.directory) == before, (name, args, result)
 
         run()
+
+
+@pytest.mark.parametrize("depth", [40, 5_000, 200_000])
+def test_item17_deep_json_is_refused_without_a_traceback(
+    memory: AgentMemory, depth: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """#12 item 17: deep nesting logged a full traceback per call; now a clear refusal."""
+    text = '{"content": "x", "tags": ' + "[" * depth + "]" * depth + "}"
+    nested: object = "leaf"
+    for _ in range(min(depth, 900)):
+        nested = [nested]
+    before = files_digest(memory.directory)
+    with caplog.at_level("DEBUG", logger="markus_memory"):
+        for args in (text, {"content": "x", "tags": nested}):
+            result = call(memory, "memory_save", args)
+            assert result["status"] == "error" and "nested" in result["error"]
+            assert "32 levels" in result["error"] and 'memory_save {"content"' in result["error"]
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    assert files_digest(memory.directory) == before
+
+
+def test_item17_ordinary_nesting_is_fine(memory: AgentMemory) -> None:
+    assert call(memory, "memory_save", {"content": "x", "tags": ["a", "b"]})["status"] == "saved"

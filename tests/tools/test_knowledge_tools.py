@@ -29,10 +29,16 @@ def test_memory_save_stores_entry_with_string_and_array_tags(memory: AgentMemory
     assert "TS strict mode" in memory.paths.knowledge.read_text()
 
 
-def test_memory_save_severity_and_unknown_type(memory: AgentMemory) -> None:
-    assert call(memory, "memory_save", {"content": "x", "severity": "note"})["type"] == "note"
-    assert call(memory, "memory_save", {"content": "y", "type": "task_result"})["type"] == "fact"
-    assert call(memory, "memory_save", {"content": "z", "summary": "ignored"})["status"] == "saved"
+def test_memory_save_refuses_what_its_schema_does_not_offer(memory: AgentMemory) -> None:
+    """The original saved these as facts and ignored extra keys; the schema says otherwise."""
+    for args in (
+        {"content": "x", "severity": "note"},
+        {"content": "y", "type": "task_result"},
+        {"content": "z", "summary": "ignored"},
+    ):
+        assert call(memory, "memory_save", args)["status"] == "error"
+    assert memory.knowledge.observations() == []
+    assert call(memory, "memory_save", {"content": "n", "type": "note"})["type"] == "note"
 
 
 def test_A_memory_save_rejects_array_and_does_not_write(memory: AgentMemory) -> None:
@@ -179,7 +185,12 @@ def test_memory_update_delete_by_ids(memory: AgentMemory) -> None:
     ids = [call(memory, "memory_save", {"content": f"c{i}"})["id"] for i in range(3)]
     missing = call(memory, "memory_update", {"section": "x", "mode": "delete"})
     assert missing["status"] == "error" and missing["error"].startswith("Provide ids to delete.")
-    result = call(memory, "memory_update", {"mode": "delete", "ids": ids[:2] + ["nope"]})
+    no_section = call(memory, "memory_update", {"mode": "delete", "ids": ids[:1]})
+    assert no_section["status"] == "error" and '"section" is required' in no_section["error"]
+    many = call(memory, "memory_update", {"section": "x", "mode": "delete", "ids": ["i"] * 21})
+    assert many["status"] == "error" and "at most 20" in many["error"]
+    args = {"section": "x", "mode": "delete", "ids": ids[:2] + ["nope"]}
+    result = call(memory, "memory_update", args)
     assert result == {"status": "deleted", "removed": 2, "store": "knowledge.md"}
     assert [o.id for o in memory.knowledge.observations()] == ids[2:]
 
@@ -233,7 +244,7 @@ def test_memory_list_and_delete(memory: AgentMemory) -> None:
 
 
 def test_awkward_tags_are_cleaned_not_refused(memory: AgentMemory) -> None:
-    result = call(memory, "memory_save", {"content": "c", "tags": ["a-->b", "x\ny", 3, "a-->b"]})
+    result = call(memory, "memory_save", {"content": "c", "tags": ["a-->b", "x\ny", "3", "a-->b"]})
     assert result["status"] == "saved"
     assert memory.knowledge.observations()[0].tags == ("a->b", "x y", "3")
 

@@ -33,10 +33,10 @@ def test_long_content_is_truncated_and_says_so(memory: AgentMemory) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ({"content": "x"}, "key is required"),
-        ({"key": "", "content": "x"}, "key is required"),
-        ({"key": "k"}, "content is required"),
-        ({"key": "k", "content": 7}, "content is required"),
+        ({"content": "x"}, '"key" is required'),
+        ({"key": "", "content": "x"}, '"key" is required'),
+        ({"key": "k"}, '"content" is required'),
+        ({"key": "k", "content": 7}, '"content" must be a string, got 7'),
     ],
 )
 def test_update_notebook_validation(memory: AgentMemory, args: dict, message: str) -> None:
@@ -48,7 +48,7 @@ def test_update_notebook_validation(memory: AgentMemory, args: dict, message: st
 
 def test_update_working_memory_alias(memory: AgentMemory) -> None:
     assert call(memory, "update_working_memory", {"key": "k"})["error"].startswith(
-        "key and content required"
+        '"content" is required'
     )
     assert (
         call(memory, "update_working_memory", {"key": "k", "content": "c"})["status"] == "updated"
@@ -83,7 +83,7 @@ def test_clear_notebook_never_wipes_system_entries(memory: AgentMemory) -> None:
     assert call(memory, "clear_notebook", {"key": "zzz"})["cleared"] == 0
     assert call(memory, "clear_working_memory", {"all": True})["cleared"] == 1
     assert [e.key for e in memory.notebook.entries()] == ["relevant-context"]
-    assert call(memory, "clear_notebook", {})["cleared"] == 0
+    assert call(memory, "clear_notebook", {"all": True})["cleared"] == 0
     assert call(memory, "clear_notebook", {"all": "yes"})["status"] == "error"
 
 
@@ -108,3 +108,34 @@ def test_system_keys_are_reserved_even_when_absent(memory: AgentMemory, key: str
     result = call(memory, "update_notebook", {"key": key, "content": "mine"})
     assert result["status"] == "error" and "reserved" in result["error"]
     assert not memory.paths.notebook.exists()
+
+
+@pytest.mark.parametrize(
+    "args", [{}, {"key": ""}, {"key": "   "}, {"all": False}, {"key": "", "all": False}, None]
+)
+@pytest.mark.parametrize("name", ["clear_notebook", "clear_working_memory"])
+def test_item9_clear_notebook_empty_args_clears_nothing(
+    memory: AgentMemory, name: str, args: object
+) -> None:
+    """#12 item 9: no key and no ``all: true`` wiped every agent entry."""
+    call(memory, "update_notebook", {"key": "plan", "content": "ship it"})
+    call(memory, "update_notebook", {"key": "notes", "content": "ask Ana"})
+    before = files_digest(memory.directory)
+    result = call(memory, name, args)
+    assert result["status"] == "error" and result["store"] == "NOTEBOOK.md"
+    assert '"all":true' in result["error"] and '"key":"current-task"' in result["error"]
+    assert files_digest(memory.directory) == before
+    assert [e.key for e in memory.notebook.entries()] == ["plan", "notes"]
+
+
+def test_item9_clear_notebook_all_true_clears_only_the_agents_entries(
+    memory: AgentMemory,
+) -> None:
+    memory.notebook.upsert("relevant-context", "- fact", managed="system")
+    call(memory, "update_notebook", {"key": "plan", "content": "ship it"})
+    both = call(memory, "clear_notebook", {"key": "plan", "all": True})
+    assert both["status"] == "error" and "not both" in both["error"]
+    assert call(memory, "clear_notebook", {"key": "plan", "all": False})["cleared"] == 1
+    call(memory, "update_notebook", {"key": "plan", "content": "again"})
+    assert call(memory, "clear_notebook", {"all": True})["cleared"] == 1
+    assert [e.key for e in memory.notebook.entries()] == ["relevant-context"]

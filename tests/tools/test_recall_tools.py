@@ -83,7 +83,9 @@ def test_search_without_query_errors(memory: AgentMemory) -> None:
     assert result["status"] == "error" and '{"query":"auth error"}' in result["message"]
 
 
-def test_unknown_operation_falls_back_to_list(memory: AgentMemory, activity: str) -> None:
-    assert (
-        call(memory, "recall_activity", {"operation": "bogus"})["activities"][0]["id"] == activity
-    )
+def test_unknown_operation_is_refused(memory: AgentMemory, activity: str) -> None:
+    """The original fell back to list; #12 item 10 asks for a refusal that names the choices."""
+    for args in ({"operation": "bogus"}, {"op": "forget"}, {"action": "delete everything"}):
+        result = call(memory, "recall_activity", args)
+        assert result["status"] == "error" and "list, get, search" in result["message"]
+    assert call(memory, "recall_activity", {"op": "list recent"})["activities"][0]["id"] == activity

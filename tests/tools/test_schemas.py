@@ -86,6 +86,7 @@ def test_memory_update_schema_is_the_markus_one() -> None:
     assert params["properties"]["ids"] == {
         "type": "array",
         "items": {"type": "string"},
+        "maxItems": 20,
         "description": params["properties"]["ids"]["description"],
     }
 

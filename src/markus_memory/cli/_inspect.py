@@ -367,13 +367,25 @@ def _utc(moment: datetime | None) -> datetime | None:
     show_default=True,
     help="Which scenario's caps apply (reflex: state lines instead of knowledge).",
 )
-@click.option("--query", help="The current user message: refreshes relevant-context first.")
+@click.option("--query", help="The current user message: shows what is relevant to it.")
+@click.option(
+    "--persist-recall",
+    is_flag=True,
+    help="Also store that recall as the relevant-context notebook entry (written to disk).",
+)
 @json_option
 @click.pass_context
-def prompt(ctx: click.Context, agent: str, profile: str, query: str | None, as_json: bool) -> None:
-    """Print the memory context a system prompt gets for PROFILE."""
+def prompt(
+    ctx: click.Context,
+    agent: str,
+    profile: str,
+    query: str | None,
+    persist_recall: bool,
+    as_json: bool,
+) -> None:
+    """Print the memory context a system prompt gets for PROFILE (changes no file)."""
     with memory_of(ctx, agent, create=False) as mem:
-        context = render_memory_context(mem, profile, query=query)
+        context = render_memory_context(mem, profile, query=query, persist_recall=persist_recall)
     if as_json:
         emit_json(context)
         return

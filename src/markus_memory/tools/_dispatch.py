@@ -1,4 +1,9 @@
-"""dispatch: run one tool call and always answer with a JSON string, never an exception."""
+"""dispatch: run one tool call and always answer with a JSON string, never an exception.
+
+Before a handler runs, the arguments are decoded, walked once for what JSON cannot mean (deep
+nesting, lone surrogates, NaN), and checked against the tool's advertised schema; a null
+argument counts as left out. Any refusal names the problem and quotes a correct call.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import MarkusMemoryError
 from ._registry import Registry, ToolDefinition
 from ._results import ToolCallError, error_result, to_json
+from ._schema import TooDeep, check_plain_json, problems
 from ._validation import example, type_name
 
 if TYPE_CHECKING:
@@ -18,9 +24,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("markus_memory.tools")
 
 
-def _arguments(tool: ToolDefinition, arguments: object) -> Mapping[str, Any]:
+def _refuse_constant(name: str) -> object:
+    raise ToolCallError(f"{name} is not a JSON number; send a finite number")
+
+
+def _decode(tool: ToolDefinition, arguments: object) -> Mapping[str, Any]:
     """The call's arguments as an object; JSON text is decoded, anything else is refused."""
-    call = example(tool.name, tool.example)
     if arguments is None:
         return {}
     if isinstance(arguments, (str, bytes, bytearray)):
@@ -28,42 +37,39 @@ def _arguments(tool: ToolDefinition, arguments: object) -> Mapping[str, Any]:
         if not text.strip():
             return {}
         try:
-            arguments = json.loads(text)
+            arguments = json.loads(text, parse_constant=_refuse_constant)
         except json.JSONDecodeError as exc:
             raise ToolCallError(
-                f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}). "
-                f"Send one JSON object, e.g. {call}"
+                f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}); "
+                "send one JSON object"
             ) from None
+        except RecursionError:
+            raise TooDeep() from None
     if isinstance(arguments, (list, tuple)):
         raise ToolCallError(
-            f"{tool.name} expects a JSON object, not an array. Make one call per item, e.g. {call}"
+            f"{tool.name} expects a JSON object, not an array; make one call per item"
         )
     if not isinstance(arguments, Mapping):
         raise ToolCallError(
-            f"{tool.name} expects a JSON object of named arguments, got {type_name(arguments)}. "
-            f"Call it like {call}"
-        )
-    if not _encodable(arguments):
-        raise ToolCallError(
-            "the arguments contain invalid Unicode (a lone surrogate such as \\ud800); "
-            f"send plain UTF-8 text. Call it like {call}"
+            f"{tool.name} expects a JSON object of named arguments, got {type_name(arguments)}"
         )
     return arguments
 
 
-def _encodable(value: object) -> bool:
-    """True when every string inside ``value`` can be written as UTF-8."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return False
-        return True
-    if isinstance(value, Mapping):
-        return all(_encodable(k) and _encodable(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return all(_encodable(v) for v in value)
-    return True
+def _arguments(tool: ToolDefinition, arguments: object) -> dict[str, Any]:
+    """The checked arguments (nulls left out), or a ToolCallError that quotes a correct call."""
+    call = example(tool.name, tool.example)
+    try:
+        decoded = _decode(tool, arguments)
+        check_plain_json(decoded)
+    except ToolCallError as exc:
+        raise ToolCallError(f"{exc.message}. A correct call: {call}", **exc.extra) from None
+    given = {key: value for key, value in decoded.items() if value is not None}
+    found = problems(tool.name, tool.validator, given)
+    if found:
+        said = "; ".join(phrase.rstrip(".") for phrase in found)
+        raise ToolCallError(f"{said}. Nothing was changed. A correct call: {call}")
+    return given
 
 
 def run(registry: Registry, memory: AgentMemory, name: object, arguments: object) -> str:
@@ -71,7 +77,7 @@ def run(registry: Registry, memory: AgentMemory, name: object, arguments: object
     tool = registry.get(name) if isinstance(name, str) else None
     if tool is None:
         known = ", ".join(registry.names())
-        message = f"unknown tool {name!r}. The memory tools are: {known}."
+        message = f"unknown tool {_shown_name(name)}. The memory tools are: {known}."
         return to_json(error_result(message, None))
     try:
         result = tool.handler(memory, _arguments(tool, arguments))
@@ -88,3 +94,8 @@ def run(registry: Registry, memory: AgentMemory, name: object, arguments: object
         return to_json(error_result(message, tool.store, message_key=tool.error_key))
     result.setdefault("store", tool.store)
     return to_json(result)
+
+
+def _shown_name(name: object) -> str:
+    text = repr(name)
+    return text if len(text) <= 80 else text[:79] + "…"

@@ -13,11 +13,10 @@ from ._validation import (
     SAVE_TYPES,
     example,
     id_list,
-    limit_arg,
     optional_string,
     required_text,
     tag_list,
-    type_filter,
+    whole_number,
 )
 
 if TYPE_CHECKING:
@@ -65,20 +64,16 @@ def hit_dict(hit: Any) -> Result:
 def memory_save(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
     hint = "Call it once per insight, e.g. " + example("memory_save", SAVE_EXAMPLE)
     content = required_text(args, "content", hint + " Never pass an array.")
-    kind = args.get("type")
-    if kind is None and args.get("severity") in SAVE_TYPES:
-        kind = args["severity"]
-    kind = kind if kind in SAVE_TYPES else "fact"
+    kind = args.get("type", "fact")
     tags = tag_list(args.get("tags"))
     obs = memory.knowledge.save_observation(content.strip(), type=kind, tags=tags)
     return {"status": "saved", "id": obs.id, "type": obs.type, "store": STORE}
 
 
 def memory_search(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
-    hint = "Example: " + example("memory_search", SEARCH_EXAMPLE)
-    query = optional_string(args, "query", hint) or ""
-    kind = type_filter(args, hint)
-    limit = limit_arg(args, 10, SEARCH_MAX_LIMIT, hint)
+    query = optional_string(args, "query") or ""
+    kind = optional_string(args, "type")
+    limit = whole_number(args, "limit", 10)
     if not query.strip():
         entries = memory.knowledge.observations(type=kind, limit=limit)
         listed = [observation_dict(o) for o in entries]
@@ -89,20 +84,14 @@ def memory_search(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
     return {"results": hits, "count": len(hits), "searchMethod": method, "store": STORE}
 
 
-def _mode(raw: Any, allowed: tuple[str, ...], hint: str) -> str:
-    if raw is None:
-        return "replace"
-    if not isinstance(raw, str) or raw.strip().lower() not in allowed:
-        shown = ", ".join(allowed)
-        raise ToolCallError(f'"mode" must be one of {shown} (got {raw!r}). {hint}')
-    mode = raw.strip().lower()
+def _mode(args: Mapping[str, Any]) -> str:
+    """The schema-checked mode; absent → replace, append → patch."""
+    mode = str(args.get("mode", "replace"))
     return "patch" if mode == "append" else mode
 
 
 def _delete(memory: AgentMemory, args: Mapping[str, Any], hint: str) -> Result:
-    if not args.get("ids"):
-        raise ToolCallError("Provide ids to delete. " + hint)
-    ids = id_list(args.get("ids"), "ids", hint)[:DELETE_MAX_IDS]
+    ids = id_list(args.get("ids", []))
     if not ids:
         raise ToolCallError("Provide ids to delete. " + hint)
     removed = memory.knowledge.remove_observations(ids)
@@ -128,7 +117,7 @@ def _write_section(memory: AgentMemory, section: str, content: str, mode: str) -
 
 def memory_update(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
     hint = "Example: " + example("memory_update", UPDATE_EXAMPLE)
-    mode = _mode(args.get("mode"), UPDATE_MODES, hint)
+    mode = _mode(args)
     if mode == "delete":
         return _delete(memory, args, "Example: " + example("memory_update", DELETE_EXAMPLE))
     section = required_text(args, "section", hint).strip()
@@ -140,23 +129,15 @@ def memory_update(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
 
 def memory_update_longterm(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
     hint = "Example: " + example("memory_update_longterm", UPDATE_EXAMPLE)
-    raw_mode = args.get("mode")
-    if isinstance(raw_mode, str) and raw_mode.strip().lower() == "delete":
-        raise ToolCallError(
-            "memory_update_longterm cannot delete. To delete observations call "
-            + example("memory_update", DELETE_EXAMPLE),
-            mode="delete",
-        )
-    mode = _mode(raw_mode, ("replace", "patch", "append"), hint)
+    mode = _mode(args)
     section = required_text(args, "section", hint).strip()
     content = required_text(args, "content", "The section is left as it is. " + hint)
     return _write_section(memory, section, content, mode)
 
 
 def memory_list(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
-    hint = "Example: " + example("memory_list", {"type": "fact", "limit": 15})
-    kind = type_filter(args, hint)
-    limit = limit_arg(args, 15, LIST_MAX_LIMIT, hint)
+    kind = optional_string(args, "type")
+    limit = whole_number(args, "limit", 15)
     entries = memory.knowledge.observations(type=kind, limit=limit)
     listed = [observation_dict(o, with_tags=False) for o in entries]
     return {"entries": listed, "count": len(listed), "store": STORE}
@@ -166,11 +147,11 @@ def memory_delete(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
     hint = "Example: " + example("memory_delete", {"ids": ["obs_1700000000000_ab12cd"]})
     hint += " or " + example("memory_delete", {"tag": "temp"})
     if args.get("ids"):
-        ids = id_list(args.get("ids"), "ids", hint)[:DELETE_MAX_IDS]
+        ids = id_list(args["ids"])
         if ids:
             removed = memory.knowledge.remove_observations(ids)
             return {"status": "deleted", "removed": removed, "store": STORE}
-    tag = optional_string(args, "tag", hint)
+    tag = optional_string(args, "tag")
     if tag is None or not tag.strip():
         raise ToolCallError("Provide ids or tag. " + hint)
     removed = memory.knowledge.remove_observations_by_tag(tag.strip())
@@ -233,7 +214,7 @@ TOOLS = (
                 },
                 "type": {**_TYPE_ENUM, "description": "Only this observation type."},
                 "limit": {
-                    "type": "number",
+                    "type": "integer",
                     "minimum": 1,
                     "maximum": SEARCH_MAX_LIMIT,
                     "description": f"Maximum results, 1-{SEARCH_MAX_LIMIT} (default 10).",
@@ -271,6 +252,7 @@ TOOLS = (
                 "ids": {
                     "type": "array",
                     "items": {"type": "string"},
+                    "maxItems": DELETE_MAX_IDS,
                     "description": f"Ids to delete (mode delete, max {DELETE_MAX_IDS}).",
                 },
             },
@@ -291,7 +273,7 @@ TOOLS = (
             "properties": {
                 "type": _TYPE_ENUM,
                 "limit": {
-                    "type": "number",
+                    "type": "integer",
                     "minimum": 1,
                     "maximum": LIST_MAX_LIMIT,
                     "description": f"1-{LIST_MAX_LIMIT} (default 15).",
@@ -309,7 +291,7 @@ TOOLS = (
         parameters={
             "type": "object",
             "properties": {
-                "ids": {"type": "array", "items": {"type": "string"}},
+                "ids": {"type": "array", "items": {"type": "string"}, "maxItems": DELETE_MAX_IDS},
                 "tag": {"type": "string"},
             },
         },
@@ -329,7 +311,12 @@ TOOLS = (
             "properties": {
                 "section": {"type": "string"},
                 "content": {"type": "string"},
-                "mode": {"type": "string", "enum": ["replace", "patch", "append"]},
+                "mode": {
+                    "type": "string",
+                    "enum": ["replace", "patch", "append"],
+                    "description": "replace (default), patch or append (= patch). To delete "
+                    "observations use memory_update with mode delete.",
+                },
             },
             "required": ["section", "content"],
         },

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._registry import ToolDefinition
 from ._results import Result, ToolCallError
-from ._validation import example, optional_bool, optional_string, required_text
+from ._validation import example, optional_string, required_text
 
 if TYPE_CHECKING:
     from ..memory import AgentMemory
@@ -56,36 +56,39 @@ def _upsert(memory: AgentMemory, key: str, content: str, hint: str) -> Result:
     }
 
 
-def update_notebook(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
-    hint = "Example: " + example("update_notebook", NOTEBOOK_EXAMPLE)
-    key = args.get("key")
-    if not isinstance(key, str) or not key.strip():
-        raise ToolCallError("key is required. " + hint)
-    content = args.get("content")
-    if not isinstance(content, str) or not content.strip():
-        raise ToolCallError("content is required. " + hint)
+def _update(memory: AgentMemory, args: Mapping[str, Any], tool: str) -> Result:
+    hint = "Example: " + example(tool, NOTEBOOK_EXAMPLE)
+    key = required_text(args, "key", hint)
+    content = required_text(args, "content", hint)
     return _upsert(memory, key, content, hint)
+
+
+def update_notebook(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
+    return _update(memory, args, "update_notebook")
 
 
 def update_working_memory(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
-    hint = "Example: " + example("update_working_memory", NOTEBOOK_EXAMPLE)
-    key, content = args.get("key"), args.get("content")
-    if not isinstance(key, str) or not key.strip():
-        raise ToolCallError("key and content required. " + hint)
-    if not isinstance(content, str) or not content.strip():
-        raise ToolCallError("key and content required. " + hint)
-    return _upsert(memory, key, content, hint)
+    return _update(memory, args, "update_working_memory")
 
 
 def _clear(memory: AgentMemory, args: Mapping[str, Any], tool: str) -> Result:
     hint = f"Example: {example(tool, {'key': 'current-task'})} or {example(tool, {'all': True})}"
-    everything = optional_bool(args, "all", hint)
-    key = optional_string(args, "key", hint)
-    if everything or key is None or not key.strip():
+    everything = args.get("all") is True
+    key = (optional_string(args, "key") or "").strip()
+    if everything and key:
+        raise ToolCallError(
+            f'give either "key" (one entry) or "all": true (all of yours), not both. {hint}'
+        )
+    if everything:
         cleared = memory.notebook.clear()
         return {"status": "cleared", "cleared": cleared, "store": NOTEBOOK}
-    _check_agent_key(memory, key.strip(), hint)
-    cleared = memory.notebook.clear(key=key.strip())
+    if not key:
+        raise ToolCallError(
+            'say what to remove: "key" names one entry, and "all": true removes all of your '
+            f"own entries; nothing was removed. {hint}"
+        )
+    _check_agent_key(memory, key, hint)
+    cleared = memory.notebook.clear(key=key)
     return {"status": "cleared", "cleared": cleared, "store": NOTEBOOK}
 
 
@@ -124,7 +127,10 @@ _CLEAR_PARAMS = {
     "type": "object",
     "properties": {
         "key": {"type": "string", "description": "The entry to remove."},
-        "all": {"type": "boolean", "description": "Remove all of your own entries."},
+        "all": {
+            "type": "boolean",
+            "description": "true removes all of your own entries (instead of a key).",
+        },
     },
 }
 
@@ -147,7 +153,8 @@ TOOLS = (
         name="clear_notebook",
         description=(
             "Remove one of your Notebook entries by key, or all of your own entries "
-            "(all: true). System-managed entries are never removed."
+            "(all: true; a call with neither removes nothing). System-managed entries are "
+            "never removed."
         ),
         parameters=_CLEAR_PARAMS,
         handler=clear_notebook,

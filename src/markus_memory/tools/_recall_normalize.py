@@ -30,16 +30,23 @@ def _first_string(args: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
     return None
 
 
-def _explicit_op(args: Mapping[str, Any]) -> str | None:
+def explicit_operation(args: Mapping[str, Any]) -> tuple[str, str | None] | None:
+    """The first operation key given (operation, op, action, mode, data) and its operation.
+
+    None when no such key holds text; the operation is None when the text names none of
+    list/get/search (a value starting with one of them names it, e.g. "list recent").
+    """
     for key in _OP_KEYS:
         value = args.get(key)
         if isinstance(value, str) and value.strip():
             lowered = value.strip().lower()
-            for op in OPERATIONS:
-                if lowered.startswith(op):
-                    return op
-            return None
+            return key, next((op for op in OPERATIONS if lowered.startswith(op)), None)
     return None
+
+
+def _explicit_op(args: Mapping[str, Any]) -> str | None:
+    given = explicit_operation(args)
+    return given[1] if given is not None else None
 
 
 def normalize_recall_args(args: Mapping[str, Any]) -> RecallArgs:

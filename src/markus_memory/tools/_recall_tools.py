@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..config import iso_ms, parse_iso
 from ..errors import NotFoundError
-from ._recall_normalize import normalize_recall_args, recall_limit
+from ._recall_normalize import OPERATIONS, explicit_operation, normalize_recall_args, recall_limit
 from ._registry import ToolDefinition
 from ._results import Result, ToolCallError
-from ._validation import example, limit_arg, optional_string, required_text
+from ._validation import example, optional_string, required_text, whole_number
 
 if TYPE_CHECKING:
     from ..memory import AgentMemory
@@ -93,6 +94,14 @@ def _recall_get(memory: AgentMemory, activity_id: str | None) -> Result:
 
 def recall_activity(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
     limits = memory.settings.limits
+    given = explicit_operation(args)
+    if given is not None and given[1] is None:
+        shown = json.dumps(args[given[0]], ensure_ascii=False)
+        raise ToolCallError(
+            f'"{given[0]}" must be one of {", ".join(OPERATIONS)}, got {shown}; leave it out '
+            "and the operation follows from the arguments. Example: "
+            + example("recall_activity", {"query": "auth error"})
+        )
     req = normalize_recall_args(args)
     limit = recall_limit(req.limit, limits.recall_default_limit, limits.recall_max_limit)
     if req.operation == "get":
@@ -103,7 +112,7 @@ def recall_activity(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
 
 
 def _moment(args: Mapping[str, Any], key: str, hint: str) -> datetime | None:
-    text = optional_string(args, key, hint)
+    text = optional_string(args, key)
     if text is None or not text.strip():
         return None
     moment = parse_iso(text)
@@ -115,13 +124,13 @@ def _moment(args: Mapping[str, Any], key: str, hint: str) -> datetime | None:
 def recall_conversation(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
     hint = "Example: " + example("recall_conversation", {"query": "database migration plan"})
     query = required_text(args, "query", hint)
-    session_id = optional_string(args, "session_id", hint)
-    role = optional_string(args, "role", hint)
+    session_id = optional_string(args, "session_id")
+    role = optional_string(args, "role")
     since, until = _moment(args, "since", hint), _moment(args, "until", hint)
     if since is not None and until is not None and since > until:
         raise ToolCallError(f'"since" must not be later than "until". {hint}')
-    limit = limit_arg(args, 10, CONVERSATION_MAX_LIMIT, hint)
-    neighbours = limit_arg(args, 1, MAX_NEIGHBOURS, hint, key="neighbours", minimum=0)
+    limit = whole_number(args, "limit", 10)
+    neighbours = whole_number(args, "neighbours", 1)
     hits = memory.recall_conversation(
         query.strip(),
         session_id=session_id.strip() if session_id and session_id.strip() else None,
@@ -200,13 +209,13 @@ TOOLS = (
                 "since": {"type": "string", "description": "ISO date/time, inclusive."},
                 "until": {"type": "string", "description": "ISO date/time, inclusive."},
                 "limit": {
-                    "type": "number",
+                    "type": "integer",
                     "minimum": 1,
                     "maximum": CONVERSATION_MAX_LIMIT,
                     "description": f"1-{CONVERSATION_MAX_LIMIT} (default 10).",
                 },
                 "neighbours": {
-                    "type": "number",
+                    "type": "integer",
                     "minimum": 0,
                     "maximum": MAX_NEIGHBOURS,
                     "description": f"Context messages around each hit, 0-{MAX_NEIGHBOURS} (1).",

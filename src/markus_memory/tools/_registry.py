@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._results import Result
+from ._schema import validator_for
 
 if TYPE_CHECKING:
     from ..memory import AgentMemory
@@ -32,6 +33,11 @@ class ToolDefinition:
     store: str
     error_key: str = "error"
     legacy: bool = False
+    validator: Any = field(init=False, repr=False, compare=False)
+    """jsonschema's validator for exactly the parameters every schema format hands out."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "validator", validator_for(_plain(self.parameters)))
 
     def schema(self, format: SchemaFormat = "openai") -> dict[str, Any]:
         """This tool's definition in one of the three formats hosts send to models."""
