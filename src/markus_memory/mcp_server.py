@@ -95,6 +95,68 @@ def _resource_name(memory: AgentMemory, uri: str) -> str:
     raise NotFoundError(f"unknown resource {uri!r}; this server has: {known}")
 
 
+@dataclass(frozen=True)
+class Hints:
+    """What a tool does to the memory, for the MCP client (hints, not guarantees)."""
+
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+
+
+TOOL_HINTS = {
+    "memory_save": Hints(read_only=False, destructive=False, idempotent=False),
+    "memory_search": Hints(read_only=True, destructive=False, idempotent=True),
+    "memory_update": Hints(read_only=False, destructive=True, idempotent=False),
+    "memory_list": Hints(read_only=True, destructive=False, idempotent=True),
+    "memory_delete": Hints(read_only=False, destructive=True, idempotent=True),
+    "memory_update_longterm": Hints(read_only=False, destructive=True, idempotent=False),
+    "update_notebook": Hints(read_only=False, destructive=True, idempotent=True),
+    "clear_notebook": Hints(read_only=False, destructive=True, idempotent=True),
+    "state_update": Hints(read_only=False, destructive=True, idempotent=True),
+    "state_clear": Hints(read_only=False, destructive=True, idempotent=True),
+    "update_working_memory": Hints(read_only=False, destructive=True, idempotent=True),
+    "clear_working_memory": Hints(read_only=False, destructive=True, idempotent=True),
+    "recall_activity": Hints(read_only=True, destructive=False, idempotent=True),
+    "recall_conversation": Hints(read_only=True, destructive=False, idempotent=True),
+}
+"""Every registry tool's MCP annotations. A write that can replace or remove what is stored is
+destructive (a notebook or state upsert replaces the entry's text; memory_update can replace or
+delete a section); memory_save only adds. A tool missing here gets no annotations and fails
+the test that checks every tool has them."""
+
+RESULT_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": True}
+"""Every tool result is a JSON object (the Markus result shapes): also sent as structured
+content."""
+
+
+def _tool(schema: dict[str, Any]) -> types.Tool:
+    hints = TOOL_HINTS.get(schema["name"])
+    annotations = None
+    if hints is not None:
+        annotations = types.ToolAnnotations(
+            read_only_hint=hints.read_only,
+            destructive_hint=hints.destructive,
+            idempotent_hint=hints.idempotent,
+            open_world_hint=False,
+        )
+    return types.Tool(
+        name=schema["name"],
+        description=schema["description"],
+        input_schema=schema["inputSchema"],
+        output_schema=RESULT_SCHEMA,
+        annotations=annotations,
+    )
+
+
+def _structured(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[Any]:
     """An MCP server over ``memory``: the registry's tools, the memory files, the context prompt.
 
@@ -103,7 +165,7 @@ def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[A
     """
     limiter = anyio.CapacityLimiter(1)
     tools = [
-        types.Tool(name=s["name"], description=s["description"], input_schema=s["inputSchema"])
+        _tool(s)
         for s in tool_schemas(
             "mcp", names=[t.name for t in REGISTRY if legacy_tools or not t.legacy]
         )
@@ -123,7 +185,9 @@ def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[A
             log.exception("tool call %s failed outside the registry", name)
             text = json.dumps({"status": "error", "ok": False, "error": f"{name} failed: {exc}"})
         return types.CallToolResult(
-            content=[types.TextContent(text=text)], is_error=is_tool_error_result(text)
+            content=[types.TextContent(text=text)],
+            structured_content=_structured(text),
+            is_error=is_tool_error_result(text),
         )
 
     async def list_resources(ctx: Context, params: Paging) -> types.ListResourcesResult:

@@ -29,8 +29,11 @@ CALLS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("dream", "run"): (),
     ("dream", "undo"): (),
     ("export",): ("--to-home", "{tmp}/export"),
+    ("hook", "pre-compact"): (),
+    ("hook", "session-start"): (),
     ("import",): ("--from-home", "{tmp}/import"),
     ("init",): (),
+    ("install", "claude-code"): ("--project", "{tmp}"),
     ("knowledge", "edit"): ("Team", "--content", "Ana leads."),
     ("knowledge", "show"): (),
     ("migrate",): (),
@@ -53,6 +56,10 @@ CALLS: dict[tuple[str, ...], tuple[str, ...]] = {
 WRITERS = {("init",), ("save",), ("notebook", "set"), ("knowledge", "edit"), ("state", "set")}
 """Commands that create the agent they write to (documented: the first write creates it)."""
 NOT_AN_AGENT = {("agents",)}
+HOOKS = {("hook", "pre-compact"), ("hook", "session-start")}
+"""Claude Code hooks exit 1 for every failure (Claude Code reads exit 2 as "block")."""
+SETUP = {("install", "claude-code")}
+"""Writes a host's configuration for an agent that is created on first use."""
 
 
 def leaves(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -91,7 +98,15 @@ def failed_cleanly(result: Result, code: int) -> str:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert "unexpected" not in lines[0], lines[0]  # the catch-all is for bugs, not for users
-    return lines[0]
+    return (
+        lines[0]
+        .removeprefix("markus-memory SessionStart hook: ")
+        .removeprefix("markus-memory PreCompact hook: ")
+    )
+
+
+def bad_argument(path: tuple[str, ...]) -> int:
+    return 1 if path in HOOKS else 2
 
 
 def seeded(home: Path) -> Path:
@@ -114,7 +129,8 @@ def test_the_walk_covers_every_command() -> None:
 def test_a_malformed_agent_id_is_a_bad_argument(path: tuple[str, ...], tmp_path: Path) -> None:
     seeded(tmp_path / "home")
     result = run(tmp_path / "home", call(path, tmp_path, "../evil"))
-    assert "invalid agent id '../evil'" in failed_cleanly(result, 2)
+    assert "invalid agent id '../evil'" in failed_cleanly(result, bad_argument(path))
+    assert not (tmp_path / ".mcp.json").exists()  # nothing written for a malformed id
 
 
 @pytest.mark.parametrize("path", AGENT_COMMANDS, ids=" ".join)
@@ -123,6 +139,13 @@ def test_a_missing_agent_is_refused_by_every_reader(path: tuple[str, ...], tmp_p
     seeded(home)
     (tmp_path / "import").mkdir()
     result = run(home, call(path, tmp_path, "nosuch"))
+    if path in SETUP:
+        assert result.exit_code == 0, result.output
+        return
+    if path in HOOKS:  # the SessionStart of a new agent starts it; no input is a bad call
+        if result.exit_code:
+            assert "hook input" in failed_cleanly(result, 1)
+        return
     if path in WRITERS:
         assert result.exit_code == 0, result.output
         assert (home / "agents" / "nosuch").is_dir()
@@ -162,7 +185,7 @@ def test_every_command_on_a_missing_postgres_database(tmp_path: Path) -> None:
     (tmp_path / "import").mkdir()
     for path in COMMANDS:
         result = run(home, call(path, tmp_path, "al"), env)
-        if path == ("agents",):  # lists directories, touches no database
+        if path in NOT_AN_AGENT | SETUP:  # list directories or write a host's config only
             assert result.exit_code == 0
             continue
         line = failed_cleanly(result, 1)
@@ -223,11 +246,19 @@ def test_damaged_files_give_one_line_naming_them(damage: str, tmp_path: Path) ->
         line = failed_cleanly(result, 1)
         if not any(absent in line for absent in ABSENT):
             failures += 1
-            assert line.startswith("Error: ") and named in line, (path, line)
+            assert line.startswith("Error: ") or path in HOOKS, (path, line)
+            assert named in line, (path, line)
     assert failures > 0
 
 
-ABSENT = ("dream_nosuch", "act_nosuch", "no such agent in the source", "No ", "Nothing undone")
+ABSENT = (
+    "dream_nosuch",
+    "act_nosuch",
+    "no such agent in the source",
+    "No ",
+    "Nothing undone",
+    "hook input",
+)
 """Refusals of this walk's own arguments (a made-up run or activity id), not of the damage."""
 
 

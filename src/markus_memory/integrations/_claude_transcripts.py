@@ -1,0 +1,160 @@
+"""Claude transcripts (JSONL lines) kept in the agent's sessions: each line verbatim in a
+session message whose text feeds recall; a line's ``uuid`` is its idempotency key.
+
+Shared by the Claude Code PreCompact hook and the Claude Agent SDK session store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from ..memory import AgentMemory
+
+META_KEY = "claude_code"
+_TEXT_LIMIT = 4000  # per tool input/result in the recalled text; the entry itself is kept whole
+
+
+def session_id_for(project_key: str, session_id: str, subpath: str | None = None) -> str:
+    """The agent's session that holds one Claude transcript (scoped by project, then subpath)."""
+    if not isinstance(session_id, str) or not session_id:
+        raise InvalidInputError("a Claude session id must be a non-empty string")
+    sid = scope_prefix(project_key) + session_id
+    if subpath:
+        sid += "~" + subpath.replace("/", "~").replace("\\", "~")
+    if len(sid) > 120:
+        sid = scope_prefix(project_key) + hashlib.blake2b(sid.encode(), digest_size=16).hexdigest()
+    return sid
+
+
+def scope_prefix(project_key: str) -> str:
+    """The start of the session ids of one project's Claude transcripts."""
+    return f"claude-code_{hashlib.blake2b(project_key.encode(), digest_size=6).hexdigest()}_"
+
+
+def _message(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The session message for one transcript line: its text for recall, the line verbatim."""
+    inner = entry.get("message")
+    inner = inner if isinstance(inner, Mapping) else {}
+    kind = entry.get("type")
+    role, text = "system", ""
+    if kind in ("user", "assistant"):
+        role, text = _content(str(inner.get("role", kind)), inner.get("content"))
+    metadata: dict[str, Any] = {META_KEY: {"entry": dict(entry)}}
+    if isinstance(entry.get("timestamp"), str):
+        metadata["timestamp"] = entry["timestamp"]
+    return {"role": role, "content": text, "metadata": metadata}
+
+
+def _content(role: str, content: object) -> tuple[str, str]:
+    if isinstance(content, str):
+        return ("assistant" if role == "assistant" else "user"), content
+    parts, results = [], 0
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, Mapping):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif block.get("type") == "tool_use":
+            shown = json.dumps(block.get("input"), ensure_ascii=False)[:_TEXT_LIMIT]
+            parts.append(f"[tool {block.get('name')}] {shown}")
+        elif block.get("type") == "tool_result":
+            results += 1
+            parts.append(_result_text(block.get("content"))[:_TEXT_LIMIT])
+    if role == "assistant":
+        return "assistant", "\n".join(parts)
+    return ("tool" if results and results == len(parts) else "user"), "\n".join(parts)
+
+
+def _result_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text")) for b in content if isinstance(b, Mapping) and "text" in b
+        )
+    return ""
+
+
+def entries_of(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    found = []
+    for message in messages:
+        meta = message.get("metadata")
+        data = meta.get(META_KEY) if isinstance(meta, Mapping) else None
+        if isinstance(data, Mapping) and isinstance(data.get("entry"), Mapping):
+            found.append(dict(data["entry"]))
+    return found
+
+
+def record_entries(
+    memory: AgentMemory,
+    sid: str,
+    entries: Sequence[Mapping[str, Any]],
+    *,
+    whole_file: bool = False,
+) -> int:
+    """Append the transcript lines not yet in session ``sid``; how many were appended.
+
+    A line whose ``uuid`` is already recorded is skipped. A line without one is appended as it
+    comes (the SDK's contract for mirrored batches), or, with ``whole_file`` (the hook reads the
+    whole transcript each time), skipped when an identical line is already recorded. Every line
+    is checked before the first is written.
+    """
+    with memory.lock:
+        session = memory.sessions.get(sid)
+        seen = {_identity(e, whole_file) for e in (entries_of(session.messages) if session else [])}
+        fresh = []
+        for entry in entries:
+            if not isinstance(entry, Mapping):
+                raise InvalidInputError(f"a transcript line must be an object, got {entry!r:.40}")
+            identity = _identity(entry, whole_file)
+            if identity is not None and identity in seen:
+                continue
+            seen.add(identity)
+            fresh.append(_message(entry))
+        if not fresh:
+            return 0
+        _check_json(fresh)
+        memory.sessions.get_or_create(sid)
+        for message in fresh:
+            memory.sessions.append(sid, message)
+        return len(fresh)
+
+
+def _identity(entry: Mapping[str, Any], by_content: bool) -> str | None:
+    uuid = entry.get("uuid")
+    if isinstance(uuid, str):
+        return "uuid:" + uuid
+    if by_content:
+        return "line:" + json.dumps(entry, sort_keys=True, default=str)
+    return None
+
+
+def _check_json(messages: list[dict[str, Any]]) -> None:
+    try:
+        json.dumps(messages, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"a transcript line is not plain JSON: {exc}") from None
+
+
+def read_transcript(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a transcript JSONL file; a torn last line (being written) is skipped."""
+    lines = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                lines.append(value)
+    return lines

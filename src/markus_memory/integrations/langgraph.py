@@ -1,0 +1,350 @@
+"""LangGraph: a ``BaseStore`` over the agent's episodic database, and the memory tools.
+
+:class:`MarkusStore` implements ``batch``/``abatch`` over ``GetOp``, ``PutOp`` (``value=None``
+deletes), ``SearchOp`` (``query``; ``filter`` with ``$eq $ne $gt $gte $lt $lte`` and nested
+objects; ``limit``/``offset``) and ``ListNamespacesOp`` (prefix/suffix conditions with ``*``,
+``max_depth``, ``limit``/``offset``), with TTL in minutes. Items persist in the database of the
+agent's episodic store: ``data.db`` by default, PostgreSQL with ``MARKUS_DATABASE_URL``. A
+query ranks by full-text relevance (FTS5 or ``tsvector``; only matching items are returned),
+or by cosine similarity when the store has an embedder. Every read of one batch sees the state
+before the batch; the batch's writes land in one transaction after all of it is validated, so
+a bad op (a namespace LangGraph forbids, a value that is not a JSON object) raises before
+anything is written.
+
+:func:`memory_tools` gives the registry's tools as LangChain ``StructuredTool`` objects for
+LangGraph/LangChain agents (``ToolNode``, ``create_react_agent`` …).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ExtraNotInstalledError
+from ._kv import SEP, KVTable, Row, SqliteKV, Write
+from ._kv_postgres import PostgresKV
+from ._tools import call, parameters, select_tools
+
+try:
+    from langchain_core.tools import StructuredTool
+    from langgraph.store.base import (
+        NOT_PROVIDED,
+        BaseStore,
+        GetOp,
+        InvalidNamespaceError,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        TTLConfig,
+        get_text_at_path,
+        tokenize_path,
+        validate_op_namespace,
+    )
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ExtraNotInstalledError("langgraph", exc.name or "langgraph") from exc
+
+if TYPE_CHECKING:
+    from ..memory import AgentMemory
+    from ..search.embedders import Embedder
+
+
+class MarkusStore(BaseStore):
+    """A LangGraph long-term memory store persisted beside ``memory``'s episodic store.
+
+    ``embedder`` (default: the one ``memory`` was opened with) adds vector search over
+    ``fields`` (JSON paths as in LangGraph's ``IndexConfig``; ``"$"``, the default, is the
+    whole value). ``ttl`` is a LangGraph ``TTLConfig`` (``default_ttl`` in minutes,
+    ``refresh_on_read``); expired items are never returned and :meth:`sweep_ttl` deletes them.
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        memory: AgentMemory,
+        *,
+        embedder: Embedder | None = None,
+        fields: Sequence[str] = ("$",),
+        ttl: TTLConfig | None = None,
+    ) -> None:
+        self.memory = memory
+        self.embedder = embedder if embedder is not None else memory.embedder
+        self.fields = tuple(fields)
+        self.ttl_config = ttl
+        url = memory.settings.database_url
+        self._table: KVTable = (
+            PostgresKV(url, memory.agent_id)
+            if url
+            else SqliteKV(memory.settings.database_path, memory.agent_id)
+        )
+
+    # -- BaseStore ---------------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        for op in ops:
+            _validate(op)
+        now = self.memory.settings.clock()
+        stamp = now.timestamp()
+        writes = {
+            (w.namespace, w.key): w
+            for w in (self._write(op, stamp) for op in ops if isinstance(op, PutOp))
+        }
+        refreshes: dict[tuple[str, str], float] = {}
+        results: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(self._get(op, stamp, refreshes))
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op, stamp, refreshes))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op, stamp))
+            else:
+                results.append(None)
+        if writes or refreshes:
+            refreshed = [
+                (ns, key, at) for (ns, key), at in refreshes.items() if (ns, key) not in writes
+            ]
+            self._table.apply(list(writes.values()), refreshed, now)
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    def sweep_ttl(self) -> int:
+        """Delete the expired items; how many were deleted."""
+        return self._table.sweep(self.memory.settings.clock().timestamp())
+
+    def close(self) -> None:
+        self._table.close()
+
+    # -- ops ---------------------------------------------------------------------------------
+
+    def _refresh(
+        self, row: Row, wanted: bool | None, stamp: float, into: dict[tuple[str, str], float]
+    ) -> None:
+        refresh = (
+            wanted if wanted is not None else (self.ttl_config or {}).get("refresh_on_read", True)
+        )
+        if refresh and row.ttl_minutes is not None:
+            into[(row.namespace, row.key)] = stamp + row.ttl_minutes * 60
+
+    def _get(self, op: GetOp, stamp: float, refreshes: dict[tuple[str, str], float]) -> Item | None:
+        ns = SEP.join(op.namespace)
+        row = self._table.get([(ns, op.key)], stamp).get((ns, op.key))
+        if row is None:
+            return None
+        self._refresh(row, op.refresh_ttl, stamp, refreshes)
+        return Item(
+            value=row.value,
+            key=row.key,
+            namespace=tuple(row.namespace.split(SEP)),
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
+
+    def _search(
+        self, op: SearchOp, stamp: float, refreshes: dict[tuple[str, str], float]
+    ) -> list[SearchItem]:
+        prefix = SEP.join(op.namespace_prefix)
+        rows = [r for r in self._table.rows(prefix, stamp) if matches(r.value, op.filter)]
+        scored: list[tuple[float | None, Row]]
+        if op.query and self.embedder is not None:
+            query = self.embedder.embed([op.query])[0]
+            with_vectors = [(_cosine(query, r.vector), r) for r in rows if r.vector is not None]
+            with_vectors.sort(key=lambda pair: -pair[0])
+            scored = [*with_vectors, *((None, r) for r in rows if r.vector is None)]
+        elif op.query:
+            scores = self._table.text_scores(prefix, op.query, stamp)
+            hits = [
+                (scores[(r.namespace, r.key)], r) for r in rows if (r.namespace, r.key) in scores
+            ]
+            hits.sort(key=lambda pair: -pair[0])
+            scored = list(hits)
+        else:
+            scored = [(None, r) for r in rows]
+        page = scored[max(op.offset, 0) : max(op.offset, 0) + max(op.limit, 0)]
+        for _, row in page:
+            self._refresh(row, op.refresh_ttl, stamp, refreshes)
+        return [
+            SearchItem(
+                namespace=tuple(row.namespace.split(SEP)),
+                key=row.key,
+                value=row.value,
+                created_at=row.created_at,
+                updated_at=row.updated_at,
+                score=score,
+            )
+            for score, row in page
+        ]
+
+    def _list_namespaces(self, op: ListNamespacesOp, stamp: float) -> list[tuple[str, ...]]:
+        found = [tuple(ns.split(SEP)) for ns in self._table.namespaces(stamp)]
+        found = [ns for ns in found if all(_matches(c, ns) for c in op.match_conditions or ())]
+        if op.max_depth is not None:
+            found = [ns[: op.max_depth] for ns in found]
+        ordered = sorted(set(found))
+        return ordered[op.offset : op.offset + op.limit]
+
+    def _write(self, op: PutOp, stamp: float) -> Write:
+        ns = SEP.join(op.namespace)
+        if op.value is None:
+            return Write(ns, op.key, None)
+        value = dict(op.value)
+        ttl: Any = op.ttl
+        if ttl is NOT_PROVIDED:
+            ttl = (self.ttl_config or {}).get("default_ttl")
+        text, vector = "", None
+        if op.index is not False:
+            paths = self.fields if op.index is None else tuple(op.index)
+            texts = [
+                t
+                for path in paths
+                for t in get_text_at_path(value, tokenize_path(path) if path != "$" else "$")
+            ]
+            text = "\n".join(texts)
+            if self.embedder is not None and text:
+                vector = list(self.embedder.embed([text])[0])
+        minutes = None if ttl is None else float(ttl)
+        return Write(
+            ns,
+            op.key,
+            value,
+            text,
+            vector,
+            None if minutes is None else stamp + minutes * 60,
+            minutes,
+        )
+
+
+def _validate(op: object) -> None:
+    """Refuse what LangGraph's own stores refuse, before anything is read or written."""
+    if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
+        raise ValueError(f"Unknown operation type: {type(op)}")
+    validate_op_namespace(op)
+    if isinstance(op, (GetOp, PutOp)) and not isinstance(op.key, str):
+        raise InvalidNamespaceError(f"Keys must be strings, got {type(op.key).__name__}")
+    if isinstance(op, PutOp):
+        if not op.namespace:
+            raise InvalidNamespaceError("Namespace cannot be empty.")
+        if op.namespace[0] == "langgraph":
+            raise InvalidNamespaceError(
+                f'Root label for namespace cannot be "langgraph". Got: {op.namespace}'
+            )
+        if op.value is not None:
+            if not isinstance(op.value, Mapping):
+                raise TypeError(f"a stored value must be a dict, got {type(op.value).__name__}")
+            try:
+                json.dumps(dict(op.value), allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"a stored value must be JSON-serialisable: {exc}") from None
+        ttl: Any = op.ttl
+        if (
+            ttl is not None
+            and ttl is not NOT_PROVIDED
+            and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0)
+        ):
+            raise ValueError(f"ttl must be a positive number of minutes, got {ttl!r}")
+
+
+def matches(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
+    """Whether ``value`` passes a LangGraph search filter (JSONB-like, as the framework's)."""
+    return not filter or all(_compare(value.get(k), f) for k, f in filter.items())
+
+
+def _compare(item: Any, wanted: Any) -> bool:
+    if isinstance(wanted, Mapping):
+        if any(str(k).startswith("$") for k in wanted):
+            return all(_operator(item, op, arg) for op, arg in wanted.items())
+        return isinstance(item, Mapping) and all(
+            _compare(item.get(k), v) for k, v in wanted.items()
+        )
+    if isinstance(wanted, (list, tuple)):
+        return (
+            isinstance(item, (list, tuple))
+            and len(item) == len(wanted)
+            and all(_compare(i, w) for i, w in zip(item, wanted, strict=True))
+        )
+    return bool(item == wanted)
+
+
+def _operator(item: Any, op: str, arg: Any) -> bool:
+    if op == "$eq":
+        return bool(item == arg)
+    if op == "$ne":
+        return bool(item != arg)
+    if op not in ("$gt", "$gte", "$lt", "$lte"):
+        raise ValueError(f"Unsupported operator: {op}")
+    try:
+        left, right = float(item), float(arg)
+    except (TypeError, ValueError):
+        return False  # a missing or non-numeric value never passes a comparison
+    return {
+        "$gt": left > right,
+        "$gte": left >= right,
+        "$lt": left < right,
+        "$lte": left <= right,
+    }[op]
+
+
+def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = condition.path
+    if len(namespace) < len(path):
+        return False
+    if condition.match_type == "prefix":
+        pairs = zip(namespace, path, strict=False)
+    elif condition.match_type == "suffix":
+        pairs = zip(reversed(namespace), reversed(path), strict=False)
+    else:
+        raise ValueError(f"Unsupported match type: {condition.match_type}")
+    return all(p == "*" or n == p for n, p in pairs)
+
+
+def _cosine(a: Sequence[float], b: Sequence[float] | None) -> float:
+    if not b:
+        return 0.0
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+def memory_tools(
+    memory: AgentMemory, *, scenario: str | None = None, names: Iterable[str] | None = None
+) -> list[StructuredTool]:
+    """The memory tools as LangChain tools; each call runs through ``dispatch`` and returns
+    its JSON text (an error result, never an exception, for a bad call)."""
+    return [
+        _tool(memory, t.name, t.description, parameters(t))
+        for t in select_tools(scenario=scenario, names=names)
+    ]
+
+
+def _tool(
+    memory: AgentMemory, name: str, description: str, schema: dict[str, Any]
+) -> StructuredTool:
+    def run(**arguments: Any) -> str:
+        return call(memory, name, arguments)
+
+    async def arun(**arguments: Any) -> str:
+        return await asyncio.to_thread(call, memory, name, arguments)
+
+    return StructuredTool(
+        name=name,
+        description=description,
+        args_schema=schema,
+        func=run,
+        coroutine=arun,
+        handle_tool_error=True,
+        handle_validation_error=True,
+    )
+
+
+__all__ = ["MarkusStore", "matches", "memory_tools"]
