@@ -7,6 +7,7 @@ EXPECTED = {
     "AppendedMessage",
     "BackendUnavailableError",
     "BusyError",
+    "ClosedError",
     "CompactResult",
     "ContextTurn",
     "ConversationHit",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from markus_memory import open_agent
-from markus_memory.errors import NotFoundError, StorageError
+from markus_memory.errors import ClosedError, NotFoundError, StorageError
 from markus_memory.storage.base import ChatMessage, ChatSession
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
@@ -62,3 +62,19 @@ def test_chat_history_recorded_like_a_ui_reads_back_in_order(isolated_home: Path
         restored = mem.store.chat_messages("a1", session.id)
         assert [(m.role, m.content) for m in restored] == turns
         assert [s.id for s in mem.store.chat_sessions("a1")] == [session.id]
+
+
+def test_a_closed_memory_refuses_further_use_instead_of_reopening(isolated_home: Path) -> None:
+    mem = open_agent("alice")
+    mem.activities.start("chat", "before closing")
+    mem.close()
+    for use in (
+        lambda: mem.store,
+        lambda: mem.activities,
+        lambda: mem.search("anything"),
+        lambda: mem.recall_conversation("anything"),
+        mem.rebuild_search_index,
+    ):
+        with pytest.raises(ClosedError, match="closed; open it again"):
+            use()
+    mem.close()  # closing twice stays harmless

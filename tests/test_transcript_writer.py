@@ -144,13 +144,14 @@ def test_a_failing_store_leaves_the_mark_behind_and_the_next_open_imports(tmp_pa
         mem.recall_conversation("outage")  # drained: seq 0 is stored
         flaky.down = True
         say(mem, sid, "during the outage: canoe")
-        assert mem.recall_conversation("canoe", limit=1)[0].index == 1  # the live index has it
         flaky.down = False
-        say(mem, sid, "after the outage: paddle")  # past the gap: stored, mark left alone
-        mem.recall_conversation("paddle")
         mark = flaky.transcript_marks("alice")[sid]
         assert mark.next_seq == 1
-    assert stored_seqs(tmp_path, sid) == [0, 2]
+        # The store is the index: once it is back, the next recall imports what it missed.
+        assert mem.recall_conversation("canoe", limit=1)[0].index == 1
+        say(mem, sid, "after the outage: paddle")
+        assert mem.recall_conversation("paddle", limit=1)[0].index == 2
+    assert stored_seqs(tmp_path, sid) == [0, 1, 2]
     with open_agent("alice", settings=settings(tmp_path)) as mem:
         assert mem.recall_conversation("canoe", limit=1)[0].index == 1
         assert mem.store.transcript_marks("alice")[sid].next_seq == 3

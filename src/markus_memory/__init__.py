@@ -4,6 +4,7 @@ from .config import Limits, Settings
 from .errors import (
     BackendUnavailableError,
     BusyError,
+    ClosedError,
     CorruptFileError,
     ExtraNotInstalledError,
     InvalidIdError,
@@ -32,6 +33,7 @@ __all__ = [
     "AppendedMessage",
     "BackendUnavailableError",
     "BusyError",
+    "ClosedError",
     "CompactResult",
     "ContextTurn",
     "ConversationHit",

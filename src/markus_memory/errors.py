@@ -76,6 +76,10 @@ class BusyError(LockTimeoutError):
     host; the caller skips it rather than waiting."""
 
 
+class ClosedError(MarkusMemoryError):
+    """An :class:`~markus_memory.AgentMemory` (or a store) was used after ``close()``."""
+
+
 class StorageError(MarkusMemoryError):
     """The episodic/index database failed."""
 

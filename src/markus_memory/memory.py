@@ -13,7 +13,7 @@ from ._docs import DocumentStore
 from ._fs import AgentLock, validate_id
 from ._fs_docs import FileDocuments
 from .config import AgentPaths, Settings
-from .errors import MarkusMemoryError, MigrationError
+from .errors import ClosedError, MarkusMemoryError, MigrationError
 from .layers.activities import ActivityLog
 from .layers.daily_log import DailyLog
 from .layers.knowledge import KnowledgeDoc, KnowledgeFile, Observation
@@ -26,7 +26,7 @@ from .search.embedders import Embedder
 from .search.memory_search import MemorySearcher, SearchResult, open_memory_searcher
 from .search.recall import ConversationHit
 from .search.transcript_log import SessionSource
-from .search.transcripts import Transcripts, open_vector_store, transcript_message
+from .search.transcripts import Transcripts, transcript_message
 from .storage.base import EpisodicStore, TranscriptMessage
 from .storage.sqlite import SqliteStore
 
@@ -63,7 +63,6 @@ class AgentMemory:
             sessions=self._session_sources,
             session=self._session_source,
             embedder=embedder,
-            vector_store=None if embedder is None else open_vector_store(settings, self.agent_id),
         )
         self.sessions = SessionStore(
             *layer_args,
@@ -85,13 +84,22 @@ class AgentMemory:
         ``<home>/data.db``; :class:`BackendUnavailableError` if the server cannot be reached.
         """
         with self._store_guard:
+            self._check_open()
             if self._store is None:
                 self._store = open_store(self.settings)
             return self._store
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError(
+                f"the memory of agent {self.agent_id!r} is closed; open it again with "
+                "open_agent() to use it"
+            )
+
     @property
     def activities(self) -> ActivityLog:
         """Episodes of this agent: start / log / end / list / search / get."""
+        self._check_open()
         if self._activities is None:
             self._activities = ActivityLog(
                 self.store, self.agent_id, self.settings.clock, self.settings.limits
@@ -138,6 +146,7 @@ class AgentMemory:
         An empty query lists the ``limit`` most recent observations (of ``type``). Hand edits of
         knowledge.md are picked up here: the derived indexes follow the document's version.
         """
+        self._check_open()
         doc, version = self._knowledge_version()
         return self._memory_searcher().search(
             query, doc.observations, doc.sections, version=version, limit=limit, type=type
@@ -145,6 +154,7 @@ class AgentMemory:
 
     def rebuild_search_index(self) -> None:
         """Drop and re-derive this agent's search index (BM25 and vectors) from knowledge.md."""
+        self._check_open()
         searcher = self._memory_searcher()
         doc, version = self._knowledge_version()
         searcher.rebuild(searcher.corpus(doc.observations, doc.sections, None), version)
@@ -179,6 +189,7 @@ class AgentMemory:
         speaker, neighbour and session re-ranking, fused with vectors when the agent was opened
         with an embedder. Raises InvalidInputError for bad arguments.
         """
+        self._check_open()
         if session_id is not None:
             validate_id("session id", session_id)
         return self._transcripts.caught_up().recall(
@@ -190,6 +201,12 @@ class AgentMemory:
             limit=limit,
             neighbours=neighbours,
         )
+
+    def catch_up_transcripts(self) -> None:
+        """Record in the store every session message it does not hold yet (appends still
+        queued, and session files written past it): what the first recall does anyway."""
+        self._check_open()
+        self._transcripts.caught_up()
 
     def _session_sources(self) -> Iterator[SessionSource]:
         """Every session file for the catch-up import: id and activity time (nothing parsed)."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from markus_memory.search.analysis import STOP_WORDS, query_terms, quote_fts, words
+from markus_memory.analysis import STOP_WORDS, query_terms, quote_fts, words
 
 
 def test_query_terms_drop_stop_words_and_question_words() -> None:

@@ -6,13 +6,16 @@ import pytest
 
 from markus_memory.errors import InvalidInputError
 from markus_memory.search.recall import ConversationHit, TranscriptRecall, speaker_of
+from tests.postgres_support import postgres_url  # noqa: F401
 
-from .test_conversation import T0, turns
+from .test_conversation import T0, backend, new_index, turns  # noqa: F401
 
 
-def recall() -> TranscriptRecall:
-    history = turns()
-    return TranscriptRecall(lambda: iter(history[:-1]))
+def recall(embedder: object = None) -> TranscriptRecall:
+    """A recall engine over the dialogue but its last turn, on the current backend."""
+    index = new_index()
+    index.add(turns()[:-1])
+    return TranscriptRecall(lambda: index.store, index.agent_id, embedder=embedder)  # type: ignore[arg-type]
 
 
 def test_hits_carry_session_index_role_time_text_and_neighbours() -> None:
@@ -35,21 +38,17 @@ def test_neighbours_stop_at_session_edges() -> None:
     assert recall().recall("camping", limit=1, neighbours=0)[0].after == ()
 
 
-def test_backfill_is_lazy_and_new_turns_are_indexed() -> None:
-    calls = []
-    history = turns()
-
-    def backfill():  # type: ignore[no-untyped-def]
-        calls.append(1)
-        return iter(history[:-1])
-
-    engine = TranscriptRecall(backfill)
-    engine.add(history[-1])
-    assert calls == []
+def test_a_new_engine_recalls_what_the_store_holds_without_loading_it() -> None:
+    engine = recall()
+    assert engine.index.store.recall_stats(engine.agent_id, []).docs == len(turns()) - 1
+    assert engine.recall("support group", limit=1)[0].index == 2
+    index = engine.index
+    index.add(turns()[-1:])
     assert engine.recall("adoption agencies", limit=1)[0].index == 3
-    assert calls == [1]
-    engine.recall("adoption", limit=1)
-    assert calls == [1]
+    again = TranscriptRecall(lambda: index.store, index.agent_id)
+    assert [h.index for h in again.recall("adoption agencies", limit=3)] == [
+        h.index for h in engine.recall("adoption agencies", limit=3)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -76,7 +75,7 @@ def test_bad_arguments_raise_before_searching(kwargs: dict) -> None:
         raise AssertionError("searched")
 
     with pytest.raises(InvalidInputError):
-        TranscriptRecall(never).recall(**kwargs)
+        TranscriptRecall(never, "a1").recall(**kwargs)
 
 
 def test_speaker_of_reads_metadata() -> None:
@@ -85,11 +84,10 @@ def test_speaker_of_reads_metadata() -> None:
     assert speaker_of({"speaker": "  "}) is None
 
 
-def test_pending_turns_are_embedded_once_at_load() -> None:
+def test_stored_turns_are_embedded_once() -> None:
     pytest.importorskip("numpy")
     from markus_memory.search.embedders import FakeEmbedder
 
-    history = turns()
     embedded: list[str] = []
 
     class Counting(FakeEmbedder):
@@ -97,8 +95,9 @@ def test_pending_turns_are_embedded_once_at_load() -> None:
             embedded.extend(texts)
             return super().embed(texts)
 
-    engine = TranscriptRecall(lambda: iter(history), embedder=Counting())
-    for turn in history[-3:]:
-        engine.add(turn)
+    engine = recall(embedder=Counting())
     engine.recall("adoption", limit=1)
-    assert len(embedded) == len(history) + 1, "every turn once, plus the query"
+    assert len(embedded) == len(turns()) - 1 + 1, "every stored turn once, plus the query"
+    engine.index.add(turns()[-1:])
+    engine.recall("adoption", limit=1)
+    assert len(embedded) == len(turns()) + 2, "only the new turn, plus the query"

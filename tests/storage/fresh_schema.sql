@@ -28,6 +28,9 @@ CREATE INDEX idx_mailbox_agent_source ON mailbox_items(agent_id, source_type);
 -- index idx_mailbox_agent_status ON mailbox_items
 CREATE INDEX idx_mailbox_agent_status ON mailbox_items(agent_id, status);
 
+-- index idx_recall_vectors_agent ON recall_vectors
+CREATE INDEX idx_recall_vectors_agent ON recall_vectors(agent, model, doc);
+
 -- index idx_transcript_agent_created ON transcript_messages
 CREATE INDEX idx_transcript_agent_created ON transcript_messages(agent_id, created_at);
 
@@ -56,6 +59,12 @@ None;
 None;
 
 -- index sqlite_autoindex_mailbox_items_1 ON mailbox_items
+None;
+
+-- index sqlite_autoindex_recall_agents_1 ON recall_agents
+None;
+
+-- index sqlite_autoindex_recall_vectors_1 ON recall_vectors
 None;
 
 -- index sqlite_autoindex_transcript_marks_1 ON transcript_marks
@@ -180,23 +189,23 @@ CREATE TABLE mailbox_items (
   retry_count INTEGER DEFAULT 0
 );
 
+-- table recall_agents ON recall_agents
+CREATE TABLE recall_agents (agent BIGINT PRIMARY KEY, docs BIGINT NOT NULL, tokens BIGINT NOT NULL);
+
+-- table recall_postings ON recall_postings
+CREATE TABLE recall_postings (agent BIGINT NOT NULL, term BIGINT NOT NULL, doc BIGINT NOT NULL, tf INTEGER NOT NULL, len INTEGER NOT NULL, PRIMARY KEY (agent, term, doc)) WITHOUT ROWID;
+
+-- table recall_speakers ON recall_speakers
+CREATE TABLE recall_speakers (agent BIGINT NOT NULL, word TEXT NOT NULL, PRIMARY KEY (agent, word)) WITHOUT ROWID;
+
+-- table recall_terms ON recall_terms
+CREATE TABLE recall_terms (agent BIGINT NOT NULL, term BIGINT NOT NULL, docs BIGINT NOT NULL, PRIMARY KEY (agent, term)) WITHOUT ROWID;
+
+-- table recall_vectors ON recall_vectors
+CREATE TABLE recall_vectors (doc BIGINT PRIMARY KEY, agent BIGINT NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL);
+
 -- table sqlite_sequence ON sqlite_sequence
 CREATE TABLE sqlite_sequence(name,seq);
-
--- table transcript_fts ON transcript_fts
-CREATE VIRTUAL TABLE transcript_fts USING fts5(content, content='transcript_messages', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2');
-
--- table transcript_fts_config ON transcript_fts_config
-CREATE TABLE 'transcript_fts_config'(k PRIMARY KEY, v) WITHOUT ROWID;
-
--- table transcript_fts_data ON transcript_fts_data
-CREATE TABLE 'transcript_fts_data'(id INTEGER PRIMARY KEY, block BLOB);
-
--- table transcript_fts_docsize ON transcript_fts_docsize
-CREATE TABLE 'transcript_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB);
-
--- table transcript_fts_idx ON transcript_fts_idx
-CREATE TABLE 'transcript_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID;
 
 -- table transcript_marks ON transcript_marks
 CREATE TABLE transcript_marks (
@@ -218,13 +227,4 @@ CREATE TABLE transcript_messages (
   created_at TEXT NOT NULL, speaker TEXT, metadata TEXT,
   UNIQUE (agent_id, session_id, seq)
 );
-
--- trigger transcript_ad ON transcript_messages
-CREATE TRIGGER transcript_ad AFTER DELETE ON transcript_messages BEGIN INSERT INTO transcript_fts (transcript_fts, rowid, content) VALUES ('delete', old.id, old.content); END;
-
--- trigger transcript_ai ON transcript_messages
-CREATE TRIGGER transcript_ai AFTER INSERT ON transcript_messages BEGIN INSERT INTO transcript_fts (rowid, content) VALUES (new.id, new.content); END;
-
--- trigger transcript_au ON transcript_messages
-CREATE TRIGGER transcript_au AFTER UPDATE ON transcript_messages BEGIN INSERT INTO transcript_fts (transcript_fts, rowid, content) VALUES ('delete', old.id, old.content); INSERT INTO transcript_fts (rowid, content) VALUES (new.id, new.content); END;
 

@@ -225,4 +225,4 @@ def test_concurrent_first_opens_migrate_once(pg_url: str) -> None:
         counts = conn.execute(
             "SELECT count(*), count(DISTINCT (migration_set, name)) FROM _markus_migrations"
         ).fetchone()
-    assert counts is not None and counts[0] == counts[1] == 6
+    assert counts is not None and counts[0] == counts[1] == 8

@@ -37,6 +37,10 @@ def _logical_sqlite_type(table: str, name: str, declared: str, pk: bool) -> str:
         if name in _FLAG_COLUMNS:
             return "boolean"
         return "bigint" if pk else "integer"
+    if declared == "BIGINT":
+        return "bigint"
+    if declared == "BLOB":
+        return "bytea"
     raise AssertionError(f"unmapped SQLite type {declared} of {table}.{name}")
 
 

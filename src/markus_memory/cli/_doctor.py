@@ -11,15 +11,22 @@ import click
 
 from .._fs import AgentLock, read_text
 from ..config import AgentPaths, Settings
+from ..dream.audit import MIGRATIONS as dream_migrations
 from ..errors import CorruptFileError, MarkusMemoryError
 from ..memory import open_agent
 from ..search import index as search_index
 from ..storage.migrations import Migrations, SqliteMigrationTarget
 from ..storage.sqlite import SqliteStore
+from ..storage.sqlite_conn import damaged
 from ..storage.sqlite_schema import migrations as markus_migrations
 from ..transfer import MOVED_MARKER
 from ._common import Check, console, emit_json, json_option, plain, progress, settings_of, table
-from ._maintain import pending_migration, selected_agents
+from ._maintain import (
+    derived_problems,
+    pending_migration,
+    rebuild_derived,
+    selected_agents,
+)
 from ._repair import (
     repair_session,
     repair_utf8_file,
@@ -91,7 +98,9 @@ def agent_checks(settings: Settings, name: str) -> list[Check]:
 KNOWN_SETS: tuple[Migrations[sqlite3.Connection], ...] = (
     markus_migrations,
     search_index.migrations,
+    dream_migrations,
 )
+"""Every migration set that lives in data.db."""
 
 
 def pending_migrations(target: SqliteMigrationTarget) -> list[str]:
@@ -115,15 +124,20 @@ def database_checks(path: Path) -> list[Check]:
     except sqlite3.Error as exc:
         return [Check(subject, "opens", False, str(exc))]
     try:
-        row = conn.execute("PRAGMA quick_check").fetchone()
-        checks = [Check(subject, "integrity", row[0] == "ok", "" if row[0] == "ok" else row[0])]
+        rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
+        if rows != ["ok"]:
+            return [Check(subject, "integrity", False, damaged(path, "; ".join(rows[:3])))]
+        checks = [Check(subject, "integrity", True)]
         target = SqliteMigrationTarget(conn)
         pending = pending_migrations(target)
         checks.append(
             Check(subject, "schema current", not pending, ", ".join(pending), fixable=True)
         )
+        problems = derived_problems(conn, {name.split("/")[0] for name in pending})
+        detail = "; ".join(problems) + " (fix: reindex)" if problems else ""
+        checks.append(Check(subject, "derived data", not problems, detail, fixable=True))
     except (sqlite3.Error, MarkusMemoryError) as exc:
-        checks = [Check(subject, "readable", False, str(exc))]
+        checks = [Check(subject, "readable", False, damaged(path, str(exc)))]
     finally:
         conn.close()
     return checks
@@ -137,6 +151,11 @@ def planned(item: Check) -> str:
         return "migrate MEMORY.md / memories.json into knowledge.md and state.md (as `migrate`)"
     if item.check == "schema current":
         return "apply the pending database migrations to data.db"
+    if item.check == "derived data":
+        return (
+            "rebuild everything derived from the files for every agent (as `reindex`): search "
+            "indexes, transcripts and their recall index, activity search"
+        )
     if item.check.startswith("search index"):
         return "rebuild the agent's search index from knowledge.md (derived data only)"
     return "nothing (no safe repair)"
@@ -161,14 +180,26 @@ def fix_one(settings: Settings, item: Check) -> str:
     return "done"
 
 
-def fix(settings: Settings, failed: list[Check], quiet: bool) -> list[tuple[Check, str]]:
+def fix(
+    settings: Settings, failed: list[Check], quiet: bool
+) -> tuple[list[tuple[Check, str]], list[str]]:
     """Repair what is safe, saying before each repair what it changes (on stderr when
-    ``quiet``: stdout is JSON then); (finding, outcome)."""
+    ``quiet``: stdout is JSON then); (finding, outcome) and what could not be repaired."""
     done: list[tuple[Check, str]] = []
+    problems: list[str] = []
+    if any(item.check == "derived data" for item in failed):
+        # Rebuilds every agent's search index as well: the per-agent repairs are done.
+        covered = [i for i in failed if i.check == "derived data" or i.check.startswith("search")]
+        for item in covered:
+            click.echo(f"fixing {item.subject}: {item.check}: {planned(item)}", err=quiet)
+        problems.extend(rebuild_derived(settings, selected_agents(settings, None))[1])
+        outcome = "rebuilt" if not problems else "rebuilt in part (see: could not fix)"
+        done.extend((item, outcome) for item in covered)
+        failed = [item for item in failed if item not in covered]
     for item in failed:
         click.echo(f"fixing {item.subject}: {item.check}: {planned(item)}", err=quiet)
         done.append((item, fix_one(settings, item)))
-    return done
+    return done, problems
 
 
 @click.command()
@@ -198,10 +229,11 @@ def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -
 
     checks = run_all()
     fixed: list[tuple[Check, str]] = []
+    unfixed: list[str] = []
     if repair:
         fixable = [c for c in checks if not c.ok and c.fixable]
         if fixable:
-            fixed = fix(settings, fixable, as_json)
+            fixed, unfixed = fix(settings, fixable, as_json)
             checks = run_all()
     failed = [c for c in checks if not c.ok]
     if as_json:
@@ -210,6 +242,7 @@ def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -
                 "ok": not failed,
                 "checks": [{**plain(c), "fix": planned(c) if c.fixable else None} for c in checks],
                 "fixed": [{**plain(c), "fix": planned(c), "result": r} for c, r in fixed],
+                "not_fixed": unfixed,
             }
         )
     else:
@@ -222,6 +255,8 @@ def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -
         )
         for item, outcome in fixed:
             click.echo(f"fixed: {item.subject}: {item.check}: {outcome}")
+        for problem in unfixed:
+            click.echo(f"could not fix: {problem}")
         pending = [c for c in failed if c.fixable]
         if pending and not repair:
             click.echo("doctor --fix would:")

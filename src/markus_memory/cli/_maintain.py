@@ -1,13 +1,26 @@
-"""migrate: legacy Markus files (MEMORY.md, memories.json) into knowledge.md and state.md."""
+"""migrate (legacy Markus files into knowledge.md and state.md); derived data: check, rebuild."""
 
 from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
 
 import click
 
 from .._docs import DocumentStore
 from .._fs import AgentLock
 from ..config import AgentPaths, Settings
-from ..memory import open_agent, open_documents
+from ..errors import MarkusMemoryError
+from ..memory import open_agent, open_documents, open_store
+from ..search import index as search_index
+from ..search.index import SEARCH_TABLES
+from ..storage.migrations import BOOKKEEPING_TABLE
+from ..storage.recall_index import RECALL_TABLES
+from ..storage.sqlite import SqliteStore
+from ..storage.sqlite_conn import damaged
+from ..storage.sqlite_schema import ACTIVITY_SEARCH_TABLES
 from ._common import console, emit_json, existing_agent, json_option, progress, settings_of, table
 from ._inspect import agent_ids
 
@@ -77,3 +90,115 @@ def migrate(ctx: click.Context, agent: str | None, as_json: bool) -> None:
 
 
 COMMANDS: tuple[click.Command, ...] = (migrate,)
+
+
+# -- derived data: what doctor checks and reindex rebuilds ------------------------------------
+
+FTS_TABLES = ("activity_fts", "search_fts")
+
+
+@dataclass(frozen=True)
+class DerivedSet:
+    """Tables derived from other data, the migration set that creates them, and what
+    rebuilds them."""
+
+    migration_set: str
+    tables: tuple[str, ...]
+    rebuilt_by: str
+
+
+DERIVED_SETS = (
+    DerivedSet("markus", ACTIVITY_SEARCH_TABLES, "activity search (from the activities)"),
+    DerivedSet("markus", RECALL_TABLES, "conversation recall index (from the transcripts)"),
+    DerivedSet("search-index", SEARCH_TABLES, "knowledge search index (from knowledge.md)"),
+)
+
+
+def derived_problems(conn: sqlite3.Connection, behind: Collection[str] = frozenset()) -> list[str]:
+    """Missing or damaged derived tables of the migration sets ``data.db`` has started
+    (those ``behind`` on their migrations are left to the schema check)."""
+    started = {
+        str(r[0]) for r in conn.execute(f"SELECT DISTINCT migration_set FROM {BOOKKEEPING_TABLE}")
+    }
+    present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
+    problems = []
+    for group in DERIVED_SETS:
+        if group.migration_set not in started or group.migration_set in behind:
+            continue
+        missing = [t for t in group.tables if t not in present]
+        if missing:
+            problems.append(f"{group.rebuilt_by}: missing {', '.join(missing)}")
+    for fts in FTS_TABLES:
+        if fts in present:
+            try:
+                conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('integrity-check')")
+            except sqlite3.Error as exc:
+                problems.append(f"{fts} damaged: {exc}")
+    if {"recall_agents", "transcript_messages"} <= present and "markus" not in behind:
+        indexed = conn.execute("SELECT COALESCE(SUM(docs), 0) FROM recall_agents").fetchone()[0]
+        held = conn.execute(
+            "SELECT count(*) FROM transcript_messages "
+            "WHERE trim(content, ' ' || char(9, 10, 13)) <> ''"
+        ).fetchone()[0]
+        if int(indexed) != int(held):
+            problems.append(
+                f"conversation recall index holds {indexed} of {held} transcript messages"
+            )
+    return problems
+
+
+def rebuild_derived(
+    settings: Settings, agents: list[str]
+) -> tuple[list[dict[str, object]], list[str]]:
+    """Rebuild everything derived from the memory files and the episodic rows: the activity
+    search, the conversation transcripts (from the session files) and their recall index, and
+    each agent's knowledge search index. Returns ``{"agent", "documents"}`` per agent rebuilt
+    and what could not be rebuilt (empty: everything was)."""
+    problems: list[str] = []
+    rows: list[dict[str, object]] = []
+    path = settings.database_path
+    if not settings.database_url and path.exists():
+        broken = integrity_problem(path)
+        if broken is not None:
+            return rows, [damaged(path, broken)]
+        try:
+            store = SqliteStore(path)
+            try:
+                store.rebuild_derived()
+            finally:
+                store.close()
+            search_index.recreate_schema(path)
+        except (MarkusMemoryError, sqlite3.Error) as exc:
+            problems.append(f"{path}: {exc}")
+    elif settings.database_url:
+        try:
+            episodic = open_store(settings)
+            try:
+                episodic.reindex_recall()
+            finally:
+                episodic.close()
+        except MarkusMemoryError as exc:
+            problems.append(f"conversation recall index: {exc}")
+    for name in agents:
+        try:
+            with open_agent(name, settings=settings) as mem:
+                mem.catch_up_transcripts()
+                mem.rebuild_search_index()
+                count = len(mem.knowledge.observations()) + len(mem.knowledge.sections())
+            rows.append({"agent": name, "documents": count})
+        except (MarkusMemoryError, OSError) as exc:
+            problems.append(f"agent {name}: {exc}")
+    return rows, problems
+
+
+def integrity_problem(path: Path) -> str | None:
+    """None when SQLite's quick check passes, else what it (or opening the file) says."""
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=5)
+        try:
+            rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return str(exc)
+    return None if rows == ["ok"] else "; ".join(rows[:3])

@@ -9,7 +9,7 @@ import click
 
 from .._fs import signature
 from ..config import Settings
-from ..memory import open_agent
+from ..memory import open_agent, open_store
 from ..search.memory_search import METHOD_RECENT, Corpus
 from ._common import (
     Check,
@@ -19,13 +19,13 @@ from ._common import (
     existing_agent,
     json_option,
     memory_of,
-    progress,
     settings_of,
     short,
     table,
     when,
 )
 from ._inspect import agent_ids
+from ._maintain import rebuild_derived
 
 
 @click.command()
@@ -82,22 +82,24 @@ def search(
 @json_option
 @click.pass_context
 def reindex(ctx: click.Context, agent: str | None, as_json: bool) -> None:
-    """Rebuild the derived search indexes from the markdown files (never loses data)."""
+    """Rebuild everything derived from the memory files (never loses data): the knowledge
+    search indexes, the conversation transcripts and their recall index, the activity search.
+
+    Exit code 1, with what could not be rebuilt, when a part fails.
+    """
     settings = settings_of(ctx)
     agents = agent_ids(settings) if agent is None else [existing_agent(settings, agent)]
-    rows = []
-    with progress(not as_json) as bar:
-        task = bar.add_task("reindexing", total=len(agents))
-        for name in agents:
-            with open_agent(name, settings=settings) as mem:
-                mem.rebuild_search_index()
-                count = len(mem.knowledge.observations()) + len(mem.knowledge.sections())
-            rows.append({"agent": name, "documents": count})
-            bar.advance(task)
+    if settings.database_url:  # a server that cannot be used fails here, once, with its cause
+        open_store(settings).close()
+    rows, problems = rebuild_derived(settings, agents)
+    for problem in problems:
+        click.echo(f"could not rebuild: {problem}", err=True)
     if as_json:
         emit_json(rows)
-        return
-    click.echo(f"Reindexed {len(rows)} agent(s).")
+    elif not problems:
+        click.echo(f"Reindexed {len(rows)} agent(s).")
+    if problems:
+        ctx.exit(1)
 
 
 def knowledge_version(path: Path) -> str | None:

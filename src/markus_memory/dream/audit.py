@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from ..config import iso_ms, parse_iso
 from ..errors import StorageError
@@ -45,6 +45,9 @@ def m001_dream_runs(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX dream_runs_agent ON dream_runs (agent_id, started_at)")
 
 
+DreamStatus = Literal["applied", "failed", "undone"]
+
+
 @dataclass(frozen=True)
 class DreamRun:
     """One recorded dream. ``status``: ``applied``, ``failed`` or ``undone``.
@@ -59,7 +62,7 @@ class DreamRun:
     started_at: datetime
     finished_at: datetime
     mode: str
-    status: str
+    status: DreamStatus
     changes: Mapping[str, Any] = field(default_factory=dict)
     error: str | None = None
     knowledge_before: str | None = None
@@ -112,7 +115,7 @@ def run_from_row(row: Sequence[Any], read_time: Callable[[Any], datetime]) -> Dr
         started_at=read_time(row[2]),
         finished_at=read_time(row[3]),
         mode=row[4],
-        status=row[5],
+        status=cast(DreamStatus, row[5]),
         error=row[6],
         changes=json.loads(row[7]),
         knowledge_before=row[8],

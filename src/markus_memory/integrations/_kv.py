@@ -20,8 +20,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..analysis import query_terms, quote_fts
 from ..errors import StorageError
-from ..search.analysis import query_terms, quote_fts
 
 SEP = "."
 """Namespace labels are joined with a period, which LangGraph forbids inside a label."""

@@ -8,8 +8,8 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
+from ..analysis import query_terms
 from ..errors import ExtraNotInstalledError, StorageError
-from ..search.analysis import query_terms
 from ._kv import COLUMNS, SEP, Row, Write, row
 
 _PG_SCHEMA = """

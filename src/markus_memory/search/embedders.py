@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import ExtraNotInstalledError, LLMError
+from ..errors import ExtraNotInstalledError, InvalidInputError, LLMError
 
 Vector = list[float]
 
@@ -43,7 +43,7 @@ class FakeEmbedder:
 
     def __init__(self, dimension: int = 64, model: str = "fake-hash") -> None:
         if dimension < 2:
-            raise ValueError("dimension must be at least 2")
+            raise InvalidInputError("dimension must be at least 2")
         self._dimension = dimension
         self._model = f"{model}-{dimension}"
         self.calls = 0

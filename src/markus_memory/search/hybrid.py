@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
+from ..errors import InvalidInputError
+
 K = TypeVar("K", bound=Hashable)
 
 RRF_K = 60
@@ -15,7 +17,7 @@ def rrf(
 ) -> dict[K, float]:
     """Reciprocal rank fusion: ``sum(w / (k + rank))`` over the lists a key is in (1-based)."""
     if weights is not None and len(weights) != len(rankings):
-        raise ValueError("one weight per ranking")
+        raise InvalidInputError("one weight per ranking")
     fused: dict[K, float] = {}
     for position, ranking in enumerate(rankings):
         weight = 1.0 if weights is None else weights[position]
@@ -49,7 +51,7 @@ def weighted_sum(
 ) -> dict[K, float]:
     """Convex combination of max-normalised score maps (a key absent from a map scores 0 there)."""
     if len(weights) != len(score_maps):
-        raise ValueError("one weight per score map")
+        raise InvalidInputError("one weight per score map")
     fused: dict[K, float] = {}
     for scores, weight in zip(score_maps, weights, strict=True):
         for key, value in normalized(scores).items():

@@ -21,15 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ..analysis import STOP_WORDS
+from ..analysis import quote_fts as quote
 from ..errors import StorageError
 from ..storage.migrations import Migrations, SqliteMigrationTarget
-from .analysis import STOP_WORDS
-from .analysis import quote_fts as quote
 from .keyword import CJK_RUN
 
 DEFAULT_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
-# Stop words are dropped from BM25 queries (search.analysis, shared with transcript recall).
+# Stop words are dropped from BM25 queries (markus_memory.analysis, shared with transcript recall).
 # Measured on the labelled store of benchmarks/search_quality.py (48 lexical queries, 500
 # observations, curated part at its cap), MRR@10: porter+stop 0.958, porter 0.917,
 # unicode61+stop 0.847, unicode61 0.822, original keyword 0.787. Stemming and stop words each
@@ -445,6 +445,24 @@ def m002_agent_slots(conn: sqlite3.Connection) -> None:
     for table in ("search_fts", "search_docs", "search_vectors", "search_state"):
         conn.execute(f"DELETE FROM {table}")
     _create_agent_slots(conn)
+
+
+SEARCH_TABLES = ("search_fts", "search_docs", "search_vectors", "search_state", "search_agents")
+
+
+def recreate_schema(path: Path | str) -> None:
+    """Drop and create the search tables again, empty (they are derived from knowledge.md:
+    each agent's next search, or ``reindex``, fills them). Repairs a missing or damaged one."""
+    conn = connect(path)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        for table in SEARCH_TABLES:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+        create_schema(conn)
+        _create_agent_slots(conn)
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
 
 
 def ensure_schema(conn: sqlite3.Connection) -> list[str]:

@@ -28,12 +28,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from itertools import compress
-from typing import Protocol
+from typing import Literal, Protocol
 
 CURATED_PREFIX = "curated_"
 CURATED_TYPE = "fact"
-SOURCE_CURATED = "curated"
-SOURCE_OBSERVATION = "observation"
+Source = Literal["observation", "curated"]
+"""Where a hit comes from: an observation, or a curated section of knowledge.md."""
+SOURCE_CURATED: Source = "curated"
+SOURCE_OBSERVATION: Source = "observation"
 DEFAULT_CURATED_BOOST = 0.25
 DEFAULT_PREVIEW_CHARS = 2500
 PREVIEW_ELLIPSIS = "\n\u2026"
@@ -91,7 +93,7 @@ class KeywordHit:
     content: str
     timestamp: datetime | None
     tags: tuple[str, ...]
-    source: str
+    source: Source
     score: float
     section: str | None = None
 

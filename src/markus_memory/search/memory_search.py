@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from ..config import Settings
 from ..errors import InvalidInputError, MarkusMemoryError
@@ -33,6 +34,7 @@ from .keyword import (
     Haystacks,
     ObservationLike,
     SectionLike,
+    Source,
     curated_ids,
     observation_haystack,
     preview,
@@ -62,10 +64,13 @@ BM25_WEIGHT = 1.0
 VECTOR_WEIGHT = 1.0
 DEFAULT_MIN_SIMILARITY = 0.3
 # Methods and the original ``searchMethod`` strings they map to in the original tool result.
-METHOD_RECENT = "recent"
-METHOD_KEYWORD = "keyword"
-METHOD_BM25 = "bm25"
-METHOD_HYBRID = "hybrid"
+SearchMethod = Literal["recent", "keyword", "bm25", "hybrid"]
+"""How a search found its hits: the newest observations (no query), the keyword fallback,
+BM25, or BM25 fused with vectors."""
+METHOD_RECENT: SearchMethod = "recent"
+METHOD_KEYWORD: SearchMethod = "keyword"
+METHOD_BM25: SearchMethod = "bm25"
+METHOD_HYBRID: SearchMethod = "hybrid"
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,7 @@ class SearchHit:
     content: str
     timestamp: datetime | None
     tags: tuple[str, ...]
-    source: str
+    source: Source
     score: float
     section: str | None = None
     similarity: float | None = None
@@ -88,7 +93,7 @@ class SearchResult:
     """Hits best first, and how they were found."""
 
     hits: list[SearchHit]
-    method: str
+    method: SearchMethod
     query: str
     fallback: str | None = None
 

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..analysis import STOP_WORDS
 from ..storage.migrations import Migrations
 from ..storage.postgres_conn import (
     CONNECT_TIMEOUT_S,
@@ -22,7 +23,6 @@ from ..storage.postgres_conn import (
     clean_text,
 )
 from ..storage.postgres_schema import FTS_CONFIG
-from .analysis import STOP_WORDS
 from .index import IndexDoc, SyncReport, fts_terms, fts_text
 
 if TYPE_CHECKING:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from ..errors import InvalidInputError
-from .conversation import ConversationIndex, RankingOptions, Turn
+from .conversation import ConversationIndex, RankingOptions, RecallStore, Turn, turn_of
 from .embedders import Embedder
-from .transcript_vectors import TranscriptVectors
 
 MAX_LIMIT = 50
 MAX_NEIGHBOURS = 5
@@ -60,62 +59,41 @@ def default_options(embedder: Embedder | None) -> RankingOptions:
 
 
 class TranscriptRecall:
-    """Keeps a :class:`ConversationIndex` in step with an agent's sessions and answers recalls.
+    """Answers recalls over an agent's transcript, ranked inside its store.
 
-    ``backfill`` yields every stored turn; it is read once, lazily, at the first recall (turns
-    added before that are buffered and win over their stored copy).
+    ``store`` is called for the episodic backend at each use (the facade opens it lazily).
+    Nothing is loaded when a process starts: the store's recall index is persistent.
     """
 
     def __init__(
         self,
-        backfill: Callable[[], Iterable[Turn]],
+        store: Callable[[], RecallStore],
+        agent_id: str,
         *,
         embedder: Embedder | None = None,
         options: RankingOptions | None = None,
-        vector_store: TranscriptVectors | None = None,
     ) -> None:
-        self._backfill = backfill
-        self._vector_store = vector_store
-        self._index = ConversationIndex(
-            embedder=embedder,
-            options=options or default_options(embedder),
-            vector_store=vector_store,
-        )
-        self._pending: list[Turn] = []
-        self._loaded = False
+        self._store = store
+        self.agent_id = agent_id
+        self._embedder = embedder
+        self._options = options or default_options(embedder)
+        self._index: ConversationIndex | None = None
         self._lock = threading.RLock()
 
     @property
     def index(self) -> ConversationIndex:
-        return self._index
-
-    def add(self, turn: Turn) -> None:
-        """Index one new turn (buffered until the first recall loads the history). Turn indexes
-        are absolute seqs, which compaction never renumbers: a turn at a known position
-        replaces it."""
-        self.add_many([turn])
-
-    def add_many(self, turns: Sequence[Turn]) -> None:
-        """:meth:`add` for several turns at once (one index transaction once loaded)."""
         with self._lock:
-            if not self._loaded:
-                self._pending.extend(turns)
-            else:
-                self._index.add(turns)
+            if self._index is None:
+                self._index = ConversationIndex(
+                    self._store(), self.agent_id, embedder=self._embedder, options=self._options
+                )
+            return self._index
 
-    def ensure_loaded(self) -> None:
+    def stored(self) -> None:
+        """New messages reached the store (their vectors are made at the next recall)."""
         with self._lock:
-            if self._loaded:
-                return
-            # A turn appended since this handle opened is both on disk and pending: index it
-            # once, from the pending copy (it carries the exact append time).
-            pending = {(turn.session_id, turn.index) for turn in self._pending}
-            self._index.add(
-                turn for turn in self._backfill() if (turn.session_id, turn.index) not in pending
-            )
-            self._index.add(self._pending)
-            self._pending = []
-            self._loaded = True
+            if self._index is not None and self._embedder is not None:
+                self._index._unembedded = True
 
     def recall(
         self,
@@ -130,39 +108,48 @@ class TranscriptRecall:
     ) -> list[ConversationHit]:
         """Hits best first. Bad arguments raise InvalidInputError before anything is searched."""
         _check(query, role, since, until, limit, neighbours)
-        with self._lock:
-            self.ensure_loaded()
-            ranked = self._index.search(
-                query, session_id=session_id, role=role, since=since, until=until, limit=limit
-            )
-            return [self._hit(item.turn, item.score, neighbours) for item in ranked]
-
-    def _hit(self, turn: Turn, score: float, neighbours: int) -> ConversationHit:
-        def around(offsets: Iterable[int]) -> tuple[ContextTurn, ...]:
-            found = (self._index.get(turn.session_id, turn.index + d) for d in offsets)
-            return tuple(
-                ContextTurn(other.index, other.role, other.timestamp, other.text, other.speaker)
-                for other in found
-                if other is not None
-            )
-
-        return ConversationHit(
-            session_id=turn.session_id,
-            index=turn.index,
-            role=turn.role,
-            timestamp=turn.timestamp,
-            text=turn.text,
-            score=round(score, 6),
-            speaker=turn.speaker,
-            metadata=dict(turn.metadata),
-            before=around(range(-neighbours, 0)),
-            after=around(range(1, neighbours + 1)),
+        index = self.index
+        ranked = index.search(
+            query, session_id=session_id, role=role, since=since, until=until, limit=limit
         )
+        context: dict[tuple[str, int], Turn] = {}
+        if neighbours and ranked:
+            spans = [
+                (r.turn.session_id, max(0, r.turn.index - neighbours), r.turn.index + neighbours)
+                for r in ranked
+            ]
+            for message in index.store.recall_around(self.agent_id, spans).values():
+                if message.content.strip():
+                    context[(message.session_id, message.seq)] = turn_of(message)
+        return [_hit(item.turn, item.score, neighbours, context) for item in ranked]
 
     def close(self) -> None:
-        self._index.close()
-        if self._vector_store is not None:
-            self._vector_store.close()
+        """Nothing to release: the store belongs to the caller."""
+
+
+def _hit(
+    turn: Turn, score: float, neighbours: int, context: Mapping[tuple[str, int], Turn]
+) -> ConversationHit:
+    def around(offsets: Iterable[int]) -> tuple[ContextTurn, ...]:
+        found = (context.get((turn.session_id, turn.index + d)) for d in offsets)
+        return tuple(
+            ContextTurn(other.index, other.role, other.timestamp, other.text, other.speaker)
+            for other in found
+            if other is not None
+        )
+
+    return ConversationHit(
+        session_id=turn.session_id,
+        index=turn.index,
+        role=turn.role,
+        timestamp=turn.timestamp,
+        text=turn.text,
+        score=round(score, 6),
+        speaker=turn.speaker,
+        metadata=dict(turn.metadata),
+        before=around(range(-neighbours, 0)),
+        after=around(range(1, neighbours + 1)),
+    )
 
 
 def _check(

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ..errors import MarkusMemoryError
-from ..storage.base import TranscriptIndex, TranscriptMessage
-from .conversation import Turn
+from ..storage.base import TranscriptMessage, TranscriptStore
+from .conversation import turn_of
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class TranscriptLog:
     ``store`` is called for the backend at each use (the facade opens it lazily).
     """
 
-    def __init__(self, store: Callable[[], TranscriptIndex], agent_id: str) -> None:
+    def __init__(self, store: Callable[[], TranscriptStore], agent_id: str) -> None:
         self._store = store
         self.agent_id = agent_id
 
@@ -61,20 +61,5 @@ class TranscriptLog:
             )
         return added
 
-    def turns(self) -> Iterator[Turn]:
-        """Every stored message with text, as turns indexed by absolute seq (one query)."""
-        for m in self._store().transcript_messages(self.agent_id):
-            if m.content.strip():
-                yield turn_of(m)
 
-
-def turn_of(message: TranscriptMessage) -> Turn:
-    return Turn(
-        message.session_id,
-        message.seq,
-        message.role,
-        message.content,
-        message.created_at,
-        message.speaker,
-        message.metadata or {},
-    )
+__all__ = ["SessionSource", "TranscriptLog", "TranscriptStore", "turn_of"]

@@ -89,6 +89,8 @@ class TranscriptWriter:
         self.agent_id = agent_id
         self._then = then
         self._q = _Queue()
+        self.failures = 0
+        """Batches (or sessions of a batch) the store refused: the next recall catches up."""
         self._atexit: Callable[[], None] | None = None
 
     def put(self, message: TranscriptMessage, appended_at: datetime) -> None:
@@ -159,6 +161,7 @@ class TranscriptWriter:
             store = self._store()
             marks = store.transcript_marks(self.agent_id)
         except (OSError, MarkusMemoryError):
+            self.failures += 1
             log.exception(
                 "transcript store unavailable; %d messages left to the import", len(batch)
             )
@@ -180,7 +183,8 @@ class TranscriptWriter:
                 for message, at in rest:  # past a gap: rows with their exact times, mark kept
                     _index(store, message, at)
             except (OSError, MarkusMemoryError):
-                # The session file holds the messages; the next first recall imports them.
+                # The session file holds the messages; the next recall imports them.
+                self.failures += 1
                 log.exception("transcript store missed messages of %s", session_id)
 
 

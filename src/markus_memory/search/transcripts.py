@@ -14,12 +14,11 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..config import Settings, parse_iso
-from ..storage.base import TranscriptIndex, TranscriptMessage
+from ..config import parse_iso
+from ..storage.base import TranscriptMessage
 from .embedders import Embedder
 from .recall import TranscriptRecall, speaker_of
-from .transcript_log import SessionSource, TranscriptLog, turn_of
-from .transcript_vectors import TranscriptVectors, TranscriptVectorStore
+from .transcript_log import SessionSource, TranscriptLog, TranscriptStore
 from .transcript_writer import TranscriptWriter
 
 
@@ -49,30 +48,26 @@ class Transcripts:
 
     def __init__(
         self,
-        store: Callable[[], TranscriptIndex],
+        store: Callable[[], TranscriptStore],
         agent_id: str,
         *,
         sessions: Callable[[], Iterable[SessionSource]],
         session: Callable[[str], SessionSource | None],
         embedder: Embedder | None = None,
-        vector_store: TranscriptVectors | None = None,
     ) -> None:
         self.agent_id = agent_id
         self._store = store
         self._sessions = sessions
         self._session = session
         self._log = TranscriptLog(store, agent_id)
-        # Every recorded message, read once at the first recall (after _sync), in one query.
-        self._recall = TranscriptRecall(
-            self._log.turns, embedder=embedder, vector_store=vector_store
-        )
-        self._synced = False
+        self._recall = TranscriptRecall(store, agent_id, embedder=embedder)
+        self._synced_at: int | None = None  # the writer's failure count at the last sync
         self._sync_guard = threading.Lock()
         self._writer = TranscriptWriter(store, agent_id, then=self._index_turns)
 
     def caught_up(self) -> TranscriptRecall:
-        """The recall index, once every append that returned is in the store and the live index
-        and the session files the store is behind are imported."""
+        """The recall engine, once every append that returned is in the store and the session
+        files the store is behind are imported."""
         self._writer.drain()
         self._sync()
         return self._recall
@@ -92,8 +87,9 @@ class Transcripts:
         self._writer.put(message, record.timestamp)
 
     def _index_turns(self, messages: list[TranscriptMessage]) -> None:
-        """Feed written messages with text to the live recall index (the writer's thread)."""
-        self._recall.add_many([turn_of(m) for m in messages if m.content.strip()])
+        """The writer stored messages (the store indexed them): new vectors are due."""
+        if messages:
+            self._recall.stored()
 
     def before_compact(self, session_id: str, keep_from_seq: int) -> bool:
         """Let a compaction drop seqs below ``keep_from_seq`` only once the store holds them:
@@ -113,32 +109,24 @@ class Transcripts:
         return mark is not None and mark.next_seq >= keep_from_seq
 
     def _sync(self) -> None:
-        """Before the first recall: import the session files the store is behind.
+        """Before the first recall, and again after the writer missed messages: import the
+        session files the store is behind.
 
         Done here, not in the recall index's backfill, because reading a session takes the
         agent lock, and a compaction holding that lock waits for the writer, which feeds the
         recall index: the index's lock must never be held while waiting for the agent lock.
         """
         with self._sync_guard:
-            if self._synced:
+            failures = self._writer.failures
+            if self._synced_at == failures:
                 return
             self._log.sync(self._sessions())
-            self._synced = True
+            self._synced_at = failures
 
     def close(self) -> None:
-        """Drain and stop the writer (every queued append reaches the store), then close the
-        recall index and its vector store."""
+        """Drain and stop the writer (every queued append reaches the store)."""
         self._writer.close()
         self._recall.close()
-
-
-def open_vector_store(settings: Settings, agent_id: str) -> TranscriptVectors:
-    """Transcript vectors beside the episodic store: PostgreSQL with a URL, else data.db."""
-    if settings.database_url:
-        from .pg_transcript_vectors import PostgresTranscriptVectorStore
-
-        return PostgresTranscriptVectorStore(settings.database_url, agent_id)
-    return TranscriptVectorStore(settings.database_path, agent_id)
 
 
 def transcript_message(

@@ -7,8 +7,9 @@ Times are timezone-aware UTC datetimes; backends store them as ``iso_ms`` string
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -363,7 +364,147 @@ class TranscriptIndex(Protocol):
         ...
 
 
-class EpisodicStore(ActivityRepo, MailboxRepo, ChatRepo, TranscriptIndex, Protocol):
+@dataclass(frozen=True, slots=True)
+class TurnKey:
+    """A message as recall's re-ranking stages see it: id, position and who spoke."""
+
+    id: int
+    session_id: str
+    index: int
+    role: str
+    speaker: str | None
+
+    @property
+    def speaker_name(self) -> str:
+        """Who spoke, lower-cased: the speaker, else the role."""
+        return (self.speaker or self.role).lower()
+
+
+@dataclass(frozen=True)
+class RecallStats:
+    """An agent's index statistics: messages, tokens, and document frequency per term key."""
+
+    docs: int
+    tokens: int
+    df: Mapping[int, int]
+
+    @property
+    def avgdl(self) -> float:
+        return self.tokens / self.docs if self.docs else 0.0
+
+    def idf(self, key: int) -> float:
+        """FTS5's bm25 idf: ``log((N - n + 0.5) / (n + 0.5))``, at least 1e-6."""
+        n = self.df.get(key, 0)
+        value = math.log((self.docs - n + 0.5) / (n + 0.5))
+        return value if value > 0 else 1e-6
+
+
+@dataclass(frozen=True)
+class RecallFilters:
+    """Recall narrowing: session, role or speaker (lower-case), time bounds (inclusive)."""
+
+    session_id: str | None = None
+    role: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def sql(self, when: Callable[[datetime], Any], alias: str = "t") -> tuple[str, list[Any]]:
+        """`` AND …`` conditions on the ``transcript_messages`` alias, and their values."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.session_id is not None:
+            clauses.append(f"{alias}.session_id = ?")
+            params.append(self.session_id)
+        if self.role is not None:
+            clauses.append(
+                f"(lower({alias}.role) = ? OR lower(COALESCE({alias}.speaker, {alias}.role)) = ?)"
+            )
+            params.extend([self.role.lower(), self.role.lower()])
+        if self.since is not None:
+            clauses.append(f"{alias}.created_at >= ?")
+            params.append(when(self.since))
+        if self.until is not None:
+            clauses.append(f"{alias}.created_at <= ?")
+            params.append(when(self.until))
+        return "".join(f" AND {c}" for c in clauses), params
+
+    @property
+    def empty(self) -> bool:
+        return self == RecallFilters()
+
+
+class RecallIndex(Protocol):
+    """The conversation recall index of the transcript (``recall_index.RecallQueries``)."""
+
+    def recall_stats(self, agent_id: str, keys: Iterable[int]) -> RecallStats: ...
+
+    def recall_speakers(self, agent_id: str) -> set[str]: ...
+
+    def recall_rank(
+        self,
+        agent_id: str,
+        weights: Mapping[int, float],
+        *,
+        avgdl: float,
+        per_term: int,
+        limit: int,
+        filters: RecallFilters | None = None,
+    ) -> list[tuple[int, float]]: ...
+
+    def recall_turns(self, agent_id: str, ids: Sequence[int]) -> dict[int, TranscriptMessage]:
+        """The agent's messages among ``ids``, by id."""
+        ...
+
+    def recall_keys(self, agent_id: str, ids: Sequence[int]) -> list[TurnKey]:
+        """What the re-ranking stages need of the agent's messages among ``ids``."""
+        ...
+
+    def recall_keys_around(
+        self,
+        agent_id: str,
+        spans: Sequence[tuple[str, int, int]],
+        filters: RecallFilters | None = None,
+    ) -> list[TurnKey]:
+        """:meth:`recall_keys` of the messages with text in ``(session, first seq, last
+        seq)`` spans that pass ``filters``."""
+        ...
+
+    def recall_around(
+        self,
+        agent_id: str,
+        spans: Sequence[tuple[str, int, int]],
+        filters: RecallFilters | None = None,
+    ) -> dict[int, TranscriptMessage]:
+        """The agent's messages in ``(session, first seq, last seq)`` spans passing
+        ``filters``."""
+        ...
+
+    def save_recall_vectors(
+        self, agent_id: str, model: str, rows: Sequence[tuple[int, bytes]]
+    ) -> None: ...
+
+    def unvectored(self, agent_id: str, model: str, limit: int) -> list[tuple[int, str]]: ...
+
+    def recall_vectors(
+        self,
+        agent_id: str,
+        model: str,
+        filters: RecallFilters | None = None,
+        *,
+        ids: Sequence[int] | None = None,
+        newest: int | None = None,
+    ) -> Iterable[list[tuple[int, bytes]]]: ...
+
+
+class TranscriptStore(TranscriptIndex, RecallIndex, Protocol):
+    """The transcript side of an episodic store: records, marks and the recall index."""
+
+    def reindex_recall(self, agent_id: str | None = None) -> int:
+        """Rebuild the recall index (of one agent, or all) from the stored messages."""
+        ...
+
+
+class EpisodicStore(ActivityRepo, MailboxRepo, ChatRepo, TranscriptStore, Protocol):
     """Everything AgentMemory needs from a backend."""
 
     def close(self) -> None: ...

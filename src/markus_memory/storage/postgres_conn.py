@@ -231,6 +231,42 @@ class PostgresMigrationTarget:
         )
 
 
+class PostgresSql:
+    """A connection as the shared SQL modules use it: their ``?`` placeholders become ``%s``
+    (their SQL never holds a literal ``?`` or ``%``)."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in self.conn.execute(sql.replace("?", "%s"), tuple(params))]
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return int(self.conn.execute(sql.replace("?", "%s"), tuple(params)).rowcount)
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            with self.conn.cursor() as cur:
+                cur.executemany(sql.replace("?", "%s"), rows)
+
+    def insert(
+        self,
+        table: str,
+        columns: Sequence[tuple[str, str]],
+        rows: Sequence[Sequence[Any]],
+        conflict: str = "",
+    ) -> None:
+        """One statement whatever the number of rows: each column travels as an array."""
+        if not rows:
+            return
+        names = ", ".join(name for name, _ in columns)
+        arrays = ", ".join(f"%s::{kind}[]" for _, kind in columns)
+        values = [[row[i] for row in rows] for i in range(len(columns))]
+        self.conn.execute(
+            f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays}) {conflict}", values
+        )
+
+
 class PostgresDatabase:
     """One PostgreSQL database (the schema of the URL's search_path) with the Markus schema."""
 

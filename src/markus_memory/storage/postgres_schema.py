@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..analysis import cjk_phrase
 from .migrations import Migrations
 from .postgres_conn import clean_text
 from .sqlite_schema import MAX_INDEXED_LOG_CHARS, MIGRATION_SET
@@ -31,7 +32,6 @@ PG_ONLY_COLUMNS = frozenset(
     {
         ("agent_decisions", "ord"),  # insertion order (SQLite: rowid)
         ("chat_messages", "ord"),  # insertion order (SQLite: rowid)
-        ("transcript_messages", "search"),  # tsvector (SQLite: transcript_fts)
     }
 )
 SQLITE_ONLY_TABLES = frozenset({"agent_slots", "activity_search_docs"})
@@ -151,9 +151,22 @@ def m003_markus_indexes(conn: psycopg.Connection[Any]) -> None:
         conn.execute(f"CREATE INDEX IF NOT EXISTS {statement}")
 
 
+# The CJK character pairs of a text, as analysis.cjk_pairs: indexed after the text, so that a
+# two-character word is found inside a run (the parser keeps a run as one token).
+CJK_PAIRS_FUNCTION = (
+    "CREATE OR REPLACE FUNCTION markus_cjk(t text) RETURNS text LANGUAGE sql IMMUTABLE "
+    "PARALLEL SAFE AS $$ SELECT t || COALESCE(E'\\n' || ("
+    " SELECT string_agg(substr(m[1], i, 2), ' ' ORDER BY n, i) "
+    " FROM regexp_matches(t, '([\\u3040-\\u30ff\\u3400-\\u4dbf\\u4e00-\\u9fff"
+    "\\uf900-\\ufaff\\uac00-\\ud7af]+)', 'g') WITH ORDINALITY AS r(m, n), "
+    " generate_series(1, greatest(char_length(m[1]) - 1, 1)) AS i), '') $$"
+)
+
+
 @migrations()
 def m004_activity_search(conn: psycopg.Connection[Any]) -> None:
     # The text search configuration lives in the store's schema, so each schema is complete.
+    conn.execute(CJK_PAIRS_FUNCTION)
     conn.execute(
         "CREATE TEXT SEARCH DICTIONARY markus_english_stem "
         "(TEMPLATE = snowball, Language = english)"
@@ -206,17 +219,20 @@ _LOGS_OF_A = (
 def activity_document_sql(label: str, keywords: str, summary: str, logs: str) -> str:
     """SQL for an activity's weighted tsvector from four SQL expressions."""
     return (
-        f"setweight(to_tsvector('{FTS_CONFIG}', COALESCE({label}, '')), 'A') || "
-        f"setweight(to_tsvector('{FTS_CONFIG}', COALESCE({keywords}, '')), 'B') || "
-        f"setweight(to_tsvector('{FTS_CONFIG}', COALESCE({summary}, '')), 'C') || "
+        f"setweight(to_tsvector('{FTS_CONFIG}', markus_cjk(COALESCE({label}, ''))), 'A') || "
+        f"setweight(to_tsvector('{FTS_CONFIG}', markus_cjk(COALESCE({keywords}, ''))), 'B') || "
+        f"setweight(to_tsvector('{FTS_CONFIG}', markus_cjk(COALESCE({summary}, ''))), 'C') || "
         f"setweight(to_tsvector('{FTS_CONFIG}', "
-        f"left(COALESCE({logs}, ''), {MAX_INDEXED_LOG_CHARS})), 'D')"
+        f"markus_cjk(left(COALESCE({logs}, ''), {MAX_INDEXED_LOG_CHARS}))), 'D')"
     )
 
 
 def headline_sql(label: str, keywords: str) -> str:
     """SQL for the tsvector of an activity's label and keywords (the strong fields)."""
-    return f"to_tsvector('{FTS_CONFIG}', COALESCE({label}, '') || ' ' || COALESCE({keywords}, ''))"
+    return (
+        f"to_tsvector('{FTS_CONFIG}', "
+        f"markus_cjk(COALESCE({label}, '') || ' ' || COALESCE({keywords}, '')))"
+    )
 
 
 @migrations()
@@ -257,8 +273,35 @@ def m006_transcript_record(conn: psycopg.Connection[Any]) -> None:
     )
 
 
+@migrations()
+def m007_recall_index(conn: psycopg.Connection[Any]) -> None:
+    # As SQLite m007: conversation recall ranks in per-agent postings (recall_index.py); the
+    # tsvector column and its GIN index it replaces are dropped.
+    from .postgres_conn import PostgresSql
+    from .recall_index import RecallQueries, schema
+
+    for statement in schema("BYTEA", ""):
+        conn.execute(statement)
+    conn.execute("DROP INDEX IF EXISTS idx_transcript_search")
+    conn.execute("ALTER TABLE transcript_messages DROP COLUMN IF EXISTS search")
+    RecallQueries.rebuild(PostgresSql(conn))
+
+
+@migrations()
+def m008_activity_search_cjk(conn: psycopg.Connection[Any]) -> None:
+    # The one text analyser: CJK runs are indexed with their character pairs, as in recall.
+    conn.execute(CJK_PAIRS_FUNCTION)
+    conn.execute(
+        "UPDATE activity_search s SET document = "
+        + activity_document_sql("a.label", "a.keywords", "a.summary", _LOGS_OF_A)
+        + ", headline = "
+        + headline_sql("a.label", "a.keywords")
+        + " FROM agent_activities a WHERE a.id = s.activity_id"
+    )
+
+
 def tsquery_sql(terms: Sequence[str], *, any_term: bool = False) -> tuple[str, list[str]]:
     """SQL for a tsquery in which every term is a literal phrase, and its parameters."""
     part = f"phraseto_tsquery('{FTS_CONFIG}', %s)"
     joined = (" || " if any_term else " && ").join([part] * len(terms))
-    return f"({joined})", [clean_text(t) for t in terms]
+    return f"({joined})", [clean_text(cjk_phrase(t)) for t in terms]

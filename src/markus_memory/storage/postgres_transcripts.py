@@ -2,32 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 from ._records import (
-    HIT_COLUMNS,
     MARK_COLUMNS,
     TRANSCRIPT_COLUMNS,
     import_top,
-    transcript_filters,
 )
 from .base import (
     JsonObject,
+    RecallFilters,
     TranscriptHit,
     TranscriptMark,
     TranscriptMessage,
-    search_terms,
 )
 from .postgres_conn import (
     DECODE,
     PostgresDatabase,
+    PostgresSql,
     clean_text,
     json_param,
     to_utc,
 )
-from .postgres_schema import tsquery_sql
+from .recall_index import Doc, RecallQueries, index_docs, search_hits
 
 
 def _transcript_row(m: TranscriptMessage) -> tuple[Any, ...]:
@@ -43,10 +43,27 @@ def _transcript_row(m: TranscriptMessage) -> tuple[Any, ...]:
     )
 
 
-class PostgresTranscriptIndex(PostgresDatabase):
-    """The transcript index (:class:`~.base.TranscriptIndex`)."""
+_INSERT = (
+    "INSERT INTO transcript_messages (agent_id, session_id, seq, role, content, created_at, "
+    "speaker, metadata) VALUES (%s,%s,%s,%s,%s,%s,%s,%s::jsonb) "
+)
+
+
+class PostgresTranscriptIndex(PostgresDatabase, RecallQueries):
+    """The transcript index (:class:`~.base.TranscriptIndex`) and its recall index."""
 
     search_candidates: int
+
+    @contextmanager
+    def _recall(self, *, write: bool = False) -> Iterator[PostgresSql]:
+        with self.write() if write else self.read() as conn:
+            yield PostgresSql(conn)
+
+    def _when(self, moment: datetime) -> Any:
+        return to_utc(moment)
+
+    def _message(self, row: Sequence[Any]) -> TranscriptMessage:
+        return DECODE.transcript_message(row)
 
     def index_message(
         self,
@@ -64,15 +81,25 @@ class PostgresTranscriptIndex(PostgresDatabase):
         message = TranscriptMessage(
             agent_id, session_id, int(seq), role, content, created_at, speaker, metadata
         )
+        row = _transcript_row(message)
         with self.write() as conn:
-            conn.execute(
-                "INSERT INTO transcript_messages (agent_id, session_id, seq, role, content, "
-                "created_at, speaker, metadata) VALUES (%s,%s,%s,%s,%s,%s,%s,%s::jsonb) "
-                "ON CONFLICT (agent_id, session_id, seq) DO UPDATE SET role = EXCLUDED.role, "
-                "content = EXCLUDED.content, created_at = EXCLUDED.created_at, "
-                "speaker = EXCLUDED.speaker, metadata = EXCLUDED.metadata",
-                _transcript_row(message),
-            )
+            sql = PostgresSql(conn)
+            old = conn.execute(
+                "SELECT id, content, speaker, role FROM transcript_messages "
+                "WHERE agent_id = %s AND session_id = %s AND seq = %s FOR UPDATE",
+                (agent_id, session_id, message.seq),
+            ).fetchone()
+            if old is not None:
+                index_docs(sql, agent_id, [Doc(*old)], sign=-1)
+            new = conn.execute(
+                _INSERT + "ON CONFLICT (agent_id, session_id, seq) DO UPDATE SET "
+                "role = EXCLUDED.role, content = EXCLUDED.content, "
+                "created_at = EXCLUDED.created_at, speaker = EXCLUDED.speaker, "
+                "metadata = EXCLUDED.metadata RETURNING id",
+                row,
+            ).fetchone()
+            assert new is not None
+            index_docs(sql, agent_id, [Doc(int(new[0]), row[4], row[6], row[3])])
             # The mark advances only while the session is held without a gap (base.py).
             conn.execute(
                 "INSERT INTO transcript_marks AS m (agent_id, session_id, next_seq, synced_at) "
@@ -115,16 +142,19 @@ class PostgresTranscriptIndex(PostgresDatabase):
         with self.write() as conn:
             added = 0
             if rows:
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO transcript_messages (agent_id, session_id, seq, role, "
-                        "content, created_at, speaker, metadata) "
-                        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s::jsonb) "
-                        "ON CONFLICT (agent_id, session_id, seq) DO NOTHING",
-                        rows,
-                        returning=False,
-                    )
-                    added = max(cur.rowcount, 0)
+                inserted = conn.execute(
+                    "INSERT INTO transcript_messages (agent_id, session_id, seq, role, "
+                    "content, created_at, speaker, metadata) "
+                    "SELECT %s, %s, u.seq, u.role, u.content, u.created_at, u.speaker, "
+                    "u.metadata::jsonb FROM unnest(%s::int[], %s::text[], %s::text[], "
+                    "%s::timestamptz[], %s::text[], %s::text[]) "
+                    "AS u(seq, role, content, created_at, speaker, metadata) "
+                    "ON CONFLICT (agent_id, session_id, seq) DO NOTHING "
+                    "RETURNING id, content, speaker, role",
+                    (agent_id, session_id, *([r[i] for r in rows] for i in range(2, 8))),
+                ).fetchall()
+                added = len(inserted)
+                index_docs(PostgresSql(conn), agent_id, [Doc(*r) for r in inserted])
             conn.execute(
                 "INSERT INTO transcript_marks AS m (agent_id, session_id, next_seq, synced_at) "
                 "VALUES (%s, %s, %s, %s) ON CONFLICT (agent_id, session_id) DO UPDATE SET "
@@ -159,10 +189,13 @@ class PostgresTranscriptIndex(PostgresDatabase):
                 "DELETE FROM transcript_marks WHERE agent_id = %s AND session_id = %s",
                 (agent_id, session_id),
             )
-            return conn.execute(
-                "DELETE FROM transcript_messages WHERE agent_id = %s AND session_id = %s",
+            gone = conn.execute(
+                "DELETE FROM transcript_messages WHERE agent_id = %s AND session_id = %s "
+                "RETURNING id, content, speaker, role",
                 (agent_id, session_id),
-            ).rowcount
+            ).fetchall()
+            index_docs(PostgresSql(conn), agent_id, [Doc(*r) for r in gone], sign=-1)
+            return len(gone)
 
     def search_transcript(
         self,
@@ -175,30 +208,17 @@ class PostgresTranscriptIndex(PostgresDatabase):
         until: datetime | None = None,
         limit: int = 20,
     ) -> list[TranscriptHit]:
-        """Messages containing any query term, best ``ts_rank`` first (as SQLite's bm25 order).
-
-        Ranking covers every match when there are at most ``search_candidates``; beyond that,
-        the newest matches (score 0.0).
-        """
-        terms = search_terms(query)
-        if not terms or limit <= 0:
-            return []
-        tsquery, terms_params = tsquery_sql(terms, any_term=True)
-        filters = transcript_filters(
-            to_utc, session_id=session_id, role=role, since=since, until=until
-        )
-        where = f"agent_id = %s AND search @@ {tsquery}"
-        where += "".join(f" AND {test} %s" for test, _ in filters)
-        params: list[Any] = [agent_id, *terms_params, *(value for _, value in filters)]
-        with self.read() as conn:
-            # Newest matches first, with their rank; a complete set is then ordered by rank.
-            rows = conn.execute(
-                f"SELECT {HIT_COLUMNS}, ts_rank(search, {tsquery}) FROM transcript_messages "
-                f"WHERE {where} ORDER BY id DESC LIMIT %s",
-                (*terms_params, *params, self.search_candidates + 1),
-            ).fetchall()
-        if len(rows) <= self.search_candidates:
-            rows = sorted(rows, key=lambda r: -float(r[6]))[:limit]
-        else:
-            rows = [(*r[:6], 0.0) for r in rows[: min(limit, self.search_candidates)]]
-        return [DECODE.transcript_hit(r, float(r[6])) for r in rows]
+        """Messages containing any query term, best BM25 first (the recall index's ranking
+        without its re-ranking stages)."""
+        filters = RecallFilters(session_id, role, since, until)
+        with self._recall() as sql:
+            return search_hits(
+                sql,
+                agent_id,
+                query,
+                filters,
+                limit,
+                self._when,
+                self._message,
+                self.search_candidates,
+            )

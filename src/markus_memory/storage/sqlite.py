@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..analysis import with_cjk_pairs
 from ._records import ACTIVITY_COLUMNS, LOG_COLUMNS
 from .base import (
     Activity,
@@ -36,6 +37,11 @@ from .sqlite_conn import (
 from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS
 from .sqlite_side import SqliteSideTables
 from .sqlite_transcripts import SqliteTranscriptIndex
+
+
+def _cjk(*texts: str | None) -> tuple[str | None, ...]:
+    """Search-document fields with their CJK character pairs (the one text analyser)."""
+    return tuple(None if text is None else with_cjk_pairs(text) for text in texts)
 
 
 def _new_doc(conn: sqlite3.Connection, activity_id: str, agent_id: str) -> int:
@@ -91,7 +97,7 @@ class SqliteStore(SqliteSideTables, SqliteTranscriptIndex):
             conn.execute(
                 "INSERT INTO activity_fts (rowid, label, summary, keywords, logs) "
                 "VALUES (?, ?, ?, ?, '')",
-                (rowid, activity.label, activity.summary, ",".join(activity.keywords)),
+                (rowid, *_cjk(activity.label, activity.summary, ",".join(activity.keywords))),
             )
 
     def end_activity(self, agent_id: str, activity_id: str, end: ActivityEnd) -> bool:
@@ -149,7 +155,7 @@ class SqliteStore(SqliteSideTables, SqliteTranscriptIndex):
         conn.execute(
             "INSERT INTO activity_fts (rowid, label, summary, keywords, logs) "
             "VALUES (?, ?, ?, ?, ?)",
-            (rowid, *values, log_text),
+            (rowid, *_cjk(*values, log_text)),
         )
 
     def append_log(

@@ -9,6 +9,7 @@ transaction tries to upgrade (which SQLite reports as "database is locked" at on
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -17,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..analysis import cjk_phrase, quote_fts
 from ..config import iso_ms, parse_iso
 from ..errors import InvalidInputError, StorageError
 from ._records import EPOCH as EPOCH
@@ -26,6 +28,9 @@ from .sqlite_schema import SLOT_SHIFT
 from .sqlite_schema import migrations as markus_migrations
 
 BUSY_TIMEOUT_MS = 5000
+MMAP_BYTES = 256 * 1024 * 1024
+CACHE_KIB = 16 * 1024
+"""Page cache per connection (connections are shared by every store on a file)."""
 # A search ranks by bm25 only match sets up to this size (see bounded_rank).
 SEARCH_CANDIDATES = 2000
 
@@ -57,15 +62,9 @@ def json_obj(text: str | None) -> dict[str, Any]:
 DECODE = RowDecoder(when=from_iso, obj=json_obj)
 
 
-def quote_fts(term: str) -> str:
-    """One literal FTS5 phrase, sqlite-utils style: quotes doubled; NUL and surrogates dropped."""
-    clean = term.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
-    return '"' + clean.replace('"', '""') + '"'
-
-
 def fts_match(terms: Sequence[str], *, any_term: bool = False) -> str:
     """An FTS5 MATCH expression in which every term is a quoted literal."""
-    return (" OR " if any_term else " ").join(quote_fts(t) for t in terms)
+    return (" OR " if any_term else " ").join(quote_fts(cjk_phrase(t)) for t in terms)
 
 
 def agent_span(conn: sqlite3.Connection, agent_id: str) -> tuple[int, int] | None:
@@ -133,8 +132,101 @@ def bounded_rank(
     return [(int(r[0]), -float(r[1])) for r in rows], None
 
 
+class SqliteSql:
+    """A connection as the shared SQL modules use it (``?`` placeholders, as SQLite)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in self.conn.execute(sql, tuple(params)).fetchall()]
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return int(self.conn.execute(sql, tuple(params)).rowcount)
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            self.conn.executemany(sql, rows)
+
+    def insert(
+        self,
+        table: str,
+        columns: Sequence[tuple[str, str]],
+        rows: Sequence[Sequence[Any]],
+        conflict: str = "",
+    ) -> None:
+        names = ", ".join(name for name, _ in columns)
+        marks = ", ".join("?" * len(columns))
+        self.many(f"INSERT INTO {table} ({names}) VALUES ({marks}) {conflict}", rows)
+
+
+DAMAGED = (
+    "{path} is damaged ({detail}). Derived data can be rebuilt from the memory files: move "
+    "the file aside (e.g. to {path}.damaged) and run `markus-memory reindex`. Activities, "
+    "mailbox and chat rows exist only in that file: restore them from a backup (or try "
+    "`sqlite3 {path}.damaged .recover`)."
+)
+_DAMAGE_CODES = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
+
+
+def damaged(path: Path | str, detail: str) -> str:
+    """What to say about a damaged database file, with the way back."""
+    return DAMAGED.format(path=path, detail=detail)
+
+
+def sqlite_error(path: Path, exc: sqlite3.Error, prefix: str = "") -> StorageError:
+    """A sqlite error as a StorageError; a damaged file says so and how to recover."""
+    code = getattr(exc, "sqlite_errorname", "")
+    if code.split("_VTAB")[0] in _DAMAGE_CODES or "malformed" in str(exc):
+        return StorageError(damaged(path, str(exc)))
+    return StorageError(f"{prefix}{path}: {exc}")
+
+
+class _SharedFile:
+    """The connections of one process to one database file, shared by every
+    :class:`SqliteDatabase` on that file (one per thread, whatever the number of agents)."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.local = threading.local()
+        self.all: list[sqlite3.Connection] = []
+        self.users = 0
+        self.migrated: set[str] = set()
+
+
+_FILES: dict[str, _SharedFile] = {}
+_FILES_GUARD = threading.Lock()
+
+
+def _share(path: Path) -> tuple[str, _SharedFile]:
+    key = os.path.realpath(path)
+    with _FILES_GUARD:
+        shared = _FILES.get(key)
+        if shared is None or shared.pid != os.getpid():  # a forked child opens its own
+            shared = _FILES[key] = _SharedFile()
+        shared.users += 1
+        return key, shared
+
+
+def _unshare(key: str, shared: _SharedFile) -> list[sqlite3.Connection]:
+    """Drop one user; the file's connections once the last is gone (to close them)."""
+    with _FILES_GUARD:
+        shared.users -= 1
+        if shared.users > 0 or shared.pid != os.getpid():
+            return []
+        if _FILES.get(key) is shared:
+            del _FILES[key]
+        conns, shared.all = shared.all, []
+        shared.local = threading.local()
+        return conns
+
+
 class SqliteDatabase:
-    """One SQLite file with the Markus schema applied; subclasses add the repositories."""
+    """One SQLite file with the Markus schema applied; subclasses add the repositories.
+
+    Every instance on the same file in a process shares that file's connections (one per
+    thread): a host with a thousand agents holds a handful of connections, not thousands.
+    """
 
     def __init__(
         self,
@@ -145,11 +237,9 @@ class SqliteDatabase:
     ) -> None:
         self.path = Path(path)
         self.search_candidates = search_candidates
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._guard = threading.Lock()
         self._closed = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._key, self._shared = _share(self.path)
         self.migrate(markus_migrations)
         for extra in extra_migrations:
             self.migrate(extra)
@@ -166,20 +256,24 @@ class SqliteDatabase:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
+            # Reads of a large index go through the OS page cache without a copy per page.
+            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         except sqlite3.Error as exc:
-            raise StorageError(f"cannot open {self.path}: {exc}") from exc
+            raise sqlite_error(self.path, exc, "cannot open ") from exc
         return conn
 
     def connection(self) -> sqlite3.Connection:
         """This thread's connection (autocommit mode; use :meth:`write` for transactions)."""
         if self._closed:
             raise StorageError(f"{self.path}: the store is closed")
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        shared = self._shared
+        conn: sqlite3.Connection | None = getattr(shared.local, "conn", None)
         if conn is None:
             conn = self._connect()
-            self._local.conn = conn
-            with self._guard:
-                self._all.append(conn)
+            shared.local.conn = conn
+            with _FILES_GUARD:
+                shared.all.append(conn)
         return conn
 
     @contextmanager
@@ -195,7 +289,7 @@ class SqliteDatabase:
                 raise
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise StorageError(f"{self.path}: {exc}") from exc
+            raise sqlite_error(self.path, exc) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
 
@@ -204,19 +298,26 @@ class SqliteDatabase:
         try:
             yield self.connection()
         except sqlite3.Error as exc:
-            raise StorageError(f"{self.path}: {exc}") from exc
+            raise sqlite_error(self.path, exc) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
 
     def migrate(self, migrations: Migrations[sqlite3.Connection]) -> list[str]:
-        """Apply a migration set (the search index adds its own); returns the names applied."""
-        return migrations.apply(SqliteMigrationTarget(self.connection()))
+        """Apply a migration set (once per process and file); returns the names applied."""
+        if migrations.name in self._shared.migrated:
+            return []
+        try:
+            applied = migrations.apply(SqliteMigrationTarget(self.connection()))
+        except sqlite3.Error as exc:
+            raise sqlite_error(self.path, exc) from exc
+        self._shared.migrated.add(migrations.name)
+        return applied
 
     def close(self) -> None:
-        """Close every thread's connection. Safe to call twice."""
-        with self._guard:
-            conns, self._all = self._all, []
-            self._closed = True
-        for conn in conns:
+        """Release this handle; the file's connections close with its last handle. Safe to
+        call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        for conn in _unshare(self._key, self._shared):
             conn.close()
-        self._local = threading.local()

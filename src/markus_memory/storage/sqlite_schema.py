@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from ..analysis import with_cjk_pairs
 from .migrations import Migrations
 
 MIGRATION_SET = "markus"
@@ -153,12 +154,33 @@ def m004_activity_search(conn: sqlite3.Connection) -> None:
     # range, which FTS5 applies inside its posting lists (no join), and "newest first" is
     # rowid DESC. The integer rowid is also stable, unlike the implicit rowid of
     # agent_activities (TEXT key), which VACUUM may renumber.
-    conn.execute(
-        """CREATE TABLE agent_slots (
+    fill_activity_search(conn)
+
+
+ACTIVITY_SEARCH_TABLES = ("activity_search_docs", "activity_fts")
+
+
+def fill_activity_search(conn: sqlite3.Connection) -> None:
+    """(Re)create the activity search tables and fill them from ``agent_activities``, oldest
+    first within each agent (m004; ``reindex`` runs it again to repair them)."""
+    for table in ACTIVITY_SEARCH_TABLES:
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'agent_slots'").fetchone():
+        conn.execute(
+            """CREATE TABLE agent_slots (
   agent_id TEXT PRIMARY KEY,
   slot INTEGER NOT NULL UNIQUE
 )"""
-    )
+        )
+        # Transcript rows keep their ids: their agents get back the slots those ids are in.
+        if conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'transcript_messages'"
+        ).fetchone():
+            conn.execute(
+                "INSERT OR IGNORE INTO agent_slots (agent_id, slot) "
+                f"SELECT agent_id, MIN(id >> {SLOT_SHIFT}) FROM transcript_messages "
+                "GROUP BY agent_id"
+            )
     conn.execute(
         """CREATE TABLE activity_search_docs (
   rowid INTEGER PRIMARY KEY,
@@ -170,11 +192,12 @@ def m004_activity_search(conn: sqlite3.Connection) -> None:
         "CREATE VIRTUAL TABLE activity_fts USING fts5("
         f"label, summary, keywords, logs, tokenize='{FTS_TOKENIZER}')"
     )
-    # Backfill from a Markus database, oldest first within each agent.
     conn.execute(
-        "INSERT INTO agent_slots (agent_id, slot) "
-        "SELECT agent_id, ROW_NUMBER() OVER (ORDER BY agent_id) "
-        "FROM (SELECT DISTINCT agent_id FROM agent_activities)"
+        "INSERT OR IGNORE INTO agent_slots (agent_id, slot) "
+        "SELECT agent_id, (SELECT COALESCE(MAX(slot), 0) FROM agent_slots) "
+        " + ROW_NUMBER() OVER (ORDER BY agent_id) "
+        "FROM (SELECT DISTINCT agent_id FROM agent_activities "
+        " WHERE agent_id NOT IN (SELECT agent_id FROM agent_slots))"
     )
     conn.execute(
         "INSERT INTO activity_search_docs (rowid, activity_id, agent_id) "
@@ -182,12 +205,14 @@ def m004_activity_search(conn: sqlite3.Connection) -> None:
         " (PARTITION BY a.agent_id ORDER BY a.started_at, a.id), a.id, a.agent_id "
         "FROM agent_activities a JOIN agent_slots s ON s.agent_id = a.agent_id"
     )
+    conn.create_function("markus_cjk", 1, with_cjk_pairs, deterministic=True)
     conn.execute(
         "INSERT INTO activity_fts (rowid, label, summary, keywords, logs) "
-        "SELECT d.rowid, a.label, COALESCE(a.summary, ''), COALESCE(a.keywords, ''), "
-        " COALESCE(substr((SELECT group_concat(content, char(10)) FROM "
+        "SELECT d.rowid, markus_cjk(a.label), markus_cjk(COALESCE(a.summary, '')), "
+        " markus_cjk(COALESCE(a.keywords, '')), "
+        " markus_cjk(COALESCE(substr((SELECT group_concat(content, char(10)) FROM "
         "  (SELECT content FROM agent_activity_logs l WHERE l.activity_id = a.id ORDER BY seq)),"
-        f"  1, {MAX_INDEXED_LOG_CHARS}), '') "
+        f"  1, {MAX_INDEXED_LOG_CHARS}), '')) "
         "FROM activity_search_docs d JOIN agent_activities a ON a.id = d.activity_id"
     )
 
@@ -247,3 +272,24 @@ def m006_transcript_record(conn: sqlite3.Connection) -> None:
   PRIMARY KEY (agent_id, session_id)
 )"""
     )
+
+
+@migrations()
+def m007_recall_index(conn: sqlite3.Connection) -> None:
+    # Conversation recall ranks inside the store with each agent's own statistics
+    # (recall_index.py); the shared FTS5 table it replaces is dropped with its triggers.
+    from .recall_index import RecallQueries, schema
+    from .sqlite_conn import SqliteSql
+
+    for statement in schema("BLOB", " WITHOUT ROWID"):
+        conn.execute(statement)
+    for trigger in ("transcript_ai", "transcript_ad", "transcript_au"):
+        conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    conn.execute("DROP TABLE IF EXISTS transcript_fts")
+    RecallQueries.rebuild(SqliteSql(conn))
+
+
+@migrations()
+def m008_activity_search_cjk(conn: sqlite3.Connection) -> None:
+    # The one text analyser: CJK runs are indexed with their character pairs, as in recall.
+    fill_activity_search(conn)

@@ -3,34 +3,33 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 from ._records import (
-    HIT_COLUMNS,
     MARK_COLUMNS,
     TRANSCRIPT_COLUMNS,
     import_top,
-    transcript_filters,
 )
 from .base import (
     JsonObject,
+    RecallFilters,
     TranscriptHit,
     TranscriptMark,
     TranscriptMessage,
-    search_terms,
 )
+from .recall_index import Doc, RecallQueries, index_docs, search_hits
 from .sqlite_conn import (
     DECODE,
     SqliteDatabase,
-    agent_span,
-    bounded_rank,
-    fts_match,
+    SqliteSql,
     json_text,
     next_rowid,
     to_iso,
 )
+from .sqlite_schema import fill_activity_search
 
 
 def _message_values(m: TranscriptMessage) -> tuple[Any, ...]:
@@ -58,6 +57,11 @@ def _insert_messages(
         "created_at, speaker, metadata) VALUES (?,?,?,?,?,?,?,?,?)",
         [(first + n, agent_id, *_message_values(m)) for n, m in enumerate(messages)],
     )
+    index_docs(
+        SqliteSql(conn),
+        agent_id,
+        [Doc(first + n, m.content, m.speaker, m.role) for n, m in enumerate(messages)],
+    )
 
 
 def _raise_mark(
@@ -73,8 +77,28 @@ def _raise_mark(
     )
 
 
-class SqliteTranscriptIndex(SqliteDatabase):
-    """The transcript index (:class:`~.base.TranscriptIndex`)."""
+class SqliteTranscriptIndex(SqliteDatabase, RecallQueries):
+    """The transcript index (:class:`~.base.TranscriptIndex`) and its recall index."""
+
+    @contextmanager
+    def _recall(self, *, write: bool = False) -> Iterator[SqliteSql]:
+        with self.write() if write else self.read() as conn:
+            yield SqliteSql(conn)
+
+    def rebuild_derived(self) -> int:
+        """Recreate and refill everything derived from the stored rows: the activity search
+        and the recall index (one transaction); the number of messages indexed."""
+        with self.write() as conn:
+            fill_activity_search(conn)
+            sql = SqliteSql(conn)
+            self.recreate(sql, "BLOB", " WITHOUT ROWID")
+            return self.rebuild(sql)
+
+    def _when(self, moment: datetime) -> Any:
+        return to_iso(moment)
+
+    def _message(self, row: Sequence[Any]) -> TranscriptMessage:
+        return DECODE.transcript_message(row)
 
     def index_message(
         self,
@@ -94,18 +118,21 @@ class SqliteTranscriptIndex(SqliteDatabase):
         )
         with self.write() as conn:
             existing = conn.execute(
-                "SELECT id FROM transcript_messages WHERE agent_id = ? AND session_id = ? "
-                "AND seq = ?",
+                "SELECT id, content, speaker, role FROM transcript_messages "
+                "WHERE agent_id = ? AND session_id = ? AND seq = ?",
                 (agent_id, session_id, message.seq),
             ).fetchone()
             if existing is None:
                 _insert_messages(conn, agent_id, [message])
             else:
+                sql = SqliteSql(conn)
+                index_docs(sql, agent_id, [Doc(*existing)], sign=-1)
                 conn.execute(
                     "UPDATE transcript_messages SET role = ?, content = ?, created_at = ?, "
                     "speaker = ?, metadata = ? WHERE id = ?",
                     (*_message_values(message)[2:], existing[0]),
                 )
+                index_docs(sql, agent_id, [Doc(existing[0], content, speaker, role)])
             mark = conn.execute(
                 "SELECT next_seq FROM transcript_marks WHERE agent_id = ? AND session_id = ?",
                 (agent_id, session_id),
@@ -163,6 +190,12 @@ class SqliteTranscriptIndex(SqliteDatabase):
                 "DELETE FROM transcript_marks WHERE agent_id = ? AND session_id = ?",
                 (agent_id, session_id),
             )
+            gone = conn.execute(
+                "SELECT id, content, speaker, role FROM transcript_messages "
+                "WHERE agent_id = ? AND session_id = ?",
+                (agent_id, session_id),
+            ).fetchall()
+            index_docs(SqliteSql(conn), agent_id, [Doc(*r) for r in gone], sign=-1)
             return conn.execute(
                 "DELETE FROM transcript_messages WHERE agent_id = ? AND session_id = ?",
                 (agent_id, session_id),
@@ -179,48 +212,17 @@ class SqliteTranscriptIndex(SqliteDatabase):
         until: datetime | None = None,
         limit: int = 20,
     ) -> list[TranscriptHit]:
-        """Messages containing any query term, best bm25 first (fusion is the search layer's).
-
-        Any-term (OR) matching: a transcript recall query describes what was said, and bm25
-        already puts messages with more of the terms first. Ranking covers every match when
-        there are at most ``search_candidates``; beyond that, the newest matches (score 0.0).
-        """
-        terms = search_terms(query)
-        if not terms or limit <= 0:
-            return []
-        filters = transcript_filters(
-            to_iso, session_id=session_id, role=role, since=since, until=until
-        )
-        where = "".join(f" AND t.{test} ?" for test, _ in filters)
-        params = [value for _, value in filters]
-        with self.read() as conn:
-            span = agent_span(conn, agent_id)
-            if span is None:
-                return []
-            ranked, newest = bounded_rank(
-                conn,
-                fts="transcript_fts",
-                match=fts_match(terms, any_term=True),
-                span=span,
-                limit=limit,
-                candidates=self.search_candidates,
-                join=" CROSS JOIN transcript_messages t ON t.id = transcript_fts.rowid"
-                if where
-                else "",
-                where=where,
-                params=tuple(params),
+        """Messages containing any query term, best BM25 first (the recall index's ranking
+        without its re-ranking stages)."""
+        filters = RecallFilters(session_id, role, since, until)
+        with self._recall() as sql:
+            return search_hits(
+                sql,
+                agent_id,
+                query,
+                filters,
+                limit,
+                self._when,
+                self._message,
+                self.search_candidates,
             )
-            order = ranked if newest is None else [(r, 0.0) for r in newest[:limit]]
-            if not order:
-                return []
-            marks = ",".join("?" * len(order))
-            rows = {
-                int(r[0]): r[1:]
-                for r in conn.execute(
-                    f"SELECT id, {HIT_COLUMNS} FROM transcript_messages WHERE id IN ({marks})",
-                    [rowid for rowid, _ in order],
-                )
-            }
-        return [
-            DECODE.transcript_hit(rows[rowid], score) for rowid, score in order if rowid in rows
-        ]

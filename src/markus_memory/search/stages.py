@@ -1,0 +1,184 @@
+"""The re-ranking stages of conversation recall, as functions over a candidate set.
+
+The store ranks (BM25, vectors) and hands over candidates; each stage here takes scores by
+message id and the :class:`Pool` of turns fetched for them, and returns new scores. A stage
+fetches what it needs by key through the pool (never the whole history), so new stages can be
+added after these without touching the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from ..storage.base import TurnKey
+from .hybrid import min_max, rrf, weighted_sum
+
+Scores = dict[int, float]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message of a past session, as recall sees it."""
+
+    session_id: str
+    index: int
+    role: str
+    text: str
+    timestamp: datetime | None = None
+    speaker: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RankingOptions:
+    """The knobs of the ranking. Defaults are what the LoCoMo dev split supports (see
+    ``benchmarks/locomo.py``); a knob at 0 switches its stage off.
+
+    * ``candidates``: bm25 (and vector) candidates taken before re-ranking.
+    * ``speaker_boost``: a query word that names a speaker is taken out of the bm25 query
+      (``strip_speaker_names``) and multiplies that speaker's turns by ``1 + boost`` instead.
+    * ``neighbour_weight`` / ``neighbour_window``: a hit lends ``weight ** distance`` of its
+      score to the turns up to ``window`` away in its session (question and reply around it).
+    * ``session_weight``: every candidate gains this share of its session's best score.
+    * ``common_docs`` / ``common_share`` / ``recent_window``: query-cost bounds for large
+      histories: a term in more than ``max(common_docs, common_share * messages)`` of the
+      agent's messages is left out of the query (its idf is near 0); if every term is that
+      common, the rarest is ranked over its ``recent_window`` newest messages only.
+    * ``max_postings``: a kept term is ranked over at most its newest ``max_postings``
+      messages (a bound on the cost of one query in a very long history; exact below it).
+    * ``vector_weight``: weight of the min-max scaled cosine scores against the max-scaled
+      lexical scores (``fusion="score"``) or of the vector list in reciprocal rank fusion
+      (``fusion="rrf"``); used only with an embedder.
+    """
+
+    candidates: int = 200
+    strip_speaker_names: bool = True
+    speaker_boost: float = 1.0
+    neighbour_weight: float = 0.5
+    neighbour_window: int = 2
+    session_weight: float = 0.3
+    vector_weight: float = 0.3
+    dense_speaker_boost: float = 1.0
+    smooth_dense: bool = False
+    fusion: Literal["score", "rrf"] = "score"
+    rrf_k: int = 60
+    common_docs: int = 2_000
+    common_share: float = 0.02
+    recent_window: int = 5_000
+    max_postings: int = 5_000
+
+
+class Pool:
+    """The keys of a recall's candidates (:class:`TurnKey`: position and speaker), fetched by
+    id (and their neighbours by position) through the callables the store provides; each at
+    most once."""
+
+    def __init__(
+        self,
+        by_id: Callable[[list[int]], Iterable[TurnKey]],
+        around: Callable[[list[tuple[str, int, int]]], Iterable[TurnKey]],
+    ) -> None:
+        self._by_id = by_id
+        self._around = around
+        self.turns: dict[int, TurnKey] = {}
+        self._at: dict[tuple[str, int], int] = {}
+
+    def fetch(self, ids: Iterable[int]) -> None:
+        missing = [i for i in ids if i not in self.turns]
+        if missing:
+            self._add(self._by_id(missing))
+
+    def _add(self, found: Iterable[TurnKey]) -> None:
+        for key in found:
+            self.turns[key.id] = key
+            self._at[(key.session_id, key.index)] = key.id
+
+    def __getitem__(self, rowid: int) -> TurnKey:
+        return self.turns[rowid]
+
+    def neighbours(self, ids: Iterable[int], window: int) -> dict[int, list[tuple[int, int]]]:
+        """For each id, its ``(distance, id)`` neighbours up to ``window`` away in its session
+        (those that pass the recall's filters)."""
+        ids = list(ids)
+        self.fetch(ids)
+        spans = sorted(
+            {(self.turns[i].session_id, self.turns[i].index) for i in ids if i in self.turns}
+        )
+        ranges = [(s, max(0, n - window), n + window) for s, n in spans]
+        if ranges:
+            self._add(self._around(ranges))
+        out: dict[int, list[tuple[int, int]]] = {}
+        for rowid in ids:
+            turn = self.turns.get(rowid)
+            if turn is None:
+                continue
+            near = []
+            for delta in (d for d in range(-window, window + 1) if d):
+                other = self._at.get((turn.session_id, turn.index + delta))
+                if other is not None:
+                    near.append((abs(delta), other))
+            out[rowid] = near
+        return out
+
+
+def boost_speakers(
+    scores: Scores, pool: Pool, named: set[str], boost: float, *, roles: bool = True
+) -> Scores:
+    """Multiply the turns of speakers the query names by ``1 + boost`` (a turn without a
+    speaker goes by its role, unless ``roles`` is false)."""
+    if not boost or not named or not scores:
+        return scores
+    pool.fetch(scores)
+    factor = 1.0 + boost
+
+    def name(turn: TurnKey) -> str:
+        return turn.speaker_name if roles else (turn.speaker or "").lower()
+
+    return {
+        rowid: value * factor if name(pool[rowid]) in named else value
+        for rowid, value in scores.items()
+    }
+
+
+def smooth(scores: Scores, pool: Pool, options: RankingOptions) -> Scores:
+    """A hit lends part of its score to the turns around it: the question it answers and the
+    reply it got often hold the fact (LoCoMo dev: recall_any@10 +0.05)."""
+    beta = options.neighbour_weight
+    if beta <= 0 or not scores:
+        return scores
+    out = dict(scores)
+    near = pool.neighbours(scores, options.neighbour_window)
+    for rowid, value in scores.items():
+        for distance, other in near.get(rowid, ()):
+            out[other] = out.get(other, 0.0) + beta**distance * value
+    return out
+
+
+def fuse(lexical: Scores, dense: Scores, options: RankingOptions) -> Scores:
+    if not dense:
+        return lexical
+    if not lexical:
+        return dense
+    weight = options.vector_weight
+    if options.fusion == "rrf":
+        rankings = [
+            sorted(lexical, key=lambda rowid: -lexical[rowid]),
+            sorted(dense, key=lambda rowid: -dense[rowid]),
+        ]
+        return rrf(rankings, k=options.rrf_k, weights=[1.0, weight])
+    return weighted_sum([lexical, min_max(dense)], [1.0, weight])
+
+
+def session_boost(scores: Scores, pool: Pool, weight: float) -> Scores:
+    """Every candidate gains ``weight`` times its session's best score."""
+    if not weight or not scores:
+        return scores
+    pool.fetch(scores)
+    best: dict[str, float] = {}
+    for rowid, value in scores.items():
+        sid = pool[rowid].session_id
+        best[sid] = max(best.get(sid, 0.0), value)
+    return {rowid: value + weight * best[pool[rowid].session_id] for rowid, value in scores.items()}

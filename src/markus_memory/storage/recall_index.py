@@ -1,0 +1,558 @@
+"""The conversation recall index inside the store: postings, statistics and vectors per agent.
+
+One implementation for SQLite and PostgreSQL (the SQL differs only in placeholders, which
+:class:`Sql` translates). Every transcript message with text is analysed once, when it is
+stored (:mod:`markus_memory.analysis`), into rows of ``recall_postings`` (agent, term, message,
+term frequency, message length); ``recall_terms`` holds each agent's document frequency per
+term and ``recall_agents`` its message and token counts, all maintained in the transaction that
+stores the message. Ranking is Okapi BM25 with the same constants and idf as SQLite FTS5's
+``bm25()``, computed from the *agent's own* statistics: one ``data.db`` (or one PostgreSQL
+schema) holds many agents, and another agent's history must not change how this one ranks.
+Only the candidates leave the database; the re-ranking stages fetch rows by key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from ..analysis import analyse, query_terms, query_tokens, term_key, words
+from .base import (
+    MAX_QUERY_CHARS,
+    MAX_QUERY_TERMS,
+    TranscriptHit,
+    TranscriptMessage,
+    TurnKey,
+)
+from .base import (
+    RecallFilters as Filters,
+)
+from .base import (
+    RecallStats as Stats,
+)
+
+K1 = 1.2
+B = 0.75
+VECTOR_CHUNK = 4096
+"""Vectors scored per round trip: memory stays bounded whatever the history."""
+
+TURN_COLUMNS = "id, agent_id, session_id, seq, role, content, created_at, speaker, metadata"
+"""``id`` then the columns of a :class:`~.base.TranscriptMessage` row."""
+KEY_COLUMNS = "id, session_id, seq, role, speaker"
+"""What the re-ranking stages use of a message (no text, time or metadata)."""
+
+
+def agent_key(agent_id: str) -> int:
+    """The agent's 63-bit key in the recall tables."""
+    return term_key("\x00agent\x00" + agent_id)
+
+
+class Sql(Protocol):
+    """What the recall index needs from a connection inside a transaction (``?`` placeholders)."""
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int: ...
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
+    def insert(
+        self,
+        table: str,
+        columns: Sequence[tuple[str, str]],
+        rows: Sequence[Sequence[Any]],
+        conflict: str = "",
+    ) -> None:
+        """``INSERT INTO table … {conflict}`` of many rows at once; ``columns`` are
+        ``(name, SQL type)`` pairs (PostgreSQL sends each column as one typed array)."""
+        ...
+
+
+def schema(blob: str, without_rowid: str) -> list[str]:
+    """CREATE statements of the recall tables (``blob``: BLOB or BYTEA)."""
+    return [
+        "CREATE TABLE recall_postings (agent BIGINT NOT NULL, term BIGINT NOT NULL, "
+        "doc BIGINT NOT NULL, tf INTEGER NOT NULL, len INTEGER NOT NULL, "
+        f"PRIMARY KEY (agent, term, doc)){without_rowid}",
+        "CREATE TABLE recall_terms (agent BIGINT NOT NULL, term BIGINT NOT NULL, "
+        f"docs BIGINT NOT NULL, PRIMARY KEY (agent, term)){without_rowid}",
+        "CREATE TABLE recall_agents (agent BIGINT PRIMARY KEY, docs BIGINT NOT NULL, "
+        "tokens BIGINT NOT NULL)",
+        "CREATE TABLE recall_speakers (agent BIGINT NOT NULL, word TEXT NOT NULL, "
+        f"PRIMARY KEY (agent, word)){without_rowid}",
+        f"CREATE TABLE recall_vectors (doc BIGINT PRIMARY KEY, agent BIGINT NOT NULL, "
+        f"model TEXT NOT NULL, vector {blob} NOT NULL)",
+        "CREATE INDEX idx_recall_vectors_agent ON recall_vectors(agent, model, doc)",
+    ]
+
+
+_POSTING_COLUMNS = (
+    ("agent", "bigint"),
+    ("term", "bigint"),
+    ("doc", "bigint"),
+    ("tf", "integer"),
+    ("len", "integer"),
+)
+RECALL_TABLES = ("recall_postings", "recall_terms", "recall_agents", "recall_speakers")
+
+
+@dataclass(frozen=True)
+class Doc:
+    """A stored message as the index sees it."""
+
+    id: int
+    content: str
+    speaker: str | None
+    role: str
+
+
+def index_docs(sql: Sql, agent_id: str, docs: Sequence[Doc], *, sign: int = 1) -> None:
+    """Add (``sign=1``) or remove (``sign=-1``) messages from the agent's index, inside the
+    caller's transaction. A message with no indexable word is not a document."""
+    agent = agent_key(agent_id)
+    postings: list[tuple[int, int, int, int, int]] = []
+    df: Counter[int] = Counter()
+    count = tokens = 0
+    speakers: set[str] = set()
+    for doc in docs:
+        if not doc.content.strip():
+            continue
+        speakers.update(words(doc.speaker or doc.role))
+        freqs = analyse(doc.content)
+        length = sum(freqs.values())
+        count += 1
+        tokens += length
+        for term, tf in freqs.items():
+            key = term_key(term)
+            postings.append((agent, key, doc.id, tf, length))
+            df[key] += 1
+    if not count:
+        return
+    postings.sort()
+    if sign > 0:
+        sql.insert("recall_postings", _POSTING_COLUMNS, postings)
+        sql.insert(
+            "recall_speakers",
+            (("agent", "bigint"), ("word", "text")),
+            [(agent, word) for word in sorted(speakers)],
+            "ON CONFLICT DO NOTHING",
+        )
+    else:
+        sql.many(
+            "DELETE FROM recall_postings WHERE agent = ? AND term = ? AND doc = ?",
+            [row[:3] for row in postings],
+        )
+        sql.many("DELETE FROM recall_vectors WHERE doc = ?", [(doc.id,) for doc in docs])
+    sql.insert(
+        "recall_terms",
+        (("agent", "bigint"), ("term", "bigint"), ("docs", "bigint")),
+        [(agent, key, sign * n) for key, n in sorted(df.items())],
+        "ON CONFLICT (agent, term) DO UPDATE SET docs = recall_terms.docs + excluded.docs",
+    )
+    sql.run(
+        "INSERT INTO recall_agents (agent, docs, tokens) VALUES (?, ?, ?) ON CONFLICT (agent) "
+        "DO UPDATE SET docs = recall_agents.docs + excluded.docs, "
+        "tokens = recall_agents.tokens + excluded.tokens",
+        (agent, sign * count, sign * tokens),
+    )
+
+
+def clear(sql: Sql, agent_id: str | None = None) -> None:
+    """Drop the index of one agent (or of every agent); vectors stay with their messages."""
+    for table in RECALL_TABLES:
+        if agent_id is None:
+            sql.run(f"DELETE FROM {table}")
+        else:
+            sql.run(f"DELETE FROM {table} WHERE agent = ?", (agent_key(agent_id),))
+
+
+def stats(sql: Sql, agent_id: str, keys: Iterable[int]) -> Stats:
+    agent = agent_key(agent_id)
+    row = sql.rows("SELECT docs, tokens FROM recall_agents WHERE agent = ?", (agent,))
+    docs, tokens = (int(row[0][0]), int(row[0][1])) if row else (0, 0)
+    wanted = sorted(set(keys))
+    df: dict[int, int] = {}
+    if wanted and docs:
+        marks = ",".join("?" * len(wanted))
+        for term, n in sql.rows(
+            f"SELECT term, docs FROM recall_terms WHERE agent = ? AND term IN ({marks})",
+            (agent, *wanted),
+        ):
+            df[int(term)] = int(n)
+    return Stats(docs, tokens, df)
+
+
+def speakers(sql: Sql, agent_id: str) -> set[str]:
+    """Every word of a speaker name (or role) among the agent's indexed messages."""
+    rows = sql.rows("SELECT word FROM recall_speakers WHERE agent = ?", (agent_key(agent_id),))
+    return {str(r[0]) for r in rows}
+
+
+def rank(
+    sql: Sql,
+    agent_id: str,
+    weights: Mapping[int, float],
+    *,
+    avgdl: float,
+    per_term: int,
+    limit: int,
+    filters: Filters,
+    when: Callable[[datetime], Any],
+) -> list[tuple[int, float]]:
+    """The agent's best ``limit`` messages for the weighted terms by BM25, as (id, score).
+
+    Each term contributes at most its ``per_term`` newest postings (the bound on the cost of
+    a query over a very long history); ties go to the older message.
+    """
+    if not weights or limit <= 0 or avgdl <= 0:
+        return []
+    agent = agent_key(agent_id)
+    parts, params = [], []
+    for n, (key, weight) in enumerate(weights.items()):
+        parts.append(
+            f"SELECT * FROM (SELECT doc, tf, len, CAST(? AS DOUBLE PRECISION) AS w "
+            f"FROM recall_postings WHERE agent = ? AND term = ? ORDER BY doc DESC LIMIT ?) q{n}"
+        )
+        params.extend([weight, agent, key, per_term])
+    where, extra = filters.sql(when)
+    join = "" if filters.empty else " JOIN transcript_messages t ON t.id = p.doc WHERE 1 = 1"
+    score = (
+        f"SUM(p.w * p.tf * {K1 + 1} / (p.tf + {K1} * ({1 - B} + {B} * "
+        "CAST(p.len AS DOUBLE PRECISION) / ?)))"
+    )
+    rows = sql.rows(
+        f"SELECT p.doc, {score} AS score FROM ({' UNION ALL '.join(parts)}) p{join}{where} "
+        "GROUP BY p.doc ORDER BY score DESC, p.doc LIMIT ?",
+        (avgdl, *params, *extra, limit),
+    )
+    return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def weighted_terms(
+    query: str, stats_of: Callable[[list[int]], Stats]
+) -> tuple[dict[int, float], Stats]:
+    """BM25 weights of a query's terms (the idf of each, once per query word with that term)
+    and the statistics they came from; terms the agent never used are left out."""
+    if not isinstance(query, str):
+        return {}, Stats(0, 0, {})
+    text = query[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")
+    counts = Counter(term_key(t) for t in query_tokens(query_terms(text)[:MAX_QUERY_TERMS]))
+    found = stats_of(list(counts))
+    return {key: found.idf(key) * n for key, n in counts.items() if found.df.get(key)}, found
+
+
+def search_hits(
+    sql: Sql,
+    agent_id: str,
+    query: str,
+    filters: Filters,
+    limit: int,
+    when: Callable[[datetime], Any],
+    message: Callable[[Sequence[Any]], TranscriptMessage],
+    per_term: int,
+) -> list[TranscriptHit]:
+    """A plain transcript search: the agent's messages by BM25 for ``query``, best first;
+    each term counts only its ``per_term`` newest messages (the cost bound)."""
+    weights, found = weighted_terms(query, lambda keys: stats(sql, agent_id, keys))
+    ranked = rank(
+        sql,
+        agent_id,
+        weights,
+        avgdl=found.avgdl,
+        per_term=per_term,
+        limit=limit,
+        filters=filters,
+        when=when,
+    )
+    rows = {int(r[0]): message(r[1:]) for r in turns_by_id(sql, agent_id, [d for d, _ in ranked])}
+    return [
+        TranscriptHit(m.agent_id, m.session_id, m.seq, m.role, m.content, m.created_at, score)
+        for doc, score in ranked
+        if (m := rows.get(doc)) is not None
+    ]
+
+
+def turns_by_id(
+    sql: Sql, agent_id: str, ids: Sequence[int], *, keys_only: bool = False
+) -> list[tuple[Any, ...]]:
+    """``TURN_COLUMNS`` rows (``KEY_COLUMNS`` with ``keys_only``) of the agent's messages
+    among ``ids``."""
+    columns = ", ".join(
+        _qualified(c) for c in (KEY_COLUMNS if keys_only else TURN_COLUMNS).split(", ")
+    )
+    out: list[tuple[Any, ...]] = []
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start : start + 500])
+        values = ", ".join(["(CAST(? AS BIGINT))"] * len(chunk))
+        # The id list drives the join (CROSS JOIN keeps SQLite from scanning the agent).
+        out.extend(
+            sql.rows(
+                f"WITH wanted(id) AS (VALUES {values}) SELECT {columns} FROM wanted "
+                "CROSS JOIN transcript_messages t WHERE t.id = wanted.id AND t.agent_id = ?",
+                (*chunk, agent_id),
+            )
+        )
+    return out
+
+
+def turns_around(
+    sql: Sql,
+    agent_id: str,
+    spans: Sequence[tuple[str, int, int]],
+    filters: Filters,
+    when: Callable[[datetime], Any],
+    *,
+    keys_only: bool = False,
+) -> list[tuple[Any, ...]]:
+    """``TURN_COLUMNS`` rows of the agent's messages in ``(session, first seq, last seq)``
+    spans that pass ``filters``; with ``keys_only``, ``KEY_COLUMNS`` rows of those with
+    text."""
+    out: list[tuple[Any, ...]] = []
+    where, extra = filters.sql(when)
+    columns = ", ".join(
+        _qualified(c) for c in (KEY_COLUMNS if keys_only else TURN_COLUMNS).split(", ")
+    )
+    if keys_only:
+        where += " AND trim(t.content) <> ''"
+    for start in range(0, len(spans), 200):
+        chunk = spans[start : start + 200]
+        values = ", ".join(["(?, CAST(? AS INTEGER), CAST(? AS INTEGER))"] * len(chunk))
+        out.extend(
+            sql.rows(
+                f"WITH span(sid, lo, hi) AS (VALUES {values}) SELECT DISTINCT {columns} "
+                "FROM span CROSS JOIN transcript_messages t WHERE t.agent_id = ? "
+                f"AND t.session_id = span.sid AND t.seq BETWEEN span.lo AND span.hi{where}",
+                (*(v for span in chunk for v in span), agent_id, *extra),
+            )
+        )
+    return out
+
+
+def _qualified(column: str) -> str:
+    return f"t.{column}"
+
+
+def save_vectors(sql: Sql, agent_id: str, model: str, rows: Sequence[tuple[int, bytes]]) -> None:
+    agent = agent_key(agent_id)
+    sql.many(
+        "INSERT INTO recall_vectors (doc, agent, model, vector) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (doc) DO UPDATE SET agent = excluded.agent, model = excluded.model, "
+        "vector = excluded.vector",
+        [(doc, agent, model, blob) for doc, blob in rows],
+    )
+
+
+def unvectored(sql: Sql, agent_id: str, model: str, limit: int) -> list[tuple[int, str]]:
+    """Up to ``limit`` of the agent's messages with text and no vector for ``model``."""
+    rows = sql.rows(
+        "SELECT t.id, t.content FROM transcript_messages t WHERE t.agent_id = ? AND NOT EXISTS "
+        "(SELECT 1 FROM recall_vectors v WHERE v.doc = t.id AND v.model = ?) "
+        "ORDER BY t.id LIMIT ?",
+        (agent_id, model, limit),
+    )
+    return [(int(r[0]), str(r[1])) for r in rows if str(r[1]).strip()]
+
+
+def vector_chunks(
+    sql: Sql,
+    agent_id: str,
+    model: str,
+    filters: Filters,
+    when: Callable[[datetime], Any],
+    *,
+    ids: Sequence[int] | None = None,
+    newest: int | None = None,
+) -> Iterator[list[tuple[int, bytes]]]:
+    """The agent's ``model`` vectors that pass ``filters``, ``VECTOR_CHUNK`` at a time (keyset
+    pages, so no more than one chunk is ever held); only ``ids`` when given; only the
+    ``newest`` messages when given."""
+    agent = agent_key(agent_id)
+    where, extra = filters.sql(when)
+    join = "" if filters.empty else " JOIN transcript_messages t ON t.id = v.doc"
+    restrict, values = "", []
+    if ids is not None:
+        if not ids:
+            return
+        restrict = f" AND v.doc IN ({','.join('?' * len(ids))})"
+        values = list(ids)
+    floor = -(2**63)
+    if newest is not None:
+        rows = sql.rows(
+            "SELECT doc FROM recall_vectors WHERE agent = ? AND model = ? "
+            "ORDER BY doc DESC LIMIT 1 OFFSET ?",
+            (agent, model, max(0, newest - 1)),
+        )
+        floor = int(rows[0][0]) - 1 if rows else floor
+    last = floor
+    while True:
+        rows = sql.rows(
+            f"SELECT v.doc, v.vector FROM recall_vectors v{join} WHERE v.agent = ? "
+            f"AND v.model = ? AND v.doc > ?{restrict}{where} ORDER BY v.doc LIMIT ?",
+            (agent, model, last, *values, *extra, VECTOR_CHUNK),
+        )
+        if not rows:
+            return
+        yield [(int(r[0]), bytes(r[1])) for r in rows]
+        if len(rows) < VECTOR_CHUNK:
+            return
+        last = int(rows[-1][0])
+
+
+def count_vectors(sql: Sql, agent_id: str, model: str | None = None) -> int:
+    params: list[Any] = [agent_key(agent_id)]
+    extra = ""
+    if model is not None:
+        extra = " AND model = ?"
+        params.append(model)
+    return int(
+        sql.rows(f"SELECT count(*) FROM recall_vectors WHERE agent = ?{extra}", params)[0][0]
+    )
+
+
+class RecallQueries:
+    """The recall-index operations of a transcript store; a backend supplies :meth:`_recall`
+    (a :class:`Sql` in a read or write transaction), ``_when`` (time adapter) and ``_decode``
+    (a ``TranscriptMessage`` from a row)."""
+
+    def _recall(self, *, write: bool = False) -> contextlib.AbstractContextManager[Sql]:
+        raise NotImplementedError
+
+    def _when(self, moment: datetime) -> Any:
+        raise NotImplementedError
+
+    def _message(self, row: Sequence[Any]) -> TranscriptMessage:
+        raise NotImplementedError
+
+    def recall_stats(self, agent_id: str, keys: Iterable[int]) -> Stats:
+        with self._recall() as sql:
+            return stats(sql, agent_id, keys)
+
+    def recall_speakers(self, agent_id: str) -> set[str]:
+        with self._recall() as sql:
+            return speakers(sql, agent_id)
+
+    def recall_rank(
+        self,
+        agent_id: str,
+        weights: Mapping[int, float],
+        *,
+        avgdl: float,
+        per_term: int,
+        limit: int,
+        filters: Filters | None = None,
+    ) -> list[tuple[int, float]]:
+        with self._recall() as sql:
+            return rank(
+                sql,
+                agent_id,
+                weights,
+                avgdl=avgdl,
+                per_term=per_term,
+                limit=limit,
+                filters=filters or Filters(),
+                when=self._when,
+            )
+
+    def recall_turns(self, agent_id: str, ids: Sequence[int]) -> dict[int, TranscriptMessage]:
+        with self._recall() as sql:
+            rows = turns_by_id(sql, agent_id, ids)
+        return {int(r[0]): self._message(r[1:]) for r in rows}
+
+    def recall_keys(self, agent_id: str, ids: Sequence[int]) -> list[TurnKey]:
+        with self._recall() as sql:
+            rows = turns_by_id(sql, agent_id, ids, keys_only=True)
+        return [TurnKey(int(r[0]), r[1], int(r[2]), r[3], r[4]) for r in rows]
+
+    def recall_keys_around(
+        self,
+        agent_id: str,
+        spans: Sequence[tuple[str, int, int]],
+        filters: Filters | None = None,
+    ) -> list[TurnKey]:
+        with self._recall() as sql:
+            rows = turns_around(
+                sql, agent_id, spans, filters or Filters(), self._when, keys_only=True
+            )
+        return [TurnKey(int(r[0]), r[1], int(r[2]), r[3], r[4]) for r in rows]
+
+    def recall_around(
+        self,
+        agent_id: str,
+        spans: Sequence[tuple[str, int, int]],
+        filters: Filters | None = None,
+    ) -> dict[int, TranscriptMessage]:
+        with self._recall() as sql:
+            rows = turns_around(sql, agent_id, spans, filters or Filters(), self._when)
+        return {int(r[0]): self._message(r[1:]) for r in rows}
+
+    def save_recall_vectors(
+        self, agent_id: str, model: str, rows: Sequence[tuple[int, bytes]]
+    ) -> None:
+        with self._recall(write=True) as sql:
+            save_vectors(sql, agent_id, model, rows)
+
+    def unvectored(self, agent_id: str, model: str, limit: int) -> list[tuple[int, str]]:
+        with self._recall() as sql:
+            return unvectored(sql, agent_id, model, limit)
+
+    def recall_vectors(
+        self,
+        agent_id: str,
+        model: str,
+        filters: Filters | None = None,
+        *,
+        ids: Sequence[int] | None = None,
+        newest: int | None = None,
+    ) -> Iterator[list[tuple[int, bytes]]]:
+        with self._recall() as sql:
+            yield from vector_chunks(
+                sql, agent_id, model, filters or Filters(), self._when, ids=ids, newest=newest
+            )
+
+    def count_recall_vectors(self, agent_id: str, model: str | None = None) -> int:
+        with self._recall() as sql:
+            return count_vectors(sql, agent_id, model)
+
+    def reindex_recall(self, agent_id: str | None = None) -> int:
+        """Rebuild the recall index (of one agent, or all) from the stored messages; the
+        number of messages indexed."""
+        with self._recall(write=True) as sql:
+            return self.rebuild(sql, agent_id)
+
+    @staticmethod
+    def recreate(sql: Sql, blob: str, without_rowid: str) -> None:
+        """Drop and create the recall tables again (vectors are kept when their table is
+        intact: they cost an embedder to make)."""
+        for table in RECALL_TABLES:
+            sql.run(f"DROP TABLE IF EXISTS {table}")
+        for statement in schema(blob, without_rowid):
+            if "recall_vectors" not in statement:
+                sql.run(statement)
+        sql.run(
+            f"CREATE TABLE IF NOT EXISTS recall_vectors (doc BIGINT PRIMARY KEY, "
+            f"agent BIGINT NOT NULL, model TEXT NOT NULL, vector {blob} NOT NULL)"
+        )
+        sql.run(
+            "CREATE INDEX IF NOT EXISTS idx_recall_vectors_agent "
+            "ON recall_vectors(agent, model, doc)"
+        )
+
+    @staticmethod
+    def rebuild(sql: Sql, agent_id: str | None = None) -> int:
+        """:meth:`reindex_recall` inside the caller's transaction (migrations use it)."""
+        clear(sql, agent_id)
+        where, params = ("", []) if agent_id is None else (" WHERE agent_id = ?", [agent_id])
+        rows = sql.rows(
+            f"SELECT id, agent_id, content, speaker, role FROM transcript_messages{where}",
+            params,
+        )
+        by_agent: dict[str, list[Doc]] = {}
+        for r in rows:
+            by_agent.setdefault(str(r[1]), []).append(Doc(int(r[0]), str(r[2]), r[3], str(r[4])))
+        for agent, docs in by_agent.items():
+            index_docs(sql, agent, docs)
+        return len(rows)
