@@ -33,6 +33,7 @@ EXPECTED = {
     "Settings",
     "StateEntry",
     "StorageError",
+    "SymlinkError",
     "UpsertResult",
     "WriteResult",
     "__version__",

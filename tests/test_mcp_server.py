@@ -31,7 +31,6 @@ from markus_memory.mcp_server import (  # noqa: E402
     build_server,
     check_http_binding,
     http_app,
-    is_loopback,
 )
 from markus_memory.prompt import render_memory_context  # noqa: E402
 from markus_memory.tools import REGISTRY, dispatch, is_tool_error_result, tool_schemas  # noqa: E402
@@ -413,20 +412,3 @@ def test_binding_beyond_loopback_requires_a_token() -> None:
         check_http_binding("0.0.0.0", "  ")
     check_http_binding("0.0.0.0", "t0ken")
     check_http_binding("127.0.0.1", None)
-
-
-@pytest.mark.parametrize(
-    ("host", "loopback"),
-    [
-        ("127.0.0.1", True),
-        ("127.1.2.3", True),
-        ("::1", True),
-        ("[::1]", True),
-        ("localhost", True),
-        ("0.0.0.0", False),
-        ("192.168.1.5", False),
-        ("example.com", False),
-    ],
-)
-def test_is_loopback(host: str, loopback: bool) -> None:
-    assert is_loopback(host) is loopback

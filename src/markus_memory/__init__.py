@@ -15,6 +15,7 @@ from .errors import (
     MigrationError,
     NotFoundError,
     StorageError,
+    SymlinkError,
 )
 from .layers.daily_log import DailyLogEntry
 from .layers.knowledge import CuratedSection, Observation, WriteResult
@@ -59,6 +60,7 @@ __all__ = [
     "Settings",
     "StateEntry",
     "StorageError",
+    "SymlinkError",
     "UpsertResult",
     "WriteResult",
     "__version__",

@@ -4,24 +4,37 @@ Every markdown write follows one protocol (see docs/ARCHITECTURE.md): take :clas
 re-read the file with :func:`read_text`, change the parsed model, render, and
 :func:`atomic_write_text` (temp file in the same directory, fsync, ``os.replace``, fsync of the
 directory). A crash at any instant leaves either the old or the new file, never a torn one; the
-temp file a killed writer leaves behind is swept by the next write of the same path.
+temp files killed writers leave behind are swept when an agent is opened (:func:`sweep_temps`)
+and by the next write of the same path.
+
+Agent files are opened without following symbolic links (:func:`open_file`): a link planted in
+an agent directory is refused with :class:`~.errors.SymlinkError`, never read, written through
+or replaced. Reading needs no write access: in a read-only home the agent lock is taken on the
+existing lock file opened read-only, or skipped when there is none (nobody can write there).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import sys
 import threading
 import time
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from .errors import CorruptFileError, InvalidIdError, LockTimeoutError
+from .errors import CorruptFileError, InvalidIdError, LockTimeoutError, SymlinkError
 
 MAX_ID_CHARS = 128
+MAX_ID_BYTES = 128
+"""Agent and session ids are names on disk: counted in UTF-8 bytes, not characters."""
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+"""Unicode categories refused in ids: controls, format characters (zero-width, bidi overrides,
+BOM), surrogates, private-use and unassigned code points, line and paragraph separators."""
 MAX_KEY_CHARS = 200
 # A temp file of a path older than this belongs to no live writer (writes hold the agent lock and
 # take milliseconds), so the next write of that path removes it.
@@ -44,9 +57,29 @@ def _check_common(kind: str, value: object, max_chars: int) -> str:
     return value
 
 
-def validate_id(kind: str, value: object, max_chars: int = MAX_ID_CHARS) -> str:
-    """An identifier used as (part of) a file or directory name: agent ids, session ids."""
-    text = _check_common(kind, value, max_chars)
+def validate_id(kind: str, value: object, max_bytes: int = MAX_ID_BYTES) -> str:
+    """An identifier used as (part of) a file or directory name: agent ids, session ids.
+
+    Returns the NFC form, so that ids that look alike and differ only in normalisation name
+    one thing. Refuses what would make look-alikes or hide text: invisible and bidi-control
+    characters, spaces other than U+0020; and ids over ``max_bytes`` bytes in UTF-8.
+    """
+    if isinstance(value, str):
+        for ch in value:
+            category = unicodedata.category(ch)
+            if category in _INVISIBLE or (category == "Zs" and ch != " "):
+                name = unicodedata.name(ch, "unnamed")
+                raise InvalidIdError(
+                    kind,
+                    value,
+                    f"contains an invisible or direction-changing character (U+{ord(ch):04X} "
+                    f"{name}); use visible characters only",
+                )
+        value = unicodedata.normalize("NFC", value)
+    text = _check_common(kind, value, max_bytes)
+    size = len(text.encode("utf-8"))
+    if size > max_bytes:
+        raise InvalidIdError(kind, value, f"is {size} bytes in UTF-8, more than {max_bytes}")
     if "/" in text or "\\" in text:
         raise InvalidIdError(kind, value, "contains a path separator")
     if text in (".", "..") or text.startswith("."):
@@ -76,14 +109,48 @@ def signature(path: Path) -> FileSignature | None:
     return FileSignature(st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+READ_ONLY_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+"""What ``open`` says when the disk or the permissions refuse a write."""
+
+
+def open_file(path: Path, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` that never follows a symbolic link at ``path`` (SymlinkError instead)."""
+    try:
+        return os.open(path, flags | O_NOFOLLOW | O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (O_NOFOLLOW == 0 and path.is_symlink()):
+            raise SymlinkError(path) from exc
+        raise
+
+
+def read_bytes(path: Path) -> bytes:
+    """The bytes of ``path``, opened without following a link (FileNotFoundError if none)."""
+    fd = open_file(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def refuse_symlink(path: Path) -> None:
+    """Raise SymlinkError if ``path`` is a symbolic link (a missing path is fine)."""
+    if path.is_symlink():
+        raise SymlinkError(path)
+
+
 def read_text(path: Path) -> str | None:
     """The exact text of ``path`` (no newline translation), None if missing.
 
     Raises :class:`CorruptFileError` when the bytes are not UTF-8 (a leading BOM is accepted
-    and dropped).
+    and dropped), :class:`SymlinkError` when ``path`` is a symbolic link.
     """
     try:
-        data = path.read_bytes()
+        data = read_bytes(path)
     except FileNotFoundError:
         return None
     except IsADirectoryError as exc:
@@ -106,19 +173,47 @@ def _fsync_dir(directory: Path) -> None:
 
 def _sweep_stale_temps(path: Path) -> None:
     """Remove the temp files of ``path`` that a killed writer left (older than a few seconds)."""
-    prefix, cutoff = f".{path.name}.", time.time() - STALE_TEMP_SECONDS
-    with os.scandir(path.parent) as entries:
-        for entry in entries:
-            name = entry.name
-            if not (name.startswith(prefix) and name.endswith(".tmp")):
-                continue
-            if len(name) != len(prefix) + 12 or not _is_hex(name[len(prefix) : -4]):
-                continue
-            try:
-                if entry.stat(follow_symlinks=False).st_mtime < cutoff:
-                    os.unlink(entry.path)
-            except FileNotFoundError:
-                continue
+    _sweep(path.parent, f".{path.name}.")
+
+
+def sweep_temps(directory: Path) -> int:
+    """Remove every stale temp file a killed writer left in ``directory`` and its
+    subdirectories (links are not followed); how many. Silent where the disk refuses."""
+    removed = 0
+    try:
+        for parent, dirs, _ in os.walk(directory):
+            removed += _sweep(Path(parent), ".")
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+    except OSError:
+        pass
+    return removed
+
+
+def _sweep(directory: Path, prefix: str) -> int:
+    """Remove ``<prefix>…<8 hex>.tmp`` files of ``directory`` older than the cutoff."""
+    cutoff, removed = time.time() - STALE_TEMP_SECONDS, 0
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return 0
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(prefix) and name.endswith(".tmp") and _is_temp_name(name)):
+            continue
+        try:
+            if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                os.unlink(entry.path)
+                removed += 1
+        except OSError:  # gone already, or a read-only directory
+            continue
+    return removed
+
+
+def _is_temp_name(name: str) -> bool:
+    """``.<target name>.<8 hex>.tmp``, the name :func:`atomic_write_bytes` gives temp files."""
+    stem = name[: -len(".tmp")]
+    tag = stem.rpartition(".")[2]
+    return name.startswith(".") and len(stem) > 10 and len(tag) == 8 and _is_hex(tag)
 
 
 def _is_hex(text: str) -> bool:
@@ -132,9 +227,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     :data:`STALE_TEMP_SECONDS`, left by a writer killed mid-write) are removed first.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    refuse_symlink(path)
     _sweep_stale_temps(path)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
         view = memoryview(data)
         while view:
@@ -170,6 +266,7 @@ class _PathLock:
         self.rlock = threading.RLock()
         self.depth = 0
         self.fd: int | None = None
+        self.unlocked = False  # held without a file lock: a read-only home without one
 
     def close_fd(self) -> None:
         if self.fd is not None:
@@ -202,11 +299,14 @@ class AgentLock:
         state = self._state
         with AgentLock._registry_guard:
             AgentLock._idle.pop(id(state), None)
+        state.unlocked = False
         while True:
             if state.fd is None:
                 _register_fork_hook()
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                state.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                state.fd = _open_lock_file(self.path)
+                if state.fd is None:  # read-only, no lock file: nobody can write here
+                    state.unlocked = True
+                    return
             self._lock_until(state.fd, deadline)
             try:
                 same = _same_file(state.fd, self.path)
@@ -305,9 +405,26 @@ class AgentLock:
         self.release()
 
 
+def _open_lock_file(path: Path) -> int | None:
+    """The lock file opened for writing (created if need be), else read-only (``flock`` works
+    on either), else None when the home is read-only and has no lock file."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return open_file(path, os.O_RDWR | os.O_CREAT)
+    except SymlinkError:
+        raise
+    except OSError as exc:
+        if exc.errno not in READ_ONLY_ERRNOS:
+            raise
+    try:
+        return open_file(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+
+
 def _same_file(fd: int, path: Path) -> bool:
     try:
-        at_path = os.stat(path)
+        at_path = os.lstat(path)
     except FileNotFoundError:
         return False
     held = os.fstat(fd)

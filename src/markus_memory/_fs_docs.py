@@ -8,7 +8,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ._docs import LAYER_DOCUMENTS, ROLE_DIR, DocumentVersion, is_document_name
-from ._fs import AgentLock, _lock_fd, _unlock_fd, atomic_write_text, read_text, signature
+from ._fs import (
+    AgentLock,
+    _lock_fd,
+    _unlock_fd,
+    atomic_write_text,
+    open_file,
+    read_bytes,
+    read_text,
+    signature,
+)
 from .errors import BusyError, CorruptFileError
 
 
@@ -63,7 +72,7 @@ class FileDocuments:
     def dump(self) -> dict[str, str]:
         texts = {}
         for name in self.names():
-            data = (self.root / name).read_bytes()
+            data = read_bytes(self.root / name)
             try:
                 texts[name] = data.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -75,7 +84,7 @@ class FileDocuments:
         """A non-blocking ``flock`` on ``<agent dir>/.<task>.lock`` (threads and processes)."""
         path = self.root / f".{task}.lock"
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_file(path, os.O_RDWR | os.O_CREAT)
         try:
             try:
                 _lock_fd(fd)

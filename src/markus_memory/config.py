@@ -95,6 +95,8 @@ class Limits:
     session_tool_shrink_chars: int = 100_000
     session_restore_max_messages: int = 80
     session_restore_max_message_tokens: int = 24_000
+    session_message_max_bytes: int = 4 * 1024 * 1024
+    """Largest session message accepted (its compact JSON in UTF-8); larger appends are refused."""
     # activities
     recall_content_truncate: int = 500
     recall_default_limit: int = 5

@@ -8,6 +8,7 @@ Every exception the package raises on purpose derives from :class:`MarkusMemoryE
     │   └── RefusedError         a well-formed request the memory refuses in its present state
     ├── NotFoundError            an unknown session, activity or section (also a KeyError)
     ├── CorruptFileError         a file on disk cannot be decoded or parsed; it is left untouched
+    │   └── SymlinkError         an agent file is a symbolic link (never followed)
     ├── LockTimeoutError         the per-agent lock could not be taken in time
     │   └── BusyError            an exclusive task (a dream) already runs for the agent elsewhere
     ├── StorageError             the database backend failed (SQLite or PostgreSQL)
@@ -65,6 +66,18 @@ class CorruptFileError(MarkusMemoryError):
         super().__init__(f"{path}: {why}")
         self.path = path
         self.why = why
+
+
+class SymlinkError(CorruptFileError):
+    """An agent file is a symbolic link. Agent files are opened without following links, so
+    that a link planted in an agent directory can neither read nor write outside it."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            path,
+            "is a symbolic link; agent files are never opened through links. Replace it with "
+            'the file itself (e.g. cp --remove-destination "$(readlink -f FILE)" FILE)',
+        )
 
 
 class LockTimeoutError(MarkusMemoryError):

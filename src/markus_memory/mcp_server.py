@@ -3,30 +3,29 @@
 Every ``mcp`` import of the package lives in this module, so an SDK rename is a one-file
 change. Tools are the registry's (same schemas, same JSON results); a result the registry
 marks as an error reaches the client with ``isError``; nothing a client sends can take the
-server down. HTTP binds to 127.0.0.1 unless told otherwise, and anywhere else only with a
-bearer token that every request must carry.
+server down. HTTP binds to 127.0.0.1 unless told otherwise and runs behind the shared HTTP guard
+(``http_guard``): Host/Origin checks on every bind, a bearer token required anywhere but the
+literal loopback names.
 """
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from .errors import ExtraNotInstalledError, InvalidInputError, MarkusMemoryError, NotFoundError
+from .errors import ExtraNotInstalledError, MarkusMemoryError, NotFoundError
+from .http_guard import ASGIApp, HttpGuard, bind_socket, check_binding, run_on_socket
 from .prompt import PROFILES, render_memory_context
 from .tools import REGISTRY, dispatch, is_tool_error_result, tool_schemas
 
 try:
     import anyio
     import mcp.types as types
-    import uvicorn
     from mcp import MCPError
     from mcp.server import Server, ServerRequestContext
     from mcp.server.stdio import stdio_server
@@ -48,11 +47,6 @@ PROMPT_NAME = "memory_context"
 
 Context = ServerRequestContext[Any, Any]
 Paging = types.PaginatedRequestParams | None
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -305,53 +299,9 @@ def _version() -> str:
         return "0"
 
 
-def is_loopback(host: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and ``localhost``."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def check_http_binding(host: str, token: str | None) -> None:
-    """Refuse to serve beyond this machine without a bearer token."""
-    if token is not None and not token.strip():
-        raise InvalidInputError("the bearer token is empty; pass a long random string")
-    if not is_loopback(host) and token is None:
-        raise InvalidInputError(
-            f"refusing to bind {host!r} without a bearer token: pass --token "
-            f"(or set {TOKEN_ENV}), or bind 127.0.0.1"
-        )
-
-
-class BearerGuard:
-    """ASGI middleware: HTTP requests without ``Authorization: Bearer <token>`` get 401."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self._expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
-                body = b'{"error":"unauthorized: send Authorization: Bearer <token>"}'
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"www-authenticate", b"Bearer"),
-                            (b"content-length", str(len(body)).encode()),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
-                return
-        await self.app(scope, receive, send)
+    """Refuse to serve beyond the literal loopback names without a bearer token."""
+    check_binding(host, token, TOKEN_ENV)
 
 
 def http_app(
@@ -361,11 +311,12 @@ def http_app(
     token: str | None = None,
     legacy_tools: bool = False,
 ) -> ASGIApp:
-    """The streamable-HTTP ASGI app at ``/mcp``; with a token, every request must carry it."""
+    """The streamable-HTTP ASGI app at ``/mcp`` behind the shared HTTP guard: Host and Origin
+    checked on every bind; with a token, every request must carry it."""
     check_http_binding(host, token)
     server = build_server(memory, legacy_tools=legacy_tools)
     app: ASGIApp = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
-    return BearerGuard(app, token) if token is not None else app
+    return HttpGuard(app, host=host, token=token)
 
 
 _LEADING_ID = re.compile(r'^\s*\{[^{}\[\]]*?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
@@ -455,6 +406,11 @@ def serve_http(
     token: str | None = None,
     legacy_tools: bool = False,
 ) -> None:
-    """Serve streamable HTTP on ``host:port`` until interrupted."""
+    """Serve streamable HTTP on ``host:port`` until interrupted.
+
+    The port is bound first, so a port in use raises :class:`PortInUseError` before anything
+    is printed or served.
+    """
     app = http_app(memory, host=host, token=token, legacy_tools=legacy_tools)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    sock = bind_socket(host, port)
+    run_on_socket(app, sock)

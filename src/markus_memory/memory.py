@@ -10,7 +10,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ._docs import DocumentStore
-from ._fs import AgentLock, validate_id
+from ._fs import AgentLock, sweep_temps, validate_id
 from ._fs_docs import FileDocuments
 from .config import AgentPaths, Settings
 from .errors import ClosedError, MarkusMemoryError, MigrationError
@@ -46,6 +46,7 @@ class AgentMemory:
         self.settings = settings
         self.paths = AgentPaths(settings.agent_dir(self.agent_id))
         self.paths.root.mkdir(parents=True, exist_ok=True)
+        sweep_temps(self.paths.root)  # temp files of writers killed mid-write
         self.lock = AgentLock(self.paths.lock, settings.lock_timeout_seconds)
         layer_args = (self.paths, self.lock, settings.limits, settings.clock)
         self.documents = open_documents(settings, self.agent_id, self.paths, self.lock)
@@ -69,6 +70,7 @@ class AgentMemory:
             agent_id=self.agent_id,
             on_append=self._transcripts.on_append,
             before_compact=self._transcripts.before_compact,
+            seq_floor=self._transcripts.seq_floor,
         )
         self._closed = False
         self._store: EpisodicStore | None = store
@@ -191,7 +193,7 @@ class AgentMemory:
         """
         self._check_open()
         if session_id is not None:
-            validate_id("session id", session_id)
+            session_id = validate_id("session id", session_id)
         return self._transcripts.caught_up().recall(
             query,
             session_id=session_id,
@@ -212,7 +214,10 @@ class AgentMemory:
         """Every session file for the catch-up import: id and activity time (nothing parsed)."""
         for info in self.sessions.list():
             yield SessionSource(
-                info.id, info.last_activity_at, partial(self._session_messages, info.id)
+                info.id,
+                info.last_activity_at,
+                partial(self._session_messages, info.id),
+                partial(self.sessions.peek_next_seq, info.id),
             )
 
     def _session_source(self, session_id: str) -> SessionSource | None:

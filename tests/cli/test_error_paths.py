@@ -20,7 +20,9 @@ from click.testing import CliRunner, Result
 from markus_memory import Settings, open_agent
 from markus_memory.cli import cli
 
-# What each command needs besides --agent to do its work (serve is walked on its own).
+SERVERS = {("serve",), ("ui",)}
+"""Commands that keep running: walked for their argument errors only."""
+# What each command needs besides --agent to do its work.
 CALLS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("agents",): (),
     ("doctor",): (),
@@ -130,7 +132,7 @@ AGENT_COMMANDS = [p for p in COMMANDS if p not in NOT_AN_AGENT]
 
 
 def test_the_walk_covers_every_command() -> None:
-    assert set(leaves(cli)) - {("serve",)} == set(CALLS)
+    assert set(leaves(cli)) - SERVERS == set(CALLS)
 
 
 @pytest.mark.parametrize("path", AGENT_COMMANDS, ids=" ".join)
@@ -163,7 +165,7 @@ def test_a_missing_agent_is_refused_by_every_reader(path: tuple[str, ...], tmp_p
     assert not (home / "agents" / "nosuch").exists()  # refusing created nothing
 
 
-@pytest.mark.parametrize("path", [*COMMANDS, ("serve",)], ids=" ".join)
+@pytest.mark.parametrize("path", [*COMMANDS, *sorted(SERVERS)], ids=" ".join)
 def test_an_unknown_option_is_a_usage_error(path: tuple[str, ...], tmp_path: Path) -> None:
     args = call(path, tmp_path) if path in CALLS else list(path)
     result = run(tmp_path / "home", [*args, "--bogus"])

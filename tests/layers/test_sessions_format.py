@@ -17,8 +17,8 @@ from markus_memory.layers.sessions._format import (
     SessionDoc,
     parse_session,
     render_session,
-    split_lines,
 )
+from markus_memory.layers.sessions._journal import split_lines
 
 from .sessions_support import make_store
 

@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from markus_memory.config import Limits
-from markus_memory.errors import CorruptFileError
 from markus_memory.layers.sessions import heuristic_summary, trim_messages_for_restore
 
 from .sessions_support import AGENT, assistant, make_store, user
@@ -380,19 +379,22 @@ def test_torn_remnant_of_a_dead_writer_is_cut_before_the_next_append(tmp_path: P
     store.close()
 
 
-def test_damaged_journal_line_in_the_middle_is_reported_and_kept_aside(tmp_path: Path) -> None:
+def test_damaged_journal_line_in_the_middle_is_set_aside_and_the_rest_kept(tmp_path: Path) -> None:
     store = make_store(tmp_path)
     sid = store.create().id
     for text in ("one", "two", "three"):
         store.append(sid, user(text))
     journal = store.directory / f"{sid}.jsonl"
     lines = journal.read_bytes().split(b"\n")
-    lines[2] = b"garbage"
+    lines[2] = b"garbage"  # the record of "two"
     journal.write_bytes(b"\n".join(lines))
-    with pytest.raises(CorruptFileError, match="damaged journal"):
-        make_store(tmp_path).get(sid)
-    assert len(list(store.directory.glob(f"{sid}.jsonl.corrupt-*"))) == 1
-    assert make_store(tmp_path).get(sid).messages == ()  # the checkpoint is still readable
+    messages = make_store(tmp_path).get(sid).messages
+    assert [m["content"] for m in messages[::2]] == ["one", "three"]
+    assert messages[1]["metadata"] == {"damaged": True}  # "two" is lost; its number is kept
+    (aside,) = store.directory.glob(f"{sid}.jsonl.corrupt-*")
+    assert aside.read_bytes() == b"garbage\n"
+    assert not journal.exists()  # repaired: the checkpoint holds the intact records
+    assert make_store(tmp_path).get(sid).messages == messages
     store.close()
 
 

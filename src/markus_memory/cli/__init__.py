@@ -8,7 +8,18 @@ from pathlib import Path
 import click
 
 from .. import __version__
-from . import _doctor, _dream, _edit, _hooks, _inspect, _maintain, _search, _serve, _transfer
+from . import (
+    _doctor,
+    _dream,
+    _edit,
+    _hooks,
+    _inspect,
+    _maintain,
+    _search,
+    _serve,
+    _transfer,
+    _ui,
+)
 from ._common import MemoryGroup, Options
 from ._errors import debugging
 
@@ -30,7 +41,18 @@ def cli(ctx: click.Context, home: Path | None) -> None:
     ctx.obj = Options(home=home)
 
 
-for _module in (_inspect, _edit, _search, _dream, _maintain, _doctor, _serve, _transfer, _hooks):
+for _module in (
+    _inspect,
+    _edit,
+    _search,
+    _dream,
+    _maintain,
+    _doctor,
+    _serve,
+    _ui,
+    _transfer,
+    _hooks,
+):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

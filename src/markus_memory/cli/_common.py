@@ -26,6 +26,7 @@ from .._fs import validate_id
 from ..config import Settings, iso_ms
 from ..errors import NotFoundError
 from ..memory import AgentMemory, open_agent
+from ._errors import InputError as InputError  # re-exported: commands raise it
 from ._errors import debugging, translate
 
 AGENT_ENV = "MARKUS_AGENT"

@@ -17,7 +17,7 @@ from ..memory import open_agent
 from ..search import index as search_index
 from ..storage.migrations import Migrations, SqliteMigrationTarget
 from ..storage.sqlite import SqliteStore
-from ..storage.sqlite_conn import damaged
+from ..storage.sqlite_conn import damaged, open_sqlite, sqlite_error
 from ..storage.sqlite_schema import migrations as markus_migrations
 from ..transfer import MOVED_MARKER
 from ._common import Check, console, emit_json, json_option, plain, progress, settings_of, table
@@ -120,9 +120,9 @@ def database_checks(path: Path) -> list[Check]:
     if not path.exists():
         return [Check(subject, "database", True, "not created yet")]
     try:
-        conn = sqlite3.connect(path, isolation_level=None, timeout=5)
+        conn = open_sqlite(path)[0]  # read-only in a home without write access
     except sqlite3.Error as exc:
-        return [Check(subject, "opens", False, str(exc))]
+        return [Check(subject, "opens", False, str(sqlite_error(path, exc)))]
     try:
         rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
         if rows != ["ok"]:

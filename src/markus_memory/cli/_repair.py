@@ -17,6 +17,7 @@ from ..config import Settings
 from ..errors import MarkusMemoryError
 from ..layers.notebook import repair_utf8, utf8_damage
 from ..layers.sessions import _format as fmt
+from ..layers.sessions import _journal as journal
 from ..memory import open_agent
 
 
@@ -66,13 +67,13 @@ def _journal_problem(path: Path, sid: str) -> str | None:
         data = path.read_bytes()
     except FileNotFoundError:
         return None
-    lines, _ = fmt.split_lines(data)
-    header = fmt.parse_journal_header(lines[0]) if lines else None
+    lines, _ = journal.split_lines(data)
+    header = journal.parse_journal_header(lines[0]) if lines else None
     if header is None or header[0] != sid:
         return None  # absorbed by a later checkpoint or torn: the store drops it, nothing lost
     for number, line in enumerate(lines[1:], start=2):
         try:
-            fmt.parse_journal_record(line)
+            journal.parse_journal_record(line)
         except ValueError as exc:
             return f"line {number} is damaged ({exc})"
     return None

@@ -11,6 +11,7 @@ from .._fs import signature
 from ..config import Settings
 from ..memory import open_agent, open_store
 from ..search.memory_search import METHOD_RECENT, Corpus
+from ..storage.sqlite_conn import open_sqlite
 from ._common import (
     Check,
     agent_option,
@@ -121,7 +122,10 @@ def index_checks(settings: Settings, agent: str) -> list[Check]:
         seen = mem.documents.version(mem.knowledge.store_name)  # files or PostgreSQL
         version = None if seen is None else seen.token
     wanted = {d.id: d.digest for d in Corpus(doc.observations, doc.sections).docs}
-    conn = sqlite3.connect(settings.database_path)
+    try:
+        conn = open_sqlite(settings.database_path)[0]  # read-only without write access
+    except sqlite3.Error as exc:
+        return [Check(agent, "search index", False, str(exc), fixable=True)]
     try:
         if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_state'").fetchone():
             return [Check(agent, "search index", True, "not built yet (first search builds it)")]

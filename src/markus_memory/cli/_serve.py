@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ._common import Options, agent_option, memory_of
+from ._common import InputError, Options, agent_option, memory_of
 
 TOKEN_ENV = "MARKUS_MCP_TOKEN"
 
@@ -19,7 +19,7 @@ TOKEN_ENV = "MARKUS_MCP_TOKEN"
     "--host",
     default="127.0.0.1",
     show_default=True,
-    help="HTTP bind address; anything but loopback needs --token.",
+    help="HTTP bind address; anything but 127.0.0.1, localhost or ::1 needs --token.",
 )
 @click.option(
     "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="HTTP port."
@@ -48,16 +48,28 @@ def serve(
 ) -> None:
     """Serve an agent's memory to MCP clients (stdio by default)."""
     # Imported here: the MCP SDK is an optional extra, every other command works without it.
-    from .. import mcp_server
+    from .. import http_guard, mcp_server
 
+    if not use_http:
+        given = [
+            f"--{name}"
+            for name in ("host", "port", "token")
+            if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+        ]
+        if given:
+            raise InputError(f"{', '.join(given)} only apply to HTTP; add --http or drop them")
     if home is not None:
         ctx.ensure_object(Options).home = home
     if use_http:
         mcp_server.check_http_binding(host, token)
+        sock = http_guard.bind_socket(host, port)  # a port in use fails here, before the banner
     with memory_of(ctx, agent) as mem:
         if use_http:
-            click.echo(f"MCP over HTTP: http://{host}:{port}{mcp_server.HTTP_PATH}", err=True)
-            mcp_server.serve_http(mem, host=host, port=port, token=token, legacy_tools=legacy_tools)
+            app = mcp_server.http_app(mem, host=host, token=token, legacy_tools=legacy_tools)
+            bound_port = sock.getsockname()[1]
+            url = f"http://{http_guard.url_host(host)}:{bound_port}{mcp_server.HTTP_PATH}"
+            click.echo(f"MCP over HTTP: {url}", err=True)
+            http_guard.run_on_socket(app, sock)
         else:
             if sys.stdin.isatty():  # run by hand: say why nothing happens
                 click.echo(

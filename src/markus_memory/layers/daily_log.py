@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
-from .._fs import AgentLock, read_text, validate_id
+from .._fs import AgentLock, open_file, read_text, validate_id
 from ..config import AgentPaths, Clock, Limits
 from ..errors import InvalidInputError
 
@@ -123,7 +123,7 @@ class DailyLog:
 def _append_durably(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     created = not path.exists()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         view = memoryview(data)
         while view:

@@ -25,6 +25,7 @@ from ..analysis import STOP_WORDS
 from ..analysis import quote_fts as quote
 from ..errors import StorageError
 from ..storage.migrations import Migrations, SqliteMigrationTarget
+from ..storage.sqlite_conn import open_sqlite
 from .keyword import CJK_RUN
 
 DEFAULT_TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -149,13 +150,13 @@ def _create_agent_slots(conn: sqlite3.Connection) -> None:
 
 
 def connect(path: Path | str) -> sqlite3.Connection:
-    """A connection in autocommit mode with WAL and a busy timeout (several processes write)."""
-    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout = 5000")
-    if str(path) != ":memory:":
-        conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    return conn
+    """A connection in autocommit mode with WAL and a busy timeout (several processes write);
+    read-only in a home without write access."""
+    if str(path) == ":memory:":
+        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout = 5000")
+        return conn
+    return open_sqlite(Path(path))[0]
 
 
 class KnowledgeIndex(Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from ..errors import MarkusMemoryError
 from ..storage.base import TranscriptMessage, TranscriptStore
@@ -13,9 +13,9 @@ from .conversation import turn_of
 
 log = logging.getLogger(__name__)
 
-# Session files carry their last activity as an mtime in whole milliseconds; a float round
-# trip of that mtime may land a hair past the stored ``iso_ms`` time.
-MTIME_SLACK = timedelta(milliseconds=1)
+
+def _unknown() -> int | None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,9 @@ class SessionSource:
     last_activity_at: datetime
     read: Callable[[], list[TranscriptMessage]]
     """-> the file's messages with their absolute seqs (the compaction summary left out)."""
+    next_seq: Callable[[], int | None] = _unknown
+    """-> at least the seq after the file's last message, read cheaply from its contents
+    (None: only reading the messages can tell)."""
 
 
 class TranscriptLog:
@@ -42,24 +45,37 @@ class TranscriptLog:
     def sync(self, sources: Iterable[SessionSource]) -> int:
         """Import the session files the store is behind: files that predate it (an existing
         Markus data dir) or that were written past it (an append whose store write failed, or a
-        Markus process sharing the directory). Files the store is up to date with are not
-        even opened. The number of messages added."""
+        Markus process sharing the directory). Decided by content, never by file times: a file
+        whose next seq the store's mark already covers is not parsed. The number of messages
+        added."""
         store = self._store()
         marks = store.transcript_marks(self.agent_id)
         added = 0
         for source in sources:
             mark = marks.get(source.session_id)
-            if mark is not None and source.last_activity_at <= mark.synced_at + MTIME_SLACK:
+            if mark is not None and _covers(mark.next_seq, source):
                 continue
             try:
-                messages = source.read()
-            except (OSError, MarkusMemoryError):  # one bad file must not block all recall
-                log.exception("cannot import session %s into the transcript", source.session_id)
-                continue
-            added += store.import_transcript(
-                self.agent_id, source.session_id, messages, synced_at=source.last_activity_at
-            )
+                added += store.import_transcript(
+                    self.agent_id,
+                    source.session_id,
+                    source.read(),
+                    synced_at=source.last_activity_at,
+                )
+            except (OSError, MarkusMemoryError) as exc:
+                # One bad file, or a store we may only read, must not block all recall.
+                log.warning(
+                    "cannot import session %s into the transcript: %s", source.session_id, exc
+                )
         return added
+
+
+def _covers(next_seq: int, source: SessionSource) -> bool:
+    try:
+        top = source.next_seq()
+    except (OSError, MarkusMemoryError):
+        return False
+    return top is not None and top <= next_seq
 
 
 __all__ = ["SessionSource", "TranscriptLog", "TranscriptStore", "turn_of"]

@@ -108,6 +108,16 @@ class Transcripts:
         mark = self._store().transcript_marks(self.agent_id).get(session_id)
         return mark is not None and mark.next_seq >= keep_from_seq
 
+    def seq_floor(self, session_id: str) -> int:
+        """The first seq a new file for ``session_id`` may use: past every message the store
+        holds for that id (after the queued writes), so a session file started again (the old
+        one deleted or set aside) never reuses a number. Raises if the store is unreachable."""
+        self._writer.drain()
+        store = self._store()
+        mark = store.transcript_marks(self.agent_id).get(session_id)
+        held = store.transcript_messages(self.agent_id, session_id=session_id)
+        return max([0 if mark is None else mark.next_seq, *(m.seq + 1 for m in held)])
+
     def _sync(self) -> None:
         """Before the first recall, and again after the writer missed messages: import the
         session files the store is behind.

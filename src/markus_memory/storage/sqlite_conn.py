@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from ..analysis import cjk_phrase, quote_fts
 from ..config import iso_ms, parse_iso
@@ -192,6 +193,7 @@ class _SharedFile:
         self.all: list[sqlite3.Connection] = []
         self.users = 0
         self.migrated: set[str] = set()
+        self.read_only = False  # set when the file may only be read (a read-only home)
 
 
 _FILES: dict[str, _SharedFile] = {}
@@ -221,6 +223,40 @@ def _unshare(key: str, shared: _SharedFile) -> list[sqlite3.Connection]:
         return conns
 
 
+def open_sqlite(path: Path, *, writable: bool = True) -> tuple[sqlite3.Connection, bool]:
+    """An autocommit connection to ``path`` in WAL mode with a busy timeout, and whether it
+    is read-only: in a home without write access the existing file is opened read-only
+    (immutable when even its WAL index cannot be made: nobody can write there either), so
+    that reading needs no write access. Raises sqlite3.Error when it cannot be opened."""
+    if writable:
+        try:
+            conn = _open(str(path))
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            return conn, False
+        except sqlite3.Error:
+            if os.access(path.parent, os.W_OK) or not path.is_file():
+                raise
+    where = f"file:{quote(str(path.resolve()))}"
+    try:
+        return _open(f"{where}?mode=ro", uri=True), True
+    except sqlite3.Error:
+        return _open(f"{where}?immutable=1", uri=True), True
+
+
+def _open(target: str, *, uri: bool = False) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        target, isolation_level=None, check_same_thread=False, timeout=5.0, uri=uri
+    )
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
+
+
 class SqliteDatabase:
     """One SQLite file with the Markus schema applied; subclasses add the repositories.
 
@@ -248,20 +284,22 @@ class SqliteDatabase:
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=5.0
-            )
-            conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            # Reads of a large index go through the OS page cache without a copy per page.
-            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
-            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            conn, read_only = open_sqlite(self.path, writable=not self.read_only)
         except sqlite3.Error as exc:
             raise sqlite_error(self.path, exc, "cannot open ") from exc
+        self._shared.read_only = read_only
+        conn.row_factory = sqlite3.Row
+        # Reads of a large index go through the OS page cache without a copy per page.
+        conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+        conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+        if not read_only:
+            conn.execute("PRAGMA foreign_keys = ON")
         return conn
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the file may only be read (a read-only home)."""
+        return self._shared.read_only
 
     def connection(self) -> sqlite3.Connection:
         """This thread's connection (autocommit mode; use :meth:`write` for transactions)."""
@@ -303,11 +341,28 @@ class SqliteDatabase:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
 
     def migrate(self, migrations: Migrations[sqlite3.Connection]) -> list[str]:
-        """Apply a migration set (once per process and file); returns the names applied."""
+        """Apply a migration set (once per process and file); returns the names applied.
+
+        A read-only file is only checked: StorageError if it lacks a migration."""
         if migrations.name in self._shared.migrated:
             return []
+        conn = self.connection()
+        target = SqliteMigrationTarget(conn)
+        if self.read_only:
+            try:
+                done = target.applied(conn, migrations.name)
+            except sqlite3.Error as exc:
+                raise StorageError(f"{self.path} is read-only and has no schema: {exc}") from exc
+            missing = [m.name for m in migrations.migrations if m.name not in done]
+            if missing:
+                raise StorageError(
+                    f"{self.path} is read-only and needs migrations {', '.join(missing)}: "
+                    "open it once with write access"
+                )
+            self._shared.migrated.add(migrations.name)
+            return []
         try:
-            applied = migrations.apply(SqliteMigrationTarget(self.connection()))
+            applied = migrations.apply(target)
         except sqlite3.Error as exc:
             raise sqlite_error(self.path, exc) from exc
         self._shared.migrated.add(migrations.name)

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._docs import DocumentStore, is_document_name
-from .._fs import AgentLock, atomic_write_bytes, validate_id
+from .._fs import AgentLock, atomic_write_bytes, read_bytes, validate_id
 from .._fs_docs import FileDocuments
 from ..config import AgentPaths, Settings, iso_ms
 from ..dream.audit import AuditLog, DreamRun, SqliteAuditLog
@@ -292,7 +292,7 @@ def _copy_agent(
             for relative, path in files:
                 stat = path.stat()
                 target_path = dst_root / relative
-                atomic_write_bytes(target_path, path.read_bytes())
+                atomic_write_bytes(target_path, read_bytes(path))  # a link: SymlinkError
                 os.utime(target_path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
             copied = {relative for relative, _ in files}
             for relative, path in existing:

@@ -4,33 +4,54 @@ The journal starts with a header naming the checkpoint it extends (a hash of the
 bytes), then holds one line per appended message. Appending is one ``os.write`` on an
 ``O_APPEND`` descriptor; a checkpoint writes the JSON atomically and then deletes the journal.
 A crash between those two steps leaves a journal whose base no longer matches: it is discarded,
-because the new checkpoint already holds its messages. A torn last line is cut off on load.
+because the new checkpoint already holds its messages. A torn last line (a write that never
+returned) is cut off on load. A damaged complete line is set aside to
+``<journal>.corrupt-<ms>`` and every intact record kept (see ``_journal.replay``); a journal
+whose header is damaged, or that outlived its session file, is set aside whole. Repairs need
+write access: in a read-only directory the session is read as repaired and the files are left.
 Callers hold the agent lock around every method here.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..._fs import FileSignature, atomic_write_bytes, signature
+from ..._fs import FileSignature, atomic_write_bytes, open_file, read_bytes, signature
 from ...config import epoch_ms, parse_iso
 from ...errors import CorruptFileError
 from . import _format as fmt
+from . import _journal as jr
 from ._records import SessionInfo
+
+log = logging.getLogger(__name__)
+TAIL_BYTES = 64
+"""Enough of a checkpoint's end to hold its ``"nextSeq": N`` line."""
 
 
 def _hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def _aside(path: Path) -> Path:
-    target = path.with_name(f"{path.name}.corrupt-{time.time_ns() // 1_000_000}")
+def _aside(path: Path, why: str = "corrupt") -> Path:
+    target = path.with_name(f"{path.name}.{why}-{time.time_ns() // 1_000_000}")
     os.replace(path, target)
     return target
+
+
+def _repair(what: str, action: Callable[[], object]) -> bool:
+    """Run a repair of the session files; False (logged) when the disk refuses it."""
+    try:
+        action()
+    except OSError as exc:
+        log.warning("cannot %s: %s", what, exc)
+        return False
+    return True
 
 
 def _set_mtime(target: int | Path, moment: datetime) -> None:
@@ -55,6 +76,34 @@ def locate(directory: Path, sid: str) -> Path | None:
     if legacy != json_path and os.name != "nt" and legacy.exists():
         return legacy
     return None
+
+
+def peek_next_seq(directory: Path, sid: str) -> int | None:
+    """An upper bound of the seq the next append to ``sid`` gets, without parsing: the
+    checkpoint's ``nextSeq`` (from its last bytes) plus the journal's lines. None when the
+    checkpoint does not end so (written by Markus, or by hand): parse it to know.
+
+    The journal is read before the checkpoint: a checkpoint in between only makes the sum
+    larger, so a session with unrecorded messages is never reported as recorded.
+    """
+    json_path, journal_path = paths_of(directory, sid)
+    try:
+        journal = read_bytes(journal_path)
+    except FileNotFoundError:
+        journal = b""
+    try:
+        fd = open_file(json_path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        size = os.lseek(fd, 0, os.SEEK_END)
+        tail = os.pread(fd, TAIL_BYTES, max(0, size - TAIL_BYTES))
+    finally:
+        os.close(fd)
+    found = fmt.next_seq_in_tail(tail)
+    if found is None:
+        return None
+    return found + max(journal.count(b"\n") - 1, 0)
 
 
 def scan(directory: Path) -> list[SessionInfo]:
@@ -103,9 +152,11 @@ class SessionFiles:
 
     @classmethod
     def fresh(cls, doc: fmt.SessionDoc, directory: Path) -> SessionFiles:
-        """A new session; a journal left beside a hand-deleted session file is removed."""
+        """A new session; a journal left beside a hand-deleted session file is set aside."""
         files = cls(doc, directory)
-        files.journal_path.unlink(missing_ok=True)
+        if files.journal_path.exists():
+            moved = _aside(files.journal_path, "orphan")
+            log.warning("journal without its session file set aside as %s", moved.name)
         files.dirty = True
         return files
 
@@ -120,19 +171,20 @@ class SessionFiles:
         if path is None:
             return None
         try:
-            data = path.read_bytes()
+            data = read_bytes(path)
         except FileNotFoundError:
             return None
         json_path, journal_path = paths_of(directory, sid)
         try:
             doc = fmt.parse_session(data.decode("utf-8-sig"))
         except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError included
-            moved = _aside(path)
-            if journal_path.exists():
-                _aside(journal_path)
-            raise CorruptFileError(
-                path, f"not a session file ({exc}); moved to {moved.name}"
-            ) from exc
+            try:
+                where = f"moved to {_aside(path).name}"
+                if journal_path.exists():
+                    _aside(journal_path)
+            except OSError:
+                where = "left in place (the directory is not writable)"
+            raise CorruptFileError(path, f"not a session file ({exc}); {where}") from exc
         if doc.id != sid:
             raise CorruptFileError(path, f"holds session {doc.id!r}, expected {sid!r}")
         files = cls(doc, directory)
@@ -148,33 +200,45 @@ class SessionFiles:
 
     def _replay(self) -> None:
         try:
-            data = self.journal_path.read_bytes()
+            data = read_bytes(self.journal_path)
         except FileNotFoundError:
             return
-        lines, used = fmt.split_lines(data)
-        header = fmt.parse_journal_header(lines[0]) if lines else None
-        if header != (self.doc.id, self.base):
-            # Absorbed by a later checkpoint (crash before the unlink), or a torn header.
-            self.journal_path.unlink()
+        lines, used = jr.split_lines(data)
+        header = jr.parse_journal_header(lines[0]) if lines else None
+        if header is None and lines:  # a damaged header: its records cannot be placed
+            _repair("set aside a damaged journal", lambda: _aside(self.journal_path))
             return
-        try:
-            records = [fmt.parse_journal_record(line) for line in lines[1:]]
-            for n, record in enumerate(records):
-                if record.index != len(self.doc.messages) + n:
-                    raise ValueError(f"record {n} has index {record.index}, out of sequence")
-        except ValueError as exc:
-            moved = _aside(self.journal_path)
-            raise CorruptFileError(
-                self.journal_path, f"damaged journal ({exc}); moved to {moved.name}"
-            ) from exc
-        for record in records:
-            self.doc.messages.append(record.message)
-            self.doc.last_activity_at = record.timestamp
-        if used < len(data):  # a torn last line: cut it so the next append starts clean
-            os.truncate(self.journal_path, used)
+        if header != (self.doc.id, self.base):
+            # Absorbed by a later checkpoint (crash before the unlink), or a torn first write.
+            _repair("remove a stale journal", self.journal_path.unlink)
+            return
+        replayed = jr.replay(lines[1:], len(self.doc.messages))
+        self.doc.messages.extend(replayed.messages)
+        if replayed.last_timestamp is not None:
+            self.doc.last_activity_at = replayed.last_timestamp
+        self.dirty = self.dirty or bool(replayed.messages)
         st = os.stat(self.journal_path)
-        self.journal_ino, self.journal_size = st.st_ino, st.st_size
-        self.dirty = self.dirty or bool(records)
+        self.journal_ino, self.journal_size = st.st_ino, used
+        if replayed.damaged:
+            self._set_aside_lines(replayed.damaged)
+        elif used < len(data):  # a torn last line: cut it so the next append starts clean
+            _repair("cut a torn journal line", lambda: os.truncate(self.journal_path, used))
+
+    def _set_aside_lines(self, damaged: list[bytes]) -> None:
+        """Keep the damaged lines in ``<journal>.corrupt-<ms>``, then checkpoint the intact
+        records (with placeholders) so that the journal starts clean."""
+        target = self.journal_path.with_name(
+            f"{self.journal_path.name}.corrupt-{time.time_ns() // 1_000_000}"
+        )
+        data = b"".join(line + b"\n" for line in damaged)
+        if _repair("set aside damaged journal lines", lambda: atomic_write_bytes(target, data)):
+            log.warning(
+                "session %s: %d damaged journal line(s) set aside in %s",
+                self.doc.id,
+                len(damaged),
+                target.name,
+            )
+            _repair("checkpoint a repaired session", self.checkpoint)
 
     def is_current(self) -> bool:
         """Whether our copy matches the disk, after reading what other processes appended.
@@ -192,13 +256,16 @@ class SessionFiles:
         return st.st_size == self.journal_size or self._read_tail()
 
     def _read_tail(self) -> bool:
-        with open(self.journal_path, "rb") as handle:
-            handle.seek(self.journal_size)
-            data = handle.read()
-        lines, used = fmt.split_lines(data)
+        fd = open_file(self.journal_path, os.O_RDONLY)
         try:
-            records = [fmt.parse_journal_record(line) for line in lines]
-        except ValueError:
+            os.lseek(fd, self.journal_size, os.SEEK_SET)
+            data = b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+        finally:
+            os.close(fd)
+        lines, used = jr.split_lines(data)
+        try:
+            records = [jr.parse_journal_record(line) for line in lines]
+        except ValueError:  # damaged: a reload keeps the intact records
             return False
         if any(r.index != len(self.doc.messages) + n for n, r in enumerate(records)):
             return False
@@ -208,26 +275,42 @@ class SessionFiles:
         self.dirty = self.dirty or bool(records)
         self.journal_size += used
         if used < len(data):  # a writer died mid-line (we hold the lock): cut its remnant
-            os.truncate(self.journal_path, self.journal_size)
+            size = self.journal_size
+            _repair("cut a torn journal line", lambda: os.truncate(self.journal_path, size))
         return True
 
     def append_line(self, line: bytes, now: datetime, *, fsync: bool) -> None:
-        """Write one journal record with a single ``os.write`` (the header too, if new)."""
+        """Write one journal record with a single ``os.write`` (the header too, if new).
+
+        All or nothing: if any step fails (disk full, I/O error) the journal is cut back to
+        its length before the call and the error raised, so a failed append stored nothing.
+        """
         if self.fd is None and self.journal_ino is not None:
-            self.fd = os.open(self.journal_path, os.O_WRONLY | os.O_APPEND)
+            self.fd = open_file(self.journal_path, os.O_WRONLY | os.O_APPEND)
         if self.fd is None:
             self.directory.mkdir(parents=True, exist_ok=True)
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC
-            self.fd = os.open(self.journal_path, flags, 0o644)
+            self.fd = open_file(self.journal_path, flags)
             self.journal_ino = os.fstat(self.fd).st_ino
-            line = fmt.journal_header(self.doc.id, self.base) + line
-        view = memoryview(line)
-        while view:
-            view = view[os.write(self.fd, view) :]
+            self.journal_size = 0
+            line = jr.journal_header(self.doc.id, self.base) + line
+        fd, before = self.fd, self.journal_size
+        try:
+            if os.fstat(fd).st_size != before:  # a remnant a failed repair left: cut it
+                os.ftruncate(fd, before)
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view) :]
+            if fsync:
+                os.fsync(fd)
+        except BaseException:
+            _repair("undo a failed journal write", lambda: os.ftruncate(fd, before))
+            raise
         self.journal_size += len(line)
-        if fsync:
-            os.fsync(self.fd)
-        _set_mtime(self.fd, now)
+        try:
+            _set_mtime(fd, now)
+        except OSError:  # the record is stored; only the listing order may lag
+            log.warning("cannot set the time of %s", self.journal_path.name)
 
     def checkpoint(self) -> None:
         """Write the Markus JSON atomically, then drop the journal it now contains."""

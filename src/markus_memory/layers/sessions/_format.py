@@ -25,14 +25,13 @@ from typing import Any
 
 from ..._fs import validate_id
 from ...config import rand36
-from ...errors import InvalidInputError
+from ...errors import InvalidIdError, InvalidInputError
 
 Message = dict[str, Any]
 
 ROLES = ("system", "user", "assistant", "tool")
 SUMMARY_MARKER = "[Conversation history summary"
 SHRINK_MARKER = "[Tool result compacted: "
-JOURNAL_VERSION = 1
 _UNSAFE = frozenset('%<>:"|?*')
 _PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9-]*\Z")
 _ESCAPED = re.compile(r"%([0-9A-F]{2})")
@@ -49,8 +48,22 @@ def new_session_id(prefix: str, epoch_milliseconds: int) -> str:
     return f"{prefix}_{epoch_milliseconds}_{rand36(6)}"
 
 
+MAX_STEM_BYTES = 200
+"""A file name holds 255 bytes: the stem leaves room for ``.jsonl.corrupt-<ms>`` and temp names."""
+
+
 def validate_session_id(value: object) -> str:
-    return validate_id("session id", value)
+    """A valid session id (NFC), whose file name fits the file system once encoded."""
+    sid = validate_id("session id", value)
+    size = len(file_stem(sid).encode("utf-8"))
+    if size > MAX_STEM_BYTES:
+        raise InvalidIdError(
+            "session id",
+            value,
+            f"its file name would be {size} bytes (at most {MAX_STEM_BYTES}; '%<>:\"|?*' "
+            "take 3 bytes each)",
+        )
+    return sid
 
 
 def file_stem(session_id: str) -> str:
@@ -172,29 +185,57 @@ class SessionDoc:
     last_activity_at: str
     extra: dict[str, Any] = field(default_factory=dict)
     compacted: int = 0
+    first_seq: int = 0
 
     def seq(self, index: int) -> int | None:
         """The absolute sequence number of ``messages[index]``; None for a compaction summary."""
-        return seq_of(self.compacted, index)
+        return seq_of(self.compacted, index, self.first_seq)
+
+    def next_seq(self) -> int:
+        """The seq the next appended message gets."""
+        return next_seq_of(self.compacted, len(self.messages), self.first_seq)
 
 
-def seq_of(compacted: int, index: int) -> int | None:
+def seq_of(compacted: int, index: int, first_seq: int = 0) -> int | None:
     """Absolute seq of message ``index`` of a file that ``compacted`` messages have left.
 
-    While ``compacted`` is 0 the seq is the index. Once compaction has removed messages, index 0
-    is the summary standing in for them (it has no seq) and message ``index`` is the
-    ``compacted + index - 1``-th message ever appended, so seqs never restart.
+    While ``compacted`` is 0 the seq is ``first_seq + index``. Once compaction has removed
+    messages, index 0 is the summary standing in for them (it has no seq) and message ``index``
+    has seq ``first_seq + compacted + index - 1``, so seqs never restart. ``first_seq`` is 0
+    but for a file started again under an id the transcript store already holds messages of
+    (the old file deleted or set aside): its numbers continue past the store's.
     """
     if compacted <= 0:
-        return index
-    return None if index == 0 else compacted + index - 1
+        return first_seq + index
+    return None if index == 0 else first_seq + compacted + index - 1
+
+
+def next_seq_of(compacted: int, count: int, first_seq: int = 0) -> int:
+    """The seq after the last of ``count`` messages (see :func:`seq_of`)."""
+    return first_seq + (count if compacted <= 0 else compacted + count - 1)
 
 
 COMPACTED_KEY = "compactedMessages"
 """Extra top-level key of a compacted session file: how many appended messages compaction has
 dropped from it. Markus readers ignore it; absent means 0."""
+FIRST_SEQ_KEY = "firstSeq"
+"""Extra top-level key of a file started again under a known id: the seq of its first message
+(absent means 0)."""
+NEXT_SEQ_KEY = "nextSeq"
+"""Extra top-level key, always written last: the seq the next message gets. Derived (never read
+back into the document); the transcript catch-up reads it from the file's tail without parsing
+the file."""
 
-_KNOWN_KEYS = ("id", "agentId", "messages", "startedAt", "lastActivityAt", COMPACTED_KEY)
+_KNOWN_KEYS = (
+    "id",
+    "agentId",
+    "messages",
+    "startedAt",
+    "lastActivityAt",
+    COMPACTED_KEY,
+    FIRST_SEQ_KEY,
+    NEXT_SEQ_KEY,
+)
 
 
 def render_session(doc: SessionDoc) -> str:
@@ -209,7 +250,19 @@ def render_session(doc: SessionDoc) -> str:
     body.update(doc.extra)
     if doc.compacted > 0:
         body[COMPACTED_KEY] = doc.compacted
+    if doc.first_seq > 0:
+        body[FIRST_SEQ_KEY] = doc.first_seq
+    body[NEXT_SEQ_KEY] = doc.next_seq()
     return json.dumps(body, indent=2, ensure_ascii=False)
+
+
+_NEXT_SEQ_TAIL = re.compile(rb'"nextSeq": (\d+)\n}\Z')
+
+
+def next_seq_in_tail(tail: bytes) -> int | None:
+    """The ``nextSeq`` of a rendered file from its last bytes; None when they do not end so."""
+    found = _NEXT_SEQ_TAIL.search(tail)
+    return None if found is None else int(found.group(1))
 
 
 def parse_session(text: str) -> SessionDoc:
@@ -231,70 +284,13 @@ def parse_session(text: str) -> SessionDoc:
         last_activity_at=data["lastActivityAt"],
         extra={k: v for k, v in data.items() if k not in _KNOWN_KEYS},
         compacted=_count(data.get(COMPACTED_KEY)),
+        first_seq=_count(data.get(FIRST_SEQ_KEY)),
     )
 
 
 def _count(value: object) -> int:
     """A non-negative count; anything else (absent, hand-edited) reads as 0."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-# ---------------------------------------------------------------------------------------------
-# the journal: one JSON object per line, the first a header naming the checkpoint it extends
-
-
-def journal_header(session_id: str, base: str) -> bytes:
-    header = {"journal": JOURNAL_VERSION, "session": session_id, "base": base}
-    return (json.dumps(header, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-
-
-def journal_record(index: int, timestamp: str, encoded_message: str) -> bytes:
-    """One record line; ``encoded_message`` is the compact JSON from :func:`encode_message`."""
-    return f'{{"i":{index},"t":{json.dumps(timestamp)},"m":{encoded_message}}}\n'.encode()
-
-
-@dataclass(frozen=True)
-class JournalRecord:
-    index: int
-    timestamp: str
-    message: Message
-
-
-def parse_journal_header(line: bytes) -> tuple[str, str] | None:
-    """``(session id, base)`` of a header line, None if it is not one."""
-    try:
-        data = json.loads(line)
-    except ValueError:
-        return None
-    if (
-        not isinstance(data, dict)
-        or data.get("journal") != JOURNAL_VERSION
-        or not isinstance(data.get("session"), str)
-        or not isinstance(data.get("base"), str)
-    ):
-        return None
-    return data["session"], data["base"]
-
-
-def parse_journal_record(line: bytes) -> JournalRecord:
-    """One record line; ValueError if it is not a well-formed record."""
-    data = json.loads(line)
-    if not isinstance(data, dict):
-        raise ValueError("record is not an object")
-    index, stamp, message = data.get("i"), data.get("t"), data.get("m")
-    if not isinstance(index, int) or not isinstance(stamp, str) or not isinstance(message, dict):
-        raise ValueError("record needs integer 'i', string 't' and object 'm'")
-    return JournalRecord(index, stamp, message)
-
-
-def split_lines(data: bytes) -> tuple[list[bytes], int]:
-    """Complete ``\\n``-terminated lines of ``data`` and the byte length they cover.
-
-    Only ``\\n`` ends a line (JSON escapes it inside strings); U+2028 and friends do not.
-    A trailing piece without ``\\n`` is a torn write and is not returned.
-    """
-    end = data.rfind(b"\n") + 1
-    return data[:end].split(b"\n")[:-1], end
 
 
 # ---------------------------------------------------------------------------------------------

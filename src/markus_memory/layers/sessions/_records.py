@@ -21,11 +21,12 @@ class Session:
     started_at: datetime
     last_activity_at: datetime
     compacted: int = 0
+    first_seq: int = 0
 
     def seq(self, index: int) -> int | None:
         """The absolute seq of ``messages[index]`` (never restarts; see ``_format.seq_of``);
         None for the summary that stands in for compacted messages."""
-        return seq_of(self.compacted, index)
+        return seq_of(self.compacted, index, self.first_seq)
 
 
 @dataclass(frozen=True)

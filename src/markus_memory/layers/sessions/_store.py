@@ -24,15 +24,17 @@ import logging
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..._fs import AgentLock
-from ...config import AgentPaths, Clock, Limits, epoch_ms, iso_ms, parse_iso
+from ...config import AgentPaths, Clock, Limits, epoch_ms, iso_ms
 from ...errors import CorruptFileError, InvalidInputError, NotFoundError
 from . import _format as fmt
-from ._files import SessionFiles, locate, scan
+from ._compaction import compact, shrink_old, snapshot
+from ._files import SessionFiles, locate, peek_next_seq, scan
+from ._journal import journal_record
 from ._records import (
     AppendedMessage,
     BeforeCompact,
@@ -72,6 +74,7 @@ class SessionStore:
         agent_id: str | None = None,
         on_append: OnAppend | None = None,
         before_compact: BeforeCompact | None = None,
+        seq_floor: Callable[[str], int] | None = None,
         fsync: bool = False,
         checkpoint_min_bytes: int = 1 << 20,
     ) -> None:
@@ -82,6 +85,7 @@ class SessionStore:
         self.agent_id = agent_id if agent_id is not None else paths.root.name
         self.on_append = on_append
         self.before_compact = before_compact
+        self.seq_floor = seq_floor
         self.fsync = fsync
         self.checkpoint_min_bytes = checkpoint_min_bytes
         self._cache: OrderedDict[str, SessionFiles] = OrderedDict()
@@ -101,30 +105,48 @@ class SessionStore:
             while True:
                 sid = fmt.new_session_id(prefix, epoch_ms(self.clock()))
                 if locate(self.directory, sid) is None:
-                    return self._snapshot(self._new(sid, []))
+                    return snapshot(self._new(sid, []))
 
     def get(self, session_id: str) -> Session | None:
         """The session (from cache or disk), None if there is none."""
         sid = fmt.validate_session_id(session_id)
         with self.lock:
             live = self._live(sid)
-            return None if live is None else self._snapshot(live)
+            return None if live is None else snapshot(live)
 
     def get_or_create(self, session_id: str) -> Session:
+        """The session, or a new empty one under this id.
+
+        A new file for an id whose messages the transcript store already holds (the old file
+        was deleted or set aside) numbers its messages on from ``seq_floor(id)``, so no
+        acknowledged message is shadowed by a new one with the same seq.
+        """
         sid = fmt.validate_session_id(session_id)
         with self.lock:
             live = self._live(sid)
-            return self._snapshot(live if live is not None else self._new(sid, []))
+            if live is None:
+                first = 0 if self.seq_floor is None else self.seq_floor(sid)
+                live = self._new(sid, [], first_seq=first)
+            return snapshot(live)
 
     def append(self, session_id: str, message: Mapping[str, Any]) -> AppendedMessage:
         """Append a message; it is on disk (SIGKILL-safe) when this returns.
 
-        Raises InvalidInputError for a malformed message (nothing written) and NotFoundError
-        for an unknown session.
+        Raises InvalidInputError for a malformed or oversized message and NotFoundError for an
+        unknown session, OSError when the disk refuses the write: in each case nothing was
+        stored. Once the journal holds the message the append has succeeded, whatever happens
+        to the checkpoint or compaction it may trigger.
         """
         cached = isinstance(session_id, str) and session_id in self._cache  # validated then
         sid = session_id if cached else fmt.validate_session_id(session_id)
         clean, encoded = fmt.encode_message(message)
+        size, cap = len(encoded.encode("utf-8")), self.limits.session_message_max_bytes
+        if size > cap:
+            raise InvalidInputError(
+                f"session message too large: {size:,} bytes (limit {cap:,}, "
+                "Limits.session_message_max_bytes); store large content elsewhere and append "
+                "a reference to it"
+            )
         now = self.clock()
         stamp = iso_ms(now)
         with self.lock:
@@ -135,7 +157,7 @@ class SessionStore:
             seq = live.doc.seq(index)
             assert seq is not None  # only index 0 of a compacted file lacks one
             try:
-                live.append_line(fmt.journal_record(index, stamp, encoded), now, fsync=self.fsync)
+                live.append_line(journal_record(index, stamp, encoded), now, fsync=self.fsync)
             except BaseException:
                 # The journal may end in a partial line: forget our copy; the next load cuts it.
                 self._forget(live)
@@ -143,7 +165,11 @@ class SessionStore:
             live.doc.messages.append(clean)
             live.doc.last_activity_at = stamp
             live.dirty = True
-            self._after_append(live)
+            try:
+                self._after_append(live)
+            except OSError:  # the journal holds the message: the next load checkpoints it
+                log.exception("checkpoint after appending to %s failed", sid)
+                self._forget(live)
         record = AppendedMessage(
             agent_id=self.agent_id,
             session_id=sid,
@@ -165,6 +191,11 @@ class SessionStore:
             if live is None or n <= 0:
                 return []
             return list(live.doc.messages[-n:])
+
+    def peek_next_seq(self, session_id: str) -> int | None:
+        """At least the seq the next append to ``session_id`` gets, read from the files'
+        sizes and last bytes without parsing them; None when only parsing can tell."""
+        return peek_next_seq(self.directory, fmt.validate_session_id(session_id))
 
     def list(self) -> list[SessionInfo]:
         """Every session file on disk (not only cached ones), newest activity first."""
@@ -190,7 +221,7 @@ class SessionStore:
             live = self._live(sid)
             if live is None:
                 return CompactResult("", 0)
-            return self._compact(live, keep_last)
+            return compact(live, keep_last, self.limits, self.before_compact)
 
     def restore(self, messages: Iterable[Mapping[str, Any]]) -> Session:
         """A new ``sess_`` session holding the trimmed user/assistant history (as the original)."""
@@ -207,7 +238,7 @@ class SessionStore:
                 if locate(self.directory, sid) is None:
                     break
             live = self._new(sid, clean, now)
-            snapshot = self._snapshot(live)
+            restored = snapshot(live)
         for index, message in enumerate(clean):
             self._notify(
                 AppendedMessage(
@@ -221,7 +252,7 @@ class SessionStore:
                     seq=index,
                 )
             )
-        return snapshot
+        return restored
 
     def flush(self) -> None:
         """Checkpoint every cached session with journaled changes."""
@@ -231,9 +262,16 @@ class SessionStore:
                     live.checkpoint()
 
     def close(self) -> None:
-        """Flush, release file handles and the exit hook. The store reopens lazily if used."""
+        """Flush, release file handles and the exit hook. The store reopens lazily if used.
+
+        Never fails for want of write access: a checkpoint the disk refuses is logged, and
+        the journal still holds every message it would have written.
+        """
         with self.lock:
-            self.flush()
+            try:
+                self.flush()
+            except OSError as exc:
+                log.warning("sessions of %s not checkpointed at close: %s", self.agent_id, exc)
             for live in self._cache.values():
                 live.close_fd()
             self._cache.clear()
@@ -275,7 +313,7 @@ class SessionStore:
         """``live`` if it still matches the disk (with other processes' appends), else a
         fresh load."""
         if live.is_current():
-            self._shrink_old(live)
+            shrink_old(live, self.limits)
             return live
         if cache:
             self._forget(live)
@@ -286,16 +324,21 @@ class SessionStore:
     def _load(self, sid: str) -> SessionFiles | None:
         live = SessionFiles.load(self.directory, sid)
         if live is not None:
-            self._shrink_old(live)
+            shrink_old(live, self.limits)
         return live
 
     def _new(
-        self, sid: str, messages: builtins.list[fmt.Message], now: datetime | None = None
+        self,
+        sid: str,
+        messages: builtins.list[fmt.Message],
+        now: datetime | None = None,
+        *,
+        first_seq: int = 0,
     ) -> SessionFiles:
         stamp = iso_ms(self.clock() if now is None else now)
-        doc = fmt.SessionDoc(sid, self.agent_id, messages, stamp, stamp)
+        doc = fmt.SessionDoc(sid, self.agent_id, messages, stamp, stamp, first_seq=first_seq)
         live = SessionFiles.fresh(doc, self.directory)
-        self._shrink_old(live)
+        shrink_old(live, self.limits)
         live.checkpoint()
         self._touch(live)
         return live
@@ -303,71 +346,13 @@ class SessionStore:
     # -- compaction ----------------------------------------------------------------------------
 
     def _after_append(self, live: SessionFiles) -> None:
-        self._shrink_old(live)
+        shrink_old(live, self.limits)
         if len(live.doc.messages) > self.limits.session_compact_trigger:
-            self._compact(live, self.limits.session_compact_keep)
+            compact(live, self.limits.session_compact_keep, self.limits, self.before_compact)
         elif live.journal_size > max(self.checkpoint_min_bytes, live.json_size):
             live.checkpoint()
 
-    def _shrink_old(self, live: SessionFiles) -> None:
-        """Shrink oversized tool results that have just left the recent window, as the original.
-
-        Only messages not checked before are looked at, so each append does O(1) work.
-        """
-        messages = live.doc.messages
-        boundary = len(messages) - min(self.limits.session_compact_keep, len(messages))
-        for i in range(live.shrink_checked, boundary):
-            shrunk = fmt.shrink_if_oversized(messages[i], self.limits.session_tool_shrink_chars)
-            if shrunk is not None:
-                messages[i] = shrunk
-                live.dirty = True
-        live.shrink_checked = max(live.shrink_checked, boundary)
-
-    def _compact(self, live: SessionFiles, keep_last: int) -> CompactResult:
-        messages = live.doc.messages
-        keep_last = max(keep_last, 0)
-        if len(messages) <= keep_last:
-            return CompactResult("", 0)
-        if not self._may_drop(live, len(messages) - keep_last):
-            return CompactResult("", 0)
-        older = messages[: len(messages) - keep_last]
-        kept = messages[len(messages) - keep_last :]
-        summary = fmt.heuristic_summary(older)
-        # Every message of ``older`` but a previous summary leaves the file for good: counting
-        # them keeps the seq of the kept messages (and of later appends) unchanged.
-        live.doc.compacted += len(older) - (1 if live.doc.compacted > 0 else 0)
-        live.doc.messages = [fmt.summary_message(len(older), len(kept), summary), *kept]
-        live.shrink_checked = 0
-        self._shrink_old(live)
-        live.checkpoint()
-        return CompactResult(summary, len(older))
-
-    def _may_drop(self, live: SessionFiles, keep_from: int) -> bool:
-        """Whether ``before_compact`` lets the messages before index ``keep_from`` leave."""
-        if self.before_compact is None:
-            return True
-        keep_from_seq = live.doc.seq(keep_from)
-        assert keep_from_seq is not None  # index 0 is never kept by a compaction that drops
-        try:
-            if self.before_compact(live.doc.id, keep_from_seq):
-                return True
-        except Exception:
-            log.exception("before_compact failed for %s", live.doc.id)
-        log.warning("compaction of %s deferred: its old messages are not safe yet", live.doc.id)
-        return False
-
     # -- helpers -------------------------------------------------------------------------------
-
-    def _snapshot(self, live: SessionFiles) -> Session:
-        doc = live.doc
-        return Session(
-            id=doc.id,
-            agent_id=doc.agent_id,
-            messages=tuple(doc.messages),
-            started_at=_when(doc.started_at),
-            last_activity_at=_when(doc.last_activity_at),
-            compacted=doc.compacted,
-        )
 
     def _first_loadable(self, infos: Iterable[SessionInfo]) -> Session | None:
         for info in infos:
@@ -392,13 +377,6 @@ class SessionStore:
 def _close_all(cache: OrderedDict[str, SessionFiles]) -> None:
     for live in cache.values():
         live.close_fd()
-
-
-def _when(stamp: str) -> datetime:
-    moment = parse_iso(stamp)
-    if moment is None:
-        return datetime.fromtimestamp(0, tz=timezone.utc)
-    return moment
 
 
 def _exit_hook(ref: weakref.ReferenceType[SessionStore]) -> Callable[[], None]:

@@ -1,0 +1,270 @@
+"""The Starlette application: routes, the per-request agent handle, error pages, login."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..config import Settings
+from ..errors import InvalidInputError, MarkusMemoryError, NotFoundError
+from ..http_guard import (
+    ASGIApp,
+    HttpGuard,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    check_binding,
+    session_cookie_value,
+)
+from ..memory import AgentMemory
+from .pool import AgentPool
+from .web import STATIC, Form, PageError, Templates, read_form
+
+TOKEN_ENV = "MARKUS_UI_TOKEN"
+DEFAULT_PORT = 8766
+COOKIE = "markus_ui_session"
+SECURITY_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+        b"img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    ),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+]
+"""Every response: only this server's own scripts, styles and forms; never inside a frame."""
+TABS = (
+    ("notebook", "Notebook"),
+    ("knowledge", "Knowledge"),
+    ("state", "State"),
+    ("conversations", "Conversations"),
+    ("activities", "Activities"),
+    ("dreams", "Dreams"),
+)
+
+
+@dataclass
+class UI:
+    """What the handlers share: settings, the agent pool, templates, the token."""
+
+    settings: Settings
+    pool: AgentPool
+    templates: Templates
+    token: str | None
+
+
+@dataclass
+class Call:
+    """One request to an agent's page: the held memory handle and the submitted form."""
+
+    request: Request
+    memory: AgentMemory
+    form: Form
+    ui: UI
+    tab: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def limits(self) -> Any:
+        return self.memory.settings.limits
+
+    def now(self) -> Any:
+        return self.memory.settings.clock()
+
+    def query(self, name: str, default: str = "") -> str:
+        return self.request.query_params.get(name, default)
+
+    def page(self, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
+        return self.ui.templates.page(
+            template,
+            {
+                "agent": self.memory.agent_id,
+                "agents": self.ui.pool.ids(),
+                "tab": self.tab,
+                "tabs": TABS,
+                "notice": self.query("done"),
+                "now": self.now(),
+                "limits": self.limits,
+                **context,
+            },
+            status=status,
+        )
+
+    def done(self, path: str, message: str, **params: str) -> RedirectResponse:
+        """Post/redirect/get back to ``path`` of this agent with ``message`` shown once."""
+        query = urlencode({"done": message, **params})
+        url = f"/agents/{quote(self.memory.agent_id)}/{path}?{query}"
+        return RedirectResponse(url, status_code=303)
+
+
+Handler = Callable[[Call], Response]
+
+
+def agent_route(ui: UI, path: str, tab: str, handler: Handler, *, post: bool = False) -> Route:
+    """A route under ``/agents/{agent}/`` whose ``handler`` runs in a worker thread while
+    holding the agent's handle; refusals of the layers become error pages."""
+
+    async def endpoint(request: Request) -> Response:
+        form = await read_form(request) if post else Form(())
+        agent = request.path_params["agent"]
+
+        def run() -> Response:
+            with ui.pool.use(agent) as memory:
+                return handler(Call(request, memory, form, ui, tab))
+
+        try:
+            return await run_in_threadpool(run)
+        except InvalidInputError as exc:
+            raise PageError(400, "Refused", str(exc)) from None
+        except NotFoundError as exc:
+            raise PageError(404, "Not found", str(exc)) from None
+
+    return Route(
+        f"/agents/{{agent}}{path}", endpoint, methods=["POST"] if post else ["GET", "HEAD"]
+    )
+
+
+def error_page(ui: UI, status: int, title: str, detail: str) -> HTMLResponse:
+    return ui.templates.page(
+        "error.html", {"status": status, "title": title, "detail": detail}, status=status
+    )
+
+
+def build_routes(ui: UI) -> list[BaseRoute]:
+    from . import pages_dreams, pages_history, pages_home, pages_memory
+
+    routes: list[BaseRoute] = [
+        Route("/", pages_home.agents_endpoint(ui)),
+        Route("/favicon.ico", favicon),
+        Route("/login", login_endpoint(ui), methods=["GET", "POST"]),
+        Route("/logout", logout, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
+        Route("/agents/{agent}", pages_home.agent_redirect),
+    ]
+    for module in (pages_memory, pages_history, pages_dreams):
+        for path, tab, handler, post in module.ROUTES:
+            routes.append(agent_route(ui, path, tab, handler, post=post))
+    return routes
+
+
+async def favicon(request: Request) -> Response:
+    return RedirectResponse("/static/favicon.svg", status_code=301)
+
+
+def login_endpoint(ui: UI) -> Callable[[Request], Any]:
+    async def login(request: Request) -> Response:
+        target = _safe_next(request.query_params.get("next", "/"))
+        if ui.token is None:  # nothing to log in to
+            return RedirectResponse(target, status_code=303)
+        if request.method == "GET":
+            return ui.templates.page("login.html", {"next": target, "failed": False})
+        form = await read_form(request)
+        given = form.get("token")
+        if not hmac.compare_digest(given.encode(), ui.token.encode()):
+            context = {"next": target, "failed": True}
+            return ui.templates.page("login.html", context, status=401)
+        response = RedirectResponse(target, status_code=303)
+        response.set_cookie(
+            COOKIE, session_cookie_value(ui.token), httponly=True, samesite="strict"
+        )
+        return response
+
+    return login
+
+
+async def logout(request: Request) -> Response:
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(COOKIE)
+    return response
+
+
+def _safe_next(target: str) -> str:
+    """Only a path of this server (no ``//host``), so the login cannot redirect elsewhere."""
+    return target if target.startswith("/") and not target.startswith("//") else "/"
+
+
+def create_app(settings: Settings, *, host: str = "127.0.0.1", token: str | None = None) -> ASGIApp:
+    """The UI as an ASGI app behind the shared HTTP guard (the MCP HTTP server's rules)."""
+    check_binding(host, token, TOKEN_ENV)
+    ui = UI(settings, AgentPool(settings), Templates(token is not None), token)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        ui.pool.close()
+
+    async def page_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, PageError)
+        return error_page(ui, exc.status, exc.title, exc.detail)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            return error_page(ui, 404, "Not found", f"nothing lives at {request.url.path}.")
+        return error_page(ui, exc.status_code, "Refused", str(exc.detail))
+
+    async def memory_error(request: Request, exc: Exception) -> Response:
+        return error_page(ui, 500, "The memory could not be read", str(exc))
+
+    app = Starlette(
+        routes=build_routes(ui),
+        lifespan=lifespan,
+        exception_handlers={
+            PageError: page_error,
+            HTTPException: http_error,
+            MarkusMemoryError: memory_error,
+        },
+    )
+
+    async def refuse(scope: Scope, receive: Receive, send: Send, status: int, why: str) -> None:
+        request = Request(scope, receive)
+        if status == 401 and request.method in ("GET", "HEAD"):
+            target = quote(
+                request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            )
+            response: Response = RedirectResponse(f"/login?next={target}", status_code=303)
+        else:
+            title = {401: "Login needed", 403: "Refused", 421: "Wrong host"}.get(status, "Refused")
+            response = error_page(ui, status, title, why + "; nothing was changed.")
+        await response(scope, receive, send)
+
+    return HttpGuard(
+        with_security_headers(app),
+        host=host,
+        token=token,
+        cookie=COOKIE,
+        open_paths=("/login", "/static/", "/favicon.ico"),
+        refuse=refuse,
+    )
+
+
+def with_security_headers(app: ASGIApp) -> ASGIApp:
+    """``app`` with :data:`SECURITY_HEADERS` added to every HTTP response."""
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), *SECURITY_HEADERS]
+            await send(message)
+
+        await app(scope, receive, send_with_headers)
+
+    return wrapped

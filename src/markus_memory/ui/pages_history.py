@@ -1,0 +1,95 @@
+"""Conversations (sessions, transcripts, recall) and Activities (search, detail with logs)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.responses import Response
+
+from ..layers.sessions import message_text
+from .app import Call
+from .web import PageError
+
+SESSION_PAGE = 100
+ACTIVITY_PAGE = 50
+RECALL_LIMIT = 10
+NEIGHBOURS = 2
+
+
+def conversations(call: Call) -> Response:
+    memory = call.memory
+    query = call.query("q").strip()
+    hits = (
+        memory.recall_conversation(query, limit=RECALL_LIMIT, neighbours=NEIGHBOURS)
+        if query
+        else []
+    )
+    sessions = sorted(memory.sessions.list(), key=lambda s: s.last_activity_at, reverse=True)
+    return call.page(
+        "conversations.html",
+        sessions=sessions[:SESSION_PAGE],
+        total_sessions=len(sessions),
+        query=query,
+        hits=hits,
+    )
+
+
+def _text(message: Mapping[str, Any]) -> str:
+    text = message_text(message)
+    if text:
+        return text
+    calls = message.get("tool_calls")
+    return f"(tool calls: {len(calls)})" if isinstance(calls, list) else ""
+
+
+def transcript(call: Call) -> Response:
+    session_id = call.request.path_params["session"]
+    session = call.memory.sessions.get(session_id)
+    if session is None:
+        raise PageError(
+            404, "No such session", f"agent {call.memory.agent_id!r} has no session {session_id!r}."
+        )
+    hit = call.query("hit")
+    focus = int(hit) if hit.lstrip("-").isdigit() else None
+    messages = []
+    for index, raw in enumerate(session.messages):
+        seq = session.seq(index)
+        near = focus is not None and seq is not None and abs(seq - focus) <= NEIGHBOURS
+        messages.append(
+            {
+                "seq": seq,
+                "role": str(raw.get("role", "")),
+                "text": _text(raw),
+                "mark": "hit" if seq == focus and focus is not None else "near" if near else "",
+            }
+        )
+    return call.page("transcript.html", session=session, messages=messages, focus=focus)
+
+
+def activities(call: Call) -> Response:
+    log = call.memory.activities
+    query = call.query("q").strip()
+    kind = call.query("type").strip()
+    before = call.query("before").strip()
+    if query:
+        found = [h.activity for h in log.search(query, limit=ACTIVITY_PAGE)]
+    else:
+        found = log.list(type=kind or None, before=before or None, limit=ACTIVITY_PAGE)
+    older = found[-1].started_at.isoformat() if len(found) == ACTIVITY_PAGE and not query else ""
+    return call.page(
+        "activities.html", activities=found, query=query, kind=kind, older=older, before=before
+    )
+
+
+def activity(call: Call) -> Response:
+    detail = call.memory.activities.get(call.request.path_params["activity"], max_content_chars=0)
+    return call.page("activity.html", detail=detail)
+
+
+ROUTES = (
+    ("/conversations", "conversations", conversations, False),
+    ("/conversations/{session}", "conversations", transcript, False),
+    ("/activities", "activities", activities, False),
+    ("/activities/{activity}", "activities", activity, False),
+)
