@@ -18,6 +18,7 @@ from ..errors import MarkusMemoryError
 from ..layers.notebook import repair_utf8, utf8_damage
 from ..layers.sessions import _format as fmt
 from ..layers.sessions import _journal as journal
+from ..layers.sessions._files import _hash as checkpoint_hash
 from ..memory import open_agent
 
 
@@ -46,7 +47,7 @@ def session_problems(directory: Path) -> tuple[int, list[SessionProblem]]:
             problems.append(SessionProblem(sid, path.name, why))
             continue
         journal = path.with_suffix(".jsonl")
-        why = _journal_problem(journal, sid)
+        why = _journal_problem(journal, sid, checkpoint_hash(path.read_bytes()))
         if why is not None:
             problems.append(SessionProblem(sid, journal.name, why))
     return count, problems
@@ -62,15 +63,17 @@ def _checkpoint_problem(path: Path, sid: str) -> str | None:
     return None
 
 
-def _journal_problem(path: Path, sid: str) -> str | None:
+def _journal_problem(path: Path, sid: str, base: str) -> str | None:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return None
     lines, _ = journal.split_lines(data)
     header = journal.parse_journal_header(lines[0]) if lines else None
-    if header is None or header[0] != sid:
-        return None  # absorbed by a later checkpoint or torn: the store drops it, nothing lost
+    if lines and header is None:
+        return "its header line is damaged"
+    if header != (sid, base):
+        return None  # absorbed by a later checkpoint: the store drops it, nothing is lost
     for number, line in enumerate(lines[1:], start=2):
         try:
             journal.parse_journal_record(line)
