@@ -1,9 +1,11 @@
 """The UI in a real Chromium (Debian's, driven by Playwright): every page of a seeded agent,
 edits that change the files exactly so, refusals, conflicts, undo; no console errors and no
-request leaving 127.0.0.1. Screenshots of the main pages go to docs/screenshots/."""
+request leaving 127.0.0.1. Screenshots of the main pages go to the git-ignored
+``build/screenshots/``; ``MARKUS_SCREENSHOTS=docs/screenshots`` refreshes the README's copies."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,8 @@ from markus_memory.layers.notebook import parse_notebook, render_notebook
 from .conftest import Running, Watched
 from .seed import NOW, settings_for
 
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / os.environ.get("MARKUS_SCREENSHOTS", "build/screenshots")
 
 pytestmark = pytest.mark.slow
 
