@@ -1,6 +1,6 @@
 """LoCoMo retrieval benchmark for recall_conversation, with the Markus keyword search as baseline.
 
-Usage: python benchmarks/locomo.py PATH/locomo.json [--out results.json] [--no-vectors]
+Usage: python benchmarks/locomo.py PATH/locomo.json [--out results.json] [--no-vectors] [--loo]
 
 Every conversation becomes one agent (one session per LoCoMo session, its turns appended as
 messages at the session's date with ``metadata = {dia_id, speaker}``) through the public API.
@@ -9,7 +9,10 @@ that agent only. A turn counts as found only when its dia_id is among the top-k 
 themselves (neighbouring turns returned with a hit do not count). The baseline ranks the same
 turns with the original Markus keyword algorithm (tokenize, OR scoring). ``bm25_reopened``
 closes each agent after ingest and reopens it: its index is backfilled from the episodic store
-(what every new process sees), so it must match ``bm25``.
+(what every new process sees), so it must match ``bm25``. A table then gives recall@10 per
+conversation and per question category for every run. ``--loo`` adds the
+leave-one-conversation-out check of each ranking knob (tuned on the other conversations,
+scored on the one left out; see ``_locomo_loo.py``).
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import _locomo_loo  # noqa: E402
 import _markus_keyword as markus  # noqa: E402
 from _locomo_data import CATEGORIES, LocomoConversation, load  # noqa: E402
+from _locomo_tables import Result, breakdown, format_breakdown  # noqa: E402
 from _metrics import KS, summarize  # noqa: E402
 from markus_memory import open_agent  # noqa: E402
 from markus_memory.config import Settings  # noqa: E402
@@ -49,10 +54,10 @@ def run_memory(
     embedder: object | None,
     *,
     reopen: bool = False,
-) -> dict[str, object]:
+) -> tuple[dict[str, object], list[Result]]:
     """Ingest each conversation and ask its questions; with ``reopen`` the agent is closed
     after ingest and reopened, so recall backfills its index from the episodic store."""
-    results: list[tuple[int, list[str], set[str]]] = []
+    results: list[Result] = []
     latencies: list[float] = []
     ingest = 0.0
     for conv in conversations:
@@ -85,16 +90,16 @@ def run_memory(
             hits = mem.recall_conversation(question.question, limit=DEPTH, neighbours=0)
             latencies.append((time.perf_counter() - started) * 1000)
             ranked = [str(hit.metadata.get("dia_id")) for hit in hits]
-            results.append((question.category, ranked, set(question.evidence)))
+            results.append((conv.sample_id, question.category, ranked, set(question.evidence)))
         mem.close()
-    summary = summarize(results, latencies)
+    summary = summarize([r[1:] for r in results], latencies)
     summary["ingest_seconds"] = round(ingest, 3)
     summary["turns"] = sum(len(conv.turns) for conv in conversations)
-    return summary
+    return summary, results
 
 
-def run_markus(conversations: list[LocomoConversation]) -> dict[str, object]:
-    results: list[tuple[int, list[str], set[str]]] = []
+def run_markus(conversations: list[LocomoConversation]) -> tuple[dict[str, object], list[Result]]:
+    results: list[Result] = []
     latencies: list[float] = []
     for conv in conversations:
         texts = [turn.text for turn in conv.turns]
@@ -103,8 +108,8 @@ def run_markus(conversations: list[LocomoConversation]) -> dict[str, object]:
             positions = markus.search(texts, question.question)[:DEPTH]
             latencies.append((time.perf_counter() - started) * 1000)
             ranked = [conv.turns[p].dia_id for p in positions]
-            results.append((question.category, ranked, set(question.evidence)))
-    return summarize(results, latencies)
+            results.append((conv.sample_id, question.category, ranked, set(question.evidence)))
+    return summarize([r[1:] for r in results], latencies), results
 
 
 def _embedder(enabled: bool) -> object | None:
@@ -132,18 +137,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("path", type=Path, help="a LoCoMo-format JSON file")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/locomo.json"))
     parser.add_argument("--no-vectors", action="store_true", help="skip the hybrid run")
+    parser.add_argument("--loo", action="store_true", help="leave-one-out check of each knob")
     args = parser.parse_args(argv)
     conversations = load(args.path)
     report: dict[str, object] = {"data": str(args.path), "categories": CATEGORIES}
+    tables: dict[str, list[Result]] = {}
+    embedder = _embedder(not args.no_vectors)
     with tempfile.TemporaryDirectory() as tmp:
-        report["markus_keyword"] = run_markus(conversations)
-        report["bm25"] = run_memory(conversations, Path(tmp) / "bm25", None)
-        report["bm25_reopened"] = run_memory(
+        report["markus_keyword"], tables["markus_keyword"] = run_markus(conversations)
+        report["bm25"], tables["bm25"] = run_memory(conversations, Path(tmp) / "bm25", None)
+        report["bm25_reopened"], _ = run_memory(
             conversations, Path(tmp) / "reopened", None, reopen=True
         )
-        embedder = _embedder(not args.no_vectors)
         if embedder is not None:
-            report["hybrid"] = run_memory(conversations, Path(tmp) / "hybrid", embedder)
+            report["hybrid"], tables["hybrid"] = run_memory(
+                conversations, Path(tmp) / "hybrid", embedder
+            )
             report["hybrid"]["embedder"] = getattr(embedder, "model", "?")  # type: ignore[index]
     base = report["markus_keyword"]["recall_any@10"]  # type: ignore[index]
     header = [f"any@{k}" for k in KS] + [f"all@{k}" for k in KS] + ["ndcg10", "p50ms", "p95ms"]
@@ -161,6 +170,16 @@ def main(argv: list[str] | None = None) -> int:
                     f"by category {summary['recall_any@10_by_category']}"  # type: ignore[index]
                 )
     print(f"markus_keyword by category {report['markus_keyword']['recall_any@10_by_category']}")  # type: ignore[index]
+    print(format_breakdown(tables))
+    report["by_conversation"] = {
+        name: {row[0]: [round(row[1], 4), round(row[2], 4)] for row in breakdown(results)}
+        for name, results in tables.items()
+    }
+    if args.loo:
+        print(_locomo_loo.run(conversations, None))
+        if embedder is not None:
+            print("with vectors:")
+            print(_locomo_loo.run(conversations, embedder))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(f"written {args.out}")

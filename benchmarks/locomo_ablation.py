@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _locomo_data import LocomoConversation, load  # noqa: E402
 from _metrics import summarize  # noqa: E402
 from markus_memory.search.conversation import ConversationIndex, RankingOptions, Turn  # noqa: E402
+from markus_memory.storage.sqlite import SqliteStore  # noqa: E402
 
 OFF = RankingOptions(
     strip_speaker_names=False,
@@ -29,13 +31,16 @@ OFF = RankingOptions(
     session_weight=0.0,
     vector_weight=0.0,
     dense_speaker_boost=0.0,
+    turn_speaker_boost=0.0,
+    date_boost=0.0,
 )
 STAGES: list[tuple[str, dict[str, object]]] = [
     ("bm25 (stop words out)", {}),
-    ("+ speaker boost", {"strip_speaker_names": True, "speaker_boost": 1.0}),
+    ("+ speaker boost", {"strip_speaker_names": True, "turn_speaker_boost": 0.5}),
     ("+ neighbours (1, 0.3)", {"neighbour_weight": 0.3, "neighbour_window": 1}),
     ("+ neighbours (2, 0.5)", {"neighbour_weight": 0.5, "neighbour_window": 2}),
     ("+ session prior 0.3", {"session_weight": 0.3}),
+    ("+ time stage 0.5", {"date_boost": 0.5}),
 ]
 VECTOR_STAGES: list[tuple[str, dict[str, object]]] = [
     ("+ vectors, rrf", {"vector_weight": 0.5, "fusion": "rrf"}),
@@ -44,8 +49,9 @@ VECTOR_STAGES: list[tuple[str, dict[str, object]]] = [
 ]
 
 
-def build(conv: LocomoConversation, embedder: object | None) -> ConversationIndex:
-    index = ConversationIndex(embedder=embedder)  # type: ignore[arg-type]
+def build(conv: LocomoConversation, embedder: object | None, home: Path) -> ConversationIndex:
+    store = SqliteStore(home / f"{conv.sample_id}.db")
+    index = ConversationIndex(store, conv.sample_id, embedder=embedder)  # type: ignore[arg-type]
     index.add(
         Turn(
             f"session_{t.session}",
@@ -85,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
 
         embedder = MiniLMEmbedder()
         stages += VECTOR_STAGES
-    indexes = [(conv, build(conv, embedder)) for conv in load(args.path)]
+    home = tempfile.TemporaryDirectory()
+    indexes = [(conv, build(conv, embedder, Path(home.name))) for conv in load(args.path)]
     options = OFF
     print(f"{'stage':<30}{'any@10':>8}{'all@10':>8}{'ndcg10':>8}{'p50 ms':>8}")
     for name, change in stages:
@@ -97,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:<30}{summary['recall_any@10']:>8.3f}{summary['recall_all@10']:>8.3f}"
             f"{summary['ndcg@10']:>8.3f}{summary['latency_median_ms']:>8.2f}"
         )
+    for _, index in indexes:
+        index.store.close()
+    home.cleanup()
     return 0
 
 

@@ -72,3 +72,48 @@ def test_benchmark_runs_through_the_public_api(tmp_path, capsys) -> None:  # typ
     assert "markus_keyword" in report and "hybrid" not in report
     assert "recall_any@10_vs_markus" in report["bm25"]
     assert "bm25" in capsys.readouterr().out
+
+
+def test_breakdown_by_conversation_and_category() -> None:
+    from benchmarks._locomo_tables import breakdown, format_breakdown
+
+    results = [
+        ("c1", 4, ["a"], {"a"}),
+        ("c1", 1, ["x"], {"a", "b"}),
+        ("c2", 4, ["b", "a"], {"a", "b"}),
+    ]
+    rows = {row[0]: row[1:] for row in breakdown(results)}
+    assert rows["c1"] == (0.5, 0.5, 2) and rows["c2"] == (1.0, 1.0, 1)
+    assert rows["single-hop"] == (1.0, 1.0, 2) and rows["multi-hop"] == (0.0, 0.0, 1)
+    assert rows["all"][2] == 3
+    assert "c2" in format_breakdown({"run": results})
+
+
+def test_leave_one_out_tunes_on_the_others_and_scores_the_one_left_out() -> None:
+    from benchmarks._locomo_tables import format_folds, leave_one_out
+
+    convs = ["c1", "c2", "c3", "c4"]
+
+    # Value 1 finds the evidence in c1, c2 and c3; value 0 only in c4.
+    def score(value: object) -> list:
+        return [
+            (conv, 4, ["e"] if (value == 1) != (conv == "c4") else ["x"], {"e"}) for conv in convs
+        ]
+
+    folds = {f.held_out: f for f in leave_one_out(convs, [0, 1], 0, score)}
+    assert folds["c1"].chosen == 1 and folds["c1"].any10 == 1.0
+    assert folds["c1"].default_any10 == 0.0
+    # Tuned on c1-c3, value 1 wins there and then misses on c4: LOO shows it.
+    assert folds["c4"].chosen == 1 and folds["c4"].any10 == 0.0
+    assert folds["c4"].default_any10 == 1.0
+    assert "pooled" in format_folds("knob", list(folds.values()))
+
+
+def test_benchmark_prints_per_conversation_table_and_loo(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    path, out = tmp_path / "tiny.json", tmp_path / "out.json"
+    path.write_text(json.dumps(SAMPLE))
+    assert locomo.main([str(path), "--no-vectors", "--loo", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "tiny-1" in printed and "LOO date_boost" in printed
+    report = json.loads(out.read_text())
+    assert report["by_conversation"]["bm25"]["tiny-1"] == [1.0, 1.0]

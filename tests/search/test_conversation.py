@@ -40,7 +40,13 @@ def turns() -> list[Turn]:
 
 
 # Every re-ranking stage off: each test below switches on the stage it is about.
-PLAIN = {"speaker_boost": 0.0, "neighbour_weight": 0.0, "session_weight": 0.0}
+PLAIN = {
+    "speaker_boost": 0.0,
+    "turn_speaker_boost": 0.0,
+    "neighbour_weight": 0.0,
+    "session_weight": 0.0,
+    "date_boost": 0.0,
+}
 
 
 _STORES: list = []
@@ -119,6 +125,26 @@ def test_speaker_name_in_query_boosts_that_speakers_turns() -> None:
     query = "What did Melanie say about the kids?"
     assert ns(plain.search(query, limit=1)) != [5] or ns(boosted.search(query, limit=1)) == [1]
     assert ns(boosted.search(query, limit=1)) == [1]
+
+
+def test_fused_speaker_boost_reaches_the_named_speakers_reply_next_to_a_hit() -> None:
+    # John's turn holds the query's words; Maria's reply right after it holds none: only a
+    # boost applied after neighbour propagation can lift it first.
+    said = [
+        ("John", "I hiked to the waterfall in Oregon last week."),
+        ("Maria", "It felt like a fairy tale!"),
+        ("John", "Glad you liked the pictures."),
+    ]
+    turns = [
+        Turn("s1", n, "user", text, T0 + timedelta(minutes=n), speaker)
+        for n, (speaker, text) in enumerate(said)
+    ]
+    query = "What did Maria say about the waterfall?"
+    stages = {**PLAIN, "neighbour_weight": 0.6, "neighbour_window": 1}
+    for options, first in (({"speaker_boost": 1.0}, 0), ({"turn_speaker_boost": 1.0}, 1)):
+        idx = new_index(options=RankingOptions(**{**stages, **options}))  # type: ignore[arg-type]
+        idx.add(turns)
+        assert [hit.turn.index for hit in idx.search(query, limit=1)] == [first]
 
 
 def test_neighbour_weight_lifts_the_reply_to_a_hit() -> None:

@@ -29,6 +29,7 @@ from .stages import (
     session_boost,
     smooth,
 )
+from .temporal import named_times, temporal_boost
 
 __all__ = ["ConversationIndex", "RankedTurn", "RankingOptions", "RecallStore", "Turn"]
 
@@ -187,9 +188,23 @@ class ConversationIndex:
             if options.smooth_dense:
                 dense = smooth(dense, pool, options)
             scores = session_boost(fuse(lexical, dense, options), pool, options.session_weight)
+            scores = boost_speakers(scores, pool, named, options.turn_speaker_boost)
+            scores = self._dated(query, scores)
             order = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[:limit]
             full = self.store.recall_turns(self.agent_id, order)
             return [RankedTurn(turn_of(full[rowid]), scores[rowid]) for rowid in order]
+
+    def _dated(self, query: str, scores: Scores) -> Scores:
+        """The time stage (``search.temporal``) over the candidates' text and time."""
+        if self.options.date_boost <= 0 or not scores or not named_times(query):
+            return scores
+        said = self.store.recall_turns(self.agent_id, list(scores))
+
+        def text_and_time(rowid: int) -> tuple[str, datetime | None]:
+            message = said.get(rowid)
+            return ("", None) if message is None else (message.content, message.created_at)
+
+        return temporal_boost(query, scores, text_and_time, date_boost=self.options.date_boost)
 
     def _bm25(self, words: list[str], named: set[str], filters: Filters) -> Scores:
         options = self.options

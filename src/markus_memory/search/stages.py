@@ -52,11 +52,18 @@ class RankingOptions:
     * ``vector_weight``: weight of the min-max scaled cosine scores against the max-scaled
       lexical scores (``fusion="score"``) or of the vector list in reciprocal rank fusion
       (``fusion="rrf"``); used only with an embedder.
+    * ``turn_speaker_boost``: the turns of a speaker the query names are multiplied by
+      ``1 + boost`` after neighbour and session propagation, so the named speaker's reply
+      next to a matching turn gains too; it replaced the bm25-level ``speaker_boost``
+      (LoCoMo dev recall_any@10 +0.03, better on every conversation).
+    * ``date_boost``: a question naming a time ("in May 2023") lifts the candidates that
+      mention it (or were said on it) by ``date_boost`` times the best score
+      (``search.temporal``).
     """
 
     candidates: int = 200
     strip_speaker_names: bool = True
-    speaker_boost: float = 1.0
+    speaker_boost: float = 0.0
     neighbour_weight: float = 0.5
     neighbour_window: int = 2
     session_weight: float = 0.3
@@ -69,6 +76,8 @@ class RankingOptions:
     common_share: float = 0.02
     recent_window: int = 5_000
     max_postings: int = 5_000
+    turn_speaker_boost: float = 0.5
+    date_boost: float = 0.5
 
 
 class Pool:

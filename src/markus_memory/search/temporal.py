@@ -1,0 +1,177 @@
+"""Time in ranking: a question that names a time prefers the turns that speak of it.
+
+A question naming a time ("on 3 May 2023", "in June 2022") rarely shares words with the turn
+that answers it ("Dyed my hair last week!"). The times a turn mentions are resolved against
+when it was said ("last night" said on 4 May is 3 May; "in May" said in June 2023 is May
+2023), so both the session date and the times people mention count. Works on a candidate set
+(keys to scores, turn text and timestamp fetched by key).
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from functools import lru_cache
+from typing import TypeVar
+
+K = TypeVar("K")
+
+_MONTH_NUMBERS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+_MONTH_NAMES = "|".join(_MONTH_NUMBERS)
+# "may" alone is usually the verb: a bare month name counts only for the other eleven.
+_BARE_MONTH_NAMES = "|".join(name for name in _MONTH_NUMBERS if name != "may")
+_WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
+_UNITS = {"day": 1, "week": 7, "weekend": 7, "month": 30, "year": 365}
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? ({_MONTH_NAMES}),? (\d{{4}})\b", re.I)
+_MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH_NAMES}) (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{4}})\b", re.I)
+_MONTH_YEAR = re.compile(rf"\b({_MONTH_NAMES}),? (\d{{4}})\b", re.I)
+_MONTH = re.compile(rf"\b({_BARE_MONTH_NAMES})\b", re.I)
+_YEAR = re.compile(r"\b(19[5-9]\d|20\d\d)\b")
+_AGO = re.compile(
+    r"\b(a|an|one|two|three|four|five|six|\d+|few|couple of) (day|week|month|year)s? ago\b"
+)
+_LAST = re.compile(
+    r"\b(last|past|previous|this past) "
+    r"(night|week|weekend|month|year|summer|winter|spring|fall)\b"
+)
+_LAST_WEEKDAY = re.compile(
+    r"\b(last|this past|on) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
+)
+_NEXT = re.compile(r"\b(next|this coming) (week|weekend|month|year|summer)\b")
+_NOW = re.compile(
+    r"\b(today|tonight|this morning|this afternoon|this evening|just now|earlier today)\b"
+)
+_YESTERDAY = re.compile(r"\b(yesterday|last night)\b")
+_RECENT = re.compile(
+    r"\b(recently|the other day|a few days ago|lately|last few days|this week|"
+    r"this weekend|this month)\b"
+)
+
+
+@dataclass(frozen=True)
+class Interval:
+    start: date
+    end: date
+
+    def overlaps(self, other: Interval) -> bool:
+        return self.start <= other.end and other.start <= self.end
+
+
+def _month(year: int, month: int) -> Interval:
+    return Interval(date(year, month, 1), date(year, month, calendar.monthrange(year, month)[1]))
+
+
+def _safe_date(year: int, month: int, day: int) -> date | None:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+def named_times(text: str) -> list[Interval]:
+    """Absolute times written in ``text``: full dates, month and year, or a year alone."""
+    found: list[Interval] = []
+    lowered = text.lower()
+    for day, month, year in _DAY_MONTH_YEAR.findall(lowered):
+        when = _safe_date(int(year), _month_number(month), int(day))
+        if when is not None:
+            found.append(Interval(when, when))
+    for month, day, year in _MONTH_DAY_YEAR.findall(lowered):
+        when = _safe_date(int(year), _month_number(month), int(day))
+        if when is not None:
+            found.append(Interval(when, when))
+    if not found:
+        for month, year in _MONTH_YEAR.findall(lowered):
+            found.append(_month(int(year), _month_number(month)))
+    if not found:
+        for year in _YEAR.findall(lowered):
+            found.append(Interval(date(int(year), 1, 1), date(int(year), 12, 31)))
+    return found
+
+
+def _month_number(name: str) -> int:
+    return _MONTH_NUMBERS[name.lower()]
+
+
+def mentioned_times(text: str, said: datetime | None) -> list[Interval]:
+    """The times a turn mentions, resolved against when it was said (``said``)."""
+    found = list(named_times(text))
+    if said is None:
+        return found
+    lowered = text.lower()
+    day = said.date()
+    found.extend(_relative(lowered, day))
+    if not _DAY_MONTH_YEAR.search(lowered) and not _MONTH_YEAR.search(lowered):
+        for name in _MONTH.findall(lowered):
+            month = _month_number(name)
+            year = day.year if month <= day.month else day.year - 1
+            found.append(_month(year, month))
+    return found
+
+
+def _relative(lowered: str, day: date) -> Iterator[Interval]:
+    if _NOW.search(lowered):
+        yield Interval(day, day)
+    if _YESTERDAY.search(lowered):
+        yield Interval(day - timedelta(days=1), day - timedelta(days=1))
+    if _RECENT.search(lowered):
+        yield Interval(day - timedelta(days=10), day)
+    for count, unit in _AGO.findall(lowered):
+        n = int(count) if count.isdigit() else _NUMBERS.get(count, 2)
+        centre = day - timedelta(days=n * _UNITS[unit])
+        slack = timedelta(days=max(1, _UNITS[unit] // 2))
+        yield Interval(centre - slack, centre + slack)
+    for _, unit in _LAST.findall(lowered):
+        if unit == "night":
+            continue
+        if unit == "year":
+            yield Interval(date(day.year - 1, 1, 1), date(day.year - 1, 12, 31))
+        elif unit in ("summer", "winter", "spring", "fall"):
+            yield Interval(day - timedelta(days=365), day)
+        else:
+            span = _UNITS[unit]
+            yield Interval(day - timedelta(days=2 * span), day - timedelta(days=1))
+    for _, name in _LAST_WEEKDAY.findall(lowered):
+        back = (day.weekday() - _WEEKDAYS[name]) % 7 or 7
+        when = day - timedelta(days=back)
+        yield Interval(when, when)
+    for _, unit in _NEXT.findall(lowered):
+        span = _UNITS.get(unit, 90)
+        yield Interval(day + timedelta(days=1), day + timedelta(days=2 * span))
+
+
+@lru_cache(maxsize=65_536)
+def _mentioned(text: str, said: datetime | None) -> tuple[Interval, ...]:
+    return tuple(mentioned_times(text, said))
+
+
+def temporal_boost(
+    query: str,
+    scores: Mapping[K, float],
+    said: Callable[[K], tuple[str, datetime | None]],
+    *,
+    date_boost: float,
+) -> dict[K, float]:
+    """Scores with the time signal applied; ``said(key)`` gives a turn's text and timestamp.
+
+    A query that names a time adds ``date_boost`` times the best score to the turns that
+    mention that time, and half that to turns merely said on it. ``date_boost`` 0 switches
+    it off.
+    """
+    out = dict(scores)
+    wanted = named_times(query) if date_boost > 0 else []
+    if not out or not wanted:
+        return out
+    top = max(out.values()) or 1.0
+    for key, value in scores.items():
+        text, stamp = said(key)
+        if any(t.overlaps(w) for t in _mentioned(text, stamp) for w in wanted):
+            out[key] = value + date_boost * top
+        elif stamp is not None and any(w.start <= stamp.date() <= w.end for w in wanted):
+            out[key] = value + 0.5 * date_boost * top
+    return out

@@ -1,0 +1,97 @@
+"""Time signals in ranking: dates named in questions, times mentioned in turns."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from markus_memory.search.conversation import ConversationIndex, RankingOptions, Turn
+from markus_memory.search.temporal import (
+    Interval,
+    mentioned_times,
+    named_times,
+    temporal_boost,
+)
+
+
+def at(year: int, month: int, day: int) -> datetime:
+    return datetime(year, month, day, 12, 0, tzinfo=timezone.utc)
+
+
+def day(year: int, month: int, number: int) -> Interval:
+    return Interval(date(year, month, number), date(year, month, number))
+
+
+def test_named_times_reads_full_dates_months_and_years() -> None:
+    assert named_times("Who did Maria have dinner with on May 3, 2023?") == [day(2023, 5, 3)]
+    assert named_times("What did Gina find on 1 February, 2023?") == [day(2023, 2, 1)]
+    assert named_times("Where did Joanna travel to in July 2022?") == [
+        Interval(date(2022, 7, 1), date(2022, 7, 31))
+    ]
+    assert named_times("What happened in 2021?") == [Interval(date(2021, 1, 1), date(2021, 12, 31))]
+    assert named_times("What may Nate want to do?") == []
+
+
+@settings(deadline=None)
+@given(st.dates(min_value=date(1950, 1, 1), max_value=date(2099, 12, 31)), st.booleans())
+def test_a_rendered_date_parses_back_to_that_day(when: date, day_first: bool) -> None:
+    text = (
+        f"on {when.day} {when:%B}, {when.year}"
+        if day_first
+        else f"on {when:%B} {when.day}, {when.year}"
+    )
+    assert named_times(f"What happened {text}?") == [Interval(when, when)]
+
+
+def test_mentioned_times_resolve_against_when_the_turn_was_said() -> None:
+    said = at(2023, 5, 4)  # a Thursday
+    assert day(2023, 5, 3) in mentioned_times("We made dinner last night!", said)
+    assert day(2023, 4, 28) in mentioned_times("Here is a pic from last Friday", said)
+    assert day(2023, 5, 4) in mentioned_times("I finished it today", said)
+    ago = mentioned_times("I started two weeks ago", said)
+    assert any(t.start <= date(2023, 4, 20) <= t.end for t in ago)
+    assert mentioned_times("in December we moved", at(2023, 1, 10)) == [
+        Interval(date(2022, 12, 1), date(2022, 12, 31))
+    ]
+    assert mentioned_times("You may like it", said) == []
+    assert mentioned_times("We went there last week", None) == []
+
+
+def test_temporal_boost_lifts_turns_that_speak_of_the_named_time() -> None:
+    turns = {
+        "mention": ("We made dinner together last night!", at(2023, 5, 4)),
+        "same-day": ("Just checking in.", at(2023, 5, 3)),
+        "other": ("We made dinner together.", at(2023, 6, 20)),
+    }
+    scores = {"mention": 0.0, "same-day": 0.0, "other": 2.0}
+    boosted = temporal_boost(
+        "Who did Maria have dinner with on May 3, 2023?", scores, turns.__getitem__, date_boost=1.0
+    )
+    assert boosted == {"mention": 2.0, "same-day": 1.0, "other": 2.0}
+    off = temporal_boost("dinner on May 3, 2023", scores, turns.__getitem__, date_boost=0.0)
+    assert off == scores
+    undated = temporal_boost("dinner", scores, turns.__getitem__, date_boost=1.0)
+    assert undated == scores
+
+
+def test_a_date_question_lifts_the_turn_that_speaks_of_that_day(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from markus_memory.storage.sqlite import SqliteStore
+
+    said = at(2023, 5, 22)
+    dialogue = [
+        ("s1", "Ben", "Camping, camping: we went camping at the lake.", at(2023, 3, 2)),
+        ("s2", "Ben", "We went camping in the mountains last weekend.", said),
+    ]
+    turns = [
+        Turn(session, n, "user", text, stamp, speaker, {"n": n})
+        for n, (session, speaker, text, stamp) in enumerate(dialogue)
+    ]
+    question = "Where did Ben go camping on 20 May, 2023?"
+    store = SqliteStore(tmp_path / "data.db")
+    for boost, first in ((0.5, 1), (0.0, 0)):
+        idx = ConversationIndex(store, f"a{first}", options=RankingOptions(date_boost=boost))
+        idx.add(turns)
+        assert [hit.turn.metadata["n"] for hit in idx.search(question, limit=1)] == [first]
+    store.close()
