@@ -18,6 +18,7 @@ import psycopg
 
 from markus_memory.storage.postgres import PostgresStore
 from markus_memory.storage.postgres_schema import (
+    ACTIVITY_SEARCH_AGENT_INDEX,
     ACTIVITY_SEARCH_INDEXES,
     activity_document_sql,
     headline_sql,
@@ -60,8 +61,8 @@ def build(
         conn.execute("SET maintenance_work_mem = '512MB'")
         # Bulk load without indexes, then build them once.
         conn.execute(
-            "DROP INDEX idx_activity_search_doc, idx_activity_search_headline, "
-            "idx_activity_search_agent"
+            "DROP INDEX IF EXISTS idx_activity_search_doc, idx_activity_search_headline, "
+            "idx_activity_search_agent, idx_activity_search_agent_doc"
         )
         conn.execute(
             "CREATE UNLOGGED TABLE staged (id TEXT, agent_id TEXT, started_at TIMESTAMPTZ, "
@@ -96,7 +97,7 @@ def build(
         conn.commit()
         print(f"  documents in {time.perf_counter() - started:.0f} s", file=sys.stderr)
         conn.execute("DROP TABLE staged")
-        for statement in ACTIVITY_SEARCH_INDEXES:
+        for statement in (*ACTIVITY_SEARCH_INDEXES, ACTIVITY_SEARCH_AGENT_INDEX):
             conn.execute(statement)
         conn.commit()
         print(f"  indexes in {time.perf_counter() - started:.0f} s", file=sys.stderr)

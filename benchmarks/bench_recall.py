@@ -12,7 +12,8 @@ with a Zipf vocabulary, recorded through the store's own import path). For each 
 * warm: one process, the median and p95 of Q recalls after the first;
 * ingest: ``sessions.append`` per message (the call an agent waits for) and the background
   cost per message of recording and indexing it in the store (writer drained), measured on a
-  fresh agent in the same process, beside the fixture's bulk build cost when it was built now.
+  fresh agent in the same process, beside a bare SQLite insert of the same messages (the
+  baseline) and the fixture's bulk build cost when it was built now.
 
 PostgreSQL runs need ``MARKUS_TEST_POSTGRES_URL`` (or ``--pg-url``).
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -81,10 +83,37 @@ def warm(home: Path, url: str | None, queries: list[str]) -> list[float]:
     return latencies
 
 
-def ingest(url: str | None, messages: int = 2_000) -> tuple[float, float]:
-    """(median µs of one ``sessions.append``, µs per message to record and index it)."""
+def bare_insert(texts: list[str]) -> float:
+    """µs per message of the baseline: a bare SQLite insert of each message (its own
+    transaction, WAL, ``synchronous=NORMAL`` as the store's) into a table without indexes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        conn = sqlite3.connect(Path(tmp) / "bare.db", isolation_level=None)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute(
+            "CREATE TABLE m (id INTEGER PRIMARY KEY, agent TEXT, session TEXT, seq INTEGER, "
+            "role TEXT, content TEXT, created_at TEXT)"
+        )
+        started = time.perf_counter()
+        for i, text in enumerate(texts):
+            conn.execute("BEGIN")
+            conn.execute(
+                "INSERT INTO m (agent, session, seq, role, content, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                ("ingest", "s", i, "user", text, fixture.T0.isoformat()),
+            )
+            conn.execute("COMMIT")
+        elapsed = time.perf_counter() - started
+        conn.close()
+    return elapsed / len(texts) * 1e6
+
+
+def ingest(url: str | None, messages: int = 2_000) -> tuple[float, float, float]:
+    """(median µs of one ``sessions.append``, µs per message to record and index it, µs per
+    message of :func:`bare_insert`)."""
     chat = fixture.Chat(seed=3)
     texts = [chat.text() for _ in range(messages)]
+    bare_us = bare_insert(texts)
     with tempfile.TemporaryDirectory() as tmp:
         now = [fixture.T0]
         settings = Settings(home=Path(tmp), clock=lambda: now[0], database_url=url)
@@ -99,7 +128,7 @@ def ingest(url: str | None, messages: int = 2_000) -> tuple[float, float]:
                 appends.append((time.perf_counter() - begin) * 1e6)
             mem._transcripts._writer.drain()  # every append recorded and indexed
             total = time.perf_counter() - started
-    return statistics.median(appends), total / messages * 1e6
+    return statistics.median(appends), total / messages * 1e6, bare_us
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         runs = cold(home, url, queries, args.processes)
         latencies = warm(home, url, queries)
-        append_us, indexed_us = ingest(url)
+        append_us, indexed_us, bare_us = ingest(url)
         first = statistics.median(r["first_ms"] for r in runs)
         total = statistics.median(r["total_ms"] for r in runs)
         print(f"[{backend}] {args.messages} messages (fixture {home.name})")
@@ -136,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(
             f"  ingest: append median {append_us:.1f} us; recorded + indexed in the "
-            f"background {indexed_us:.0f} us/message"
+            f"background {indexed_us:.0f} us/message ({indexed_us / bare_us:.1f}x a bare SQLite "
+            f"insert in the same process: {bare_us:.0f} us/message)"
         )
         if built_us is not None:
             print(f"  fixture built now: {built_us:.0f} us/message (bulk import)")

@@ -4,6 +4,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests check behaviour, not speed: a loaded machine must not fail them on
+# hypothesis' per-example deadline (timing belongs to benchmarks/).
+settings.register_profile("markus", deadline=None)
+settings.load_profile("markus")
 
 
 @pytest.fixture(autouse=True)

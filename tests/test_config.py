@@ -1,8 +1,12 @@
 from __future__ import annotations
 
 import string
+from pathlib import Path
 
-from markus_memory.config import rand36
+import pytest
+
+from markus_memory import open_agent
+from markus_memory.config import Settings, rand36
 
 
 def test_rand36_is_n_base36_characters_and_varies() -> None:
@@ -10,3 +14,18 @@ def test_rand36_is_n_base36_characters_and_varies() -> None:
     assert all(len(d) == 6 and set(d) <= set(string.digits + string.ascii_lowercase) for d in draws)
     assert len(draws) > 1
     assert rand36(0) == ""
+
+
+def test_item18_settings_home_expands_tilde_from_str_and_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    for home in ("~/.markus", Path("~/.markus")):
+        settings = Settings(home=home)  # type: ignore[arg-type]
+        assert settings.home == tmp_path / ".markus"
+        assert settings.agent_dir("a") == tmp_path / ".markus" / "agents" / "a"
+    with open_agent("a", settings=Settings(home=Path("~/.markus"))) as mem:
+        mem.notebook.upsert("k", "v")
+    assert (tmp_path / ".markus" / "agents" / "a" / "NOTEBOOK.md").is_file()
+    assert not (tmp_path / "~").exists()  # no literal ./~ folder

@@ -78,12 +78,22 @@ def test_converse_notebook_is_not_cut_to_800_chars(memory: AgentMemory) -> None:
 
 def test_A_profile_reflex_omits_knowledge_and_shows_five_state_lines(memory: AgentMemory) -> None:
     memory.knowledge.update_section("procedures", "secret procedure")
-    for i in range(4):
+    for i in range(7):
         memory.state.update(f"k{i}", f"state {i}")
     ctx = render_memory_context(memory, "reflex", estimator=EST)
     assert "secret procedure" not in ctx.text and KNOWLEDGE_HEADING not in ctx.text
     assert ctx.stable.startswith(STATE_HEADING)
     assert len(ctx.stable.splitlines()) == 1 + 5
+
+
+def test_item20_reflex_prompt_shows_state_entries(memory: AgentMemory) -> None:
+    memory.state.update("focus", "Waiting on review of PR 12")
+    stable = render_memory_context(memory, "reflex", estimator=EST).stable
+    assert stable.splitlines() == [
+        STATE_HEADING,
+        "- focus (2026-05-01): Waiting on review of PR 12",
+    ]
+    assert "# State" not in stable.replace(STATE_HEADING, "") and "<!--" not in stable
 
 
 def test_state_never_reaches_other_profiles(memory: AgentMemory) -> None:

@@ -140,8 +140,8 @@ def command_at(path: tuple[str, ...]) -> click.Command:
 DOCS = README + "".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs").glob("*.md"))
 
 
-# Servers; a diff is already plain text; a hook's answer is the JSON Claude Code reads.
-PRINTS_NO_DATA = {("serve",), ("ui",), ("dream", "diff"), ("hook", "session-start")}
+# Servers; a hook's answer is the JSON Claude Code reads.
+PRINTS_NO_DATA = {("serve",), ("ui",), ("hook", "session-start")}
 
 
 @pytest.mark.parametrize("path", command_paths(cli), ids=" ".join)

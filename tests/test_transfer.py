@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from markus_memory.config import Settings
+from markus_memory.dream import dream, dream_history, undo_last_dream
 from markus_memory.errors import InvalidInputError
 from markus_memory.memory import AgentMemory, open_agent, open_store
 from markus_memory.storage.base import ChatMessage, ChatSession, Decision, MailboxItem
@@ -225,3 +226,44 @@ def test_the_transcript_moves_with_the_agent_even_turns_compacted_out_of_its_fil
     with open_agent("mover", settings=target) as mem:
         hit = mem.recall_conversation("harbour ferry", limit=1)[0]
         assert (hit.session_id, hit.index) == (sid, 0)
+
+
+def _dreamed(settings: Settings, agent_id: str) -> tuple[bytes, bytes]:
+    """An agent with one applied offline dream: knowledge.md before and after it."""
+    with open_agent(agent_id, settings=settings) as mem:
+        for i in range(5):
+            mem.knowledge.save_observation(f"fact number {i}")
+        mem.knowledge.save_observation("Deploy on Friday.")
+        mem.knowledge.save_observation("deploy  on FRIDAY")
+        before = mem.paths.knowledge.read_bytes()
+        assert dream(mem).status == "applied"
+        return before, mem.paths.knowledge.read_bytes()
+
+
+def test_item6_export_to_postgres_carries_the_dream_history(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    agent = new_agent_id()
+    files = Settings(home=tmp_path / "a")
+    before, after = _dreamed(files, agent)
+    shared = Settings(home=tmp_path / "b", database_url=postgres_url)
+    export_agent(files, shared, agent)
+    with open_agent(agent, settings=shared) as mem:
+        (run,) = dream_history(mem)
+        assert run.status == "applied" and run.knowledge_after == after.decode()
+        assert undo_last_dream(mem).ok  # the undo survives the move
+        assert mem.documents.read("knowledge.md") == before.decode()
+    back = Settings(home=tmp_path / "c")
+    export_agent(shared, back, agent)  # and the history (now undone) comes back to files
+    with open_agent(agent, settings=back) as mem:
+        assert [r.status for r in dream_history(mem)] == ["undone"]
+
+
+def test_item6_history_already_at_the_destination_is_not_duplicated(tmp_path: Path) -> None:
+    files = Settings(home=tmp_path / "a")
+    _dreamed(files, "agt_twice")
+    copy = Settings(home=tmp_path / "b")
+    export_agent(files, copy, "agt_twice")
+    export_agent(files, copy, "agt_twice", replace=True)
+    with open_agent("agt_twice", settings=copy) as mem:
+        assert len(dream_history(mem)) == 1

@@ -149,6 +149,14 @@ class Settings:
     """Where the markdown layers live: ``"auto"`` (PostgreSQL when ``database_url`` is a
     ``postgresql://`` URL, else files), ``"files"`` or ``"postgres"`` (``MARKUS_DOCUMENTS``)."""
 
+    def __post_init__(self) -> None:
+        # ``home`` may be given as a string and may start with ``~``: always a Path with the
+        # user's home expanded, so "~/.markus" never becomes a literal ``./~`` folder.
+        home = self.home
+        if not isinstance(home, (str, os.PathLike)):
+            raise InvalidInputError(f"home must be a path, got {type(home).__name__}")
+        object.__setattr__(self, "home", Path(home).expanduser())
+
     @classmethod
     def from_env(
         cls, environ: Mapping[str, str] | None = None, *, home: Path | str | None = None

@@ -4,7 +4,8 @@ Every exception the package raises on purpose derives from :class:`MarkusMemoryE
 
     MarkusMemoryError
     ├── InvalidInputError        a caller passed a bad argument (also a ValueError)
-    │   └── InvalidIdError       an agent id, key or session id that is unsafe or malformed
+    │   ├── InvalidIdError       an agent id, key or session id that is unsafe or malformed
+    │   └── RefusedError         a well-formed request the memory refuses in its present state
     ├── NotFoundError            an unknown session, activity or section (also a KeyError)
     ├── CorruptFileError         a file on disk cannot be decoded or parsed; it is left untouched
     │   └── SymlinkError         an agent file is a symbolic link (never followed)
@@ -44,6 +45,11 @@ class InvalidIdError(InvalidInputError):
         super().__init__(f"invalid {kind} {shown}: {why}")
         self.kind = kind
         self.why = why
+
+
+class RefusedError(InvalidInputError):
+    """A well-formed request refused because of what the memory holds now (a destination that
+    already has the agent, an entry owned by the system); the command line exits 1 for it."""
 
 
 class NotFoundError(MarkusMemoryError, KeyError):

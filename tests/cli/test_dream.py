@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from markus_memory import open_agent
+from markus_memory.dream import dream_history
+from tests.fake_llm_server import Reply, fake_server
 
 from .conftest import Invoke, as_json
 
@@ -88,3 +94,52 @@ def test_a_model_that_cannot_be_reached_fails_the_dream_cleanly(invoke: Invoke) 
     )
     assert "failed" in result.output and "Traceback" not in result.output
     assert knowledge_text() == before
+
+
+def test_item19_dream_run_shows_every_refusal_with_its_reason(
+    invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed()
+    with open_agent("al") as mem:
+        ids = [o.id for o in mem.knowledge.observations()]
+    plan = {
+        "remove": [ids[0], "obs_does_not_exist"],
+        "merge": [{"ids": ["obs_nope_1", "obs_nope_2"], "content": "x"}],
+    }
+    body = {"choices": [{"message": {"content": json.dumps(plan)}}]}
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with fake_server() as server:
+        server.replies.append(Reply(body=body))
+        out = invoke(
+            "dream",
+            "run",
+            "-a",
+            "al",
+            "--llm",
+            "openai",
+            "--model",
+            "m",
+            "--base-url",
+            server.url + "/v1",
+            "--dry-run",
+        ).output
+    refused = [line for line in out.splitlines() if line.startswith("refused ")]
+    assert len(refused) >= 2, out
+    assert any("obs_does_not_exist" in line for line in refused)
+    assert any(line.startswith("refused merge") for line in refused)
+
+
+def test_item19_llm_without_api_key_refused_before_any_call(
+    invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed()
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    before = knowledge_text()
+    result = invoke("dream", "run", "-a", "al", "--llm", "openai", "--model", "m", code=2)
+    assert "OPENAI_API_KEY" in result.output and "Traceback" not in result.output
+    result = invoke("dream", "run", "-a", "al", "--llm", "anthropic", "--model", "m", code=2)
+    assert "ANTHROPIC_API_KEY" in result.output
+    assert knowledge_text() == before
+    with open_agent("al") as mem:
+        assert dream_history(mem) == []

@@ -87,7 +87,7 @@ def test_notebook_set_reports_an_eviction(invoke: Invoke) -> None:
 
 def test_an_agent_write_over_a_system_entry_needs_force(invoke: Invoke) -> None:
     invoke("notebook", "set", "status", "green", "-a", "al", "--managed", "system")
-    invoke("notebook", "set", "status", "mine", "-a", "al", code=2)
+    invoke("notebook", "set", "status", "mine", "-a", "al", code=1)  # a refused write
     invoke("notebook", "set", "status", "mine", "-a", "al", "--force")
     with open_agent("al") as mem:
         assert mem.notebook.get("status").text == "mine"

@@ -24,7 +24,7 @@ def seed(agent: str = "al") -> str:
 
 
 def test_agents_lists_every_agent(invoke: Invoke) -> None:
-    assert "No agents" in invoke("agents").output
+    assert "(none) — create one" in invoke("agents").output
     seed("alice")
     seed("bob")
     listed = as_json(invoke("agents", "--json"))

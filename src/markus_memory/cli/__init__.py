@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import click
@@ -20,6 +21,7 @@ from . import (
     _ui,
 )
 from ._common import MemoryGroup, Options
+from ._errors import debugging
 
 
 @click.group(cls=MemoryGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -33,6 +35,9 @@ from ._common import MemoryGroup, Options
 @click.pass_context
 def cli(ctx: click.Context, home: Path | None) -> None:
     """Inspect, search, edit and serve the persistent memory of LLM agents."""
+    if not debugging():
+        # The pool logs every failed connection attempt; the command says it once, on one line.
+        logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
     ctx.obj = Options(home=home)
 
 

@@ -1,8 +1,8 @@
 """What every command shares: the root group, --home/--agent/--json, output, exit codes.
 
-Exit codes: 0 done; 1 the operation failed (a missing agent, a corrupt file, a failed check);
-2 the command line was wrong (click's usage errors and refused arguments). A user error never
-shows a traceback.
+Exit codes: 0 done; 1 the operation failed or was refused (a missing agent, a corrupt file, a
+refused write, a failed check); 2 the command line was wrong (click's usage errors and malformed
+arguments). No failure shows a traceback (``_errors``).
 """
 
 from __future__ import annotations
@@ -22,9 +22,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from .._fs import validate_id
 from ..config import Settings, iso_ms
-from ..errors import InvalidInputError, MarkusMemoryError, NotFoundError
+from ..errors import NotFoundError
 from ..memory import AgentMemory, open_agent
+from ._errors import InputError as InputError  # re-exported: commands raise it
+from ._errors import debugging, translate
 
 AGENT_ENV = "MARKUS_AGENT"
 DEFAULT_AGENT = "default"
@@ -34,24 +37,19 @@ PIPE_WIDTH = 200
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class InputError(click.ClickException):
-    """A refused argument: printed as ``Error: …``, exit code 2 like click's usage errors."""
-
-    exit_code = 2
-
-
 class MemoryGroup(click.Group):
-    """A click group that turns the package's errors into messages and exit codes 1 or 2."""
+    """A click group that turns every failure into one line and exit code 1 or 2."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except InvalidInputError as exc:
-            raise InputError(str(exc)) from None
-        except MarkusMemoryError as exc:
-            raise click.ClickException(str(exc)) from None
-        except OSError as exc:
-            raise click.ClickException(f"{exc.strerror or exc}: {exc.filename or ''}") from None
+        except (click.exceptions.Exit, click.ClickException, click.Abort, BrokenPipeError):
+            raise  # click reports these itself (a closed pipe, as in `| head`, silently)
+        except Exception as exc:
+            if debugging():
+                raise
+            options = ctx.ensure_object(Options)
+            raise translate(exc, options.agent, options.urls) from None
 
 
 @dataclasses.dataclass
@@ -59,9 +57,19 @@ class Options:
     """The root group's options, shared with every command through the click context."""
 
     home: Path | None = None
+    agent: str | None = None
+    """The agent the command works on, named in repair hints."""
+    urls: list[str] = dataclasses.field(default_factory=list)
+    """Database URLs the command uses, diagnosed when the database fails."""
 
     def settings(self) -> Settings:
-        return Settings.from_env(home=self.home)
+        settings = Settings.from_env(home=self.home)
+        self.uses(settings.database_url)
+        return settings
+
+    def uses(self, url: str | None) -> None:
+        if url and url not in self.urls:
+            self.urls.append(url)
 
 
 def settings_of(ctx: click.Context) -> Settings:
@@ -77,6 +85,11 @@ class Check:
     ok: bool
     detail: str = ""
     fixable: bool = False
+    repair: str = ""
+    """What ``doctor --fix`` will change for this finding, in words (empty: the default
+    repair of its kind, or none)."""
+    target: Path | None = None
+    """The file the repair rewrites, for a file-level repair."""
 
 
 def agent_option(func: F) -> F:
@@ -100,6 +113,8 @@ def json_option(func: F) -> F:
 def memory_of(ctx: click.Context, agent: str, *, create: bool = True) -> Iterator[AgentMemory]:
     """Open ``agent``; a reading command (``create=False``) refuses an agent that does not exist."""
     settings = settings_of(ctx)
+    ctx.ensure_object(Options).agent = agent
+    agent = validate_id("agent id", agent)  # a malformed id is a bad argument (exit 2)
     if not create and not settings.agent_dir(agent).is_dir():
         raise NotFoundError(
             f"no agent {agent!r} under {settings.home}; create it with: "
@@ -107,6 +122,16 @@ def memory_of(ctx: click.Context, agent: str, *, create: bool = True) -> Iterato
         )
     with open_agent(agent, settings=settings) as mem:
         yield mem
+
+
+def existing_agent(settings: Settings, agent: str) -> str:
+    """``agent`` if it is a well-formed id with a directory under the home, else an error."""
+    agent = validate_id("agent id", agent)
+    if not settings.agent_dir(agent).is_dir():
+        raise NotFoundError(
+            f"no agent {agent!r} under {settings.home}; list them with: markus-memory agents"
+        )
+    return agent
 
 
 def plain(value: Any) -> Any:
@@ -137,18 +162,27 @@ def console() -> Console:
     return Console(highlight=False, width=PIPE_WIDTH)
 
 
+NONE = "(none)"
+"""The one line of an empty listing, under its heading."""
+
+
 def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Group:
-    """A heading line (never wrapped to the table's width) over a plain table."""
+    """A heading line (never wrapped to the table's width) over a plain table, or over
+    ``(none)`` when there are no rows (every empty listing looks the same)."""
+    heading = Text(f"\n{title}", style="bold")
+    if not rows:
+        return Group(heading, Text(NONE)) if title else Group(Text(NONE))
     view = Table(show_edge=False, pad_edge=False)
     for name in columns:
         view.add_column(name, overflow="fold")
     for row in rows:
         view.add_row(*(str(cell) for cell in row))
-    if not rows:
-        view.caption = "(none)"
-        view.caption_justify = "left"
-    heading = Text(f"\n{title}", style="bold")
     return Group(heading, view) if title else Group(view)
+
+
+def empty_listing(title: str, hint: str = "") -> None:
+    """What every listing prints when it has nothing: its heading, then ``(none)``."""
+    console().print(Group(Text(f"\n{title}", style="bold"), Text(NONE + hint)))
 
 
 def progress(enabled: bool = True) -> Progress:

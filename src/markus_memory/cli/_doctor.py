@@ -9,21 +9,29 @@ from pathlib import Path
 
 import click
 
-from .._fs import read_text
+from .._fs import AgentLock, read_text
 from ..backend import DATA_DB_MIGRATIONS
 from ..config import AgentPaths, Settings
-from ..errors import MarkusMemoryError
+from ..errors import CorruptFileError, MarkusMemoryError
 from ..memory import open_agent
 from ..search import index as search_index
 from ..storage.migrations import SqliteMigrationTarget
 from ..storage.sqlite import SqliteStore
 from ..storage.sqlite_conn import damaged, open_sqlite, sqlite_error
-from ._common import Check, console, emit_json, json_option, progress, settings_of, table
+from ..transfer import MOVED_MARKER
+from ._common import Check, console, emit_json, json_option, plain, progress, settings_of, table
 from ._maintain import (
     derived_problems,
     pending_migration,
     rebuild_derived,
     selected_agents,
+)
+from ._repair import (
+    repair_session,
+    repair_utf8_file,
+    session_problems,
+    session_repair,
+    utf8_repair,
 )
 from ._search import index_checks
 
@@ -31,6 +39,12 @@ from ._search import index_checks
 def _run(subject: str, check: str, probe: Callable[[], object]) -> Check:
     try:
         probe()
+    except CorruptFileError as exc:
+        if isinstance(exc.__cause__, UnicodeDecodeError) and exc.path.is_file():
+            return Check(
+                subject, check, False, str(exc), True, utf8_repair(exc.path), target=exc.path
+            )
+        return Check(subject, check, False, str(exc))
     except (MarkusMemoryError, OSError, ValueError) as exc:
         return Check(subject, check, False, str(exc))
     return Check(subject, check, True)
@@ -47,16 +61,34 @@ def agent_checks(settings: Settings, name: str) -> list[Check]:
         checks.append(_run(name, "NOTEBOOK.md parses", mem.notebook.read))
         checks.append(_run(name, "state.md parses", mem.state.entries))
         checks.append(_run(name, "role files load", mem.roles.role))
-        infos = mem.sessions.list()
-        bad = []
-        for info in infos:
-            result = _run(name, "session", partial(mem.sessions.get, info.id))
-            if not result.ok:
-                bad.append(f"{info.path.name}: {result.detail}")
-        checks.append(Check(name, f"{len(infos)} session file(s) parse", not bad, "; ".join(bad)))
+        if (paths.root / MOVED_MARKER).exists() and not settings.documents_on_postgres:
+            detail = (
+                f"{MOVED_MARKER}: these markdown files were exported to PostgreSQL and are a "
+                "stale backup; set MARKUS_DATABASE_URL, or import the agent back with --replace"
+            )
+            checks.append(Check(name, "markdown files are current", False, detail))
+        for folder in (paths.sessions_dir, paths.daily_logs_dir):
+            if folder.exists() and not folder.is_dir():
+                detail = f"{folder} is a file where a directory belongs: move it away"
+                checks.append(Check(name, f"{folder.name}/ is a directory", False, detail))
+        count, problems = session_problems(paths.sessions_dir)  # read only: nothing moves
+        if not problems:
+            checks.append(Check(name, f"{count} session file(s) parse", True))
+        for problem in problems:
+            checks.append(
+                Check(
+                    name,
+                    f"session {problem.session_id}",
+                    False,
+                    f"sessions/{problem.file}: {problem.why}",
+                    True,
+                    session_repair(problem),
+                )
+            )
         logs = sorted(paths.daily_logs_dir.glob("*.md")) if paths.daily_logs_dir.is_dir() else []
-        bad = [p.name for p in logs if not _run(name, "log", partial(read_text, p)).ok]
-        checks.append(Check(name, f"{len(logs)} daily log(s) decode", not bad, ", ".join(bad)))
+        bad = [_run(name, f"daily log {p.name} decodes", partial(read_text, p)) for p in logs]
+        failing = [c for c in bad if not c.ok]
+        checks.extend(failing or [Check(name, f"{len(logs)} daily log(s) decode", True)])
     if all(c.ok for c in checks):
         checks.extend(index_checks(settings, name))
     return checks
@@ -102,24 +134,63 @@ def database_checks(path: Path) -> list[Check]:
     return checks
 
 
-def fix(settings: Settings, failed: list[Check]) -> list[str]:
-    """Repair what is safe: legacy and schema migrations, and rebuilding derived data;
-    returns what could not be repaired."""
+def planned(item: Check) -> str:
+    """What ``--fix`` will change for ``item``, in words."""
+    if item.repair:
+        return item.repair
+    if item.check == "legacy migration":
+        return "migrate MEMORY.md / memories.json into knowledge.md and state.md (as `migrate`)"
+    if item.check == "schema current":
+        return "apply the pending database migrations to data.db"
+    if item.check == "derived data":
+        return (
+            "rebuild everything derived from the files for every agent (as `reindex`): search "
+            "indexes, transcripts and their recall index, activity search"
+        )
+    if item.check.startswith("search index"):
+        return "rebuild the agent's search index from knowledge.md (derived data only)"
+    return "nothing (no safe repair)"
+
+
+def fix_one(settings: Settings, item: Check) -> str:
+    """Repair one finding; what was done."""
+    if item.target is not None:
+        paths = AgentPaths(settings.agent_dir(item.subject))
+        with AgentLock(paths.lock, settings.lock_timeout_seconds):
+            return repair_utf8_file(item.target)
+    if item.check.startswith("session "):
+        return repair_session(settings, item.subject, item.check.removeprefix("session "))
+    if item.check == "legacy migration":
+        open_agent(item.subject, settings=settings).close()
+    elif item.check == "schema current":
+        SqliteStore(settings.database_path).close()
+        search_index.open_index(settings.database_path).conn.close()
+    elif item.check.startswith("search index"):
+        with open_agent(item.subject, settings=settings) as mem:
+            mem.rebuild_search_index()
+    return "done"
+
+
+def fix(
+    settings: Settings, failed: list[Check], quiet: bool
+) -> tuple[list[tuple[Check, str]], list[str]]:
+    """Repair what is safe, saying before each repair what it changes (on stderr when
+    ``quiet``: stdout is JSON then); (finding, outcome) and what could not be repaired."""
+    done: list[tuple[Check, str]] = []
     problems: list[str] = []
     if any(item.check == "derived data" for item in failed):
         # Rebuilds every agent's search index as well: the per-agent repairs are done.
+        covered = [i for i in failed if i.check == "derived data" or i.check.startswith("search")]
+        for item in covered:
+            click.echo(f"fixing {item.subject}: {item.check}: {planned(item)}", err=quiet)
         problems.extend(rebuild_derived(settings, selected_agents(settings, None))[1])
-        failed = [item for item in failed if not item.check.startswith("search index")]
+        outcome = "rebuilt" if not problems else "rebuilt in part (see: could not fix)"
+        done.extend((item, outcome) for item in covered)
+        failed = [item for item in failed if item not in covered]
     for item in failed:
-        if item.check == "legacy migration":
-            open_agent(item.subject, settings=settings).close()
-        elif item.check == "schema current":
-            SqliteStore(settings.database_path).close()
-            search_index.open_index(settings.database_path).conn.close()
-        elif item.check.startswith("search index"):
-            with open_agent(item.subject, settings=settings) as mem:
-                mem.rebuild_search_index()
-    return problems
+        click.echo(f"fixing {item.subject}: {item.check}: {planned(item)}", err=quiet)
+        done.append((item, fix_one(settings, item)))
+    return done, problems
 
 
 @click.command()
@@ -130,7 +201,8 @@ def fix(settings: Settings, failed: list[Check]) -> list[str]:
 def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -> None:
     """Check that every memory file parses and the database schema is current.
 
-    Exit code 1 when a check fails (after --fix, when one still fails).
+    A check changes nothing. --fix first says what it will change, then does it, then checks
+    again. Exit code 1 when a check fails (after --fix, when one still fails).
     """
     settings = settings_of(ctx)
     agents = selected_agents(settings, agent)
@@ -147,16 +219,23 @@ def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -
         return found
 
     checks = run_all()
-    fixed: list[Check] = []
+    fixed: list[tuple[Check, str]] = []
     unfixed: list[str] = []
     if repair:
-        fixed = [c for c in checks if not c.ok and c.fixable]
-        if fixed:
-            unfixed = fix(settings, fixed)
+        fixable = [c for c in checks if not c.ok and c.fixable]
+        if fixable:
+            fixed, unfixed = fix(settings, fixable, as_json)
             checks = run_all()
     failed = [c for c in checks if not c.ok]
     if as_json:
-        emit_json({"ok": not failed, "checks": checks, "fixed": fixed, "not_fixed": unfixed})
+        emit_json(
+            {
+                "ok": not failed,
+                "checks": [{**plain(c), "fix": planned(c) if c.fixable else None} for c in checks],
+                "fixed": [{**plain(c), "fix": planned(c), "result": r} for c, r in fixed],
+                "not_fixed": unfixed,
+            }
+        )
     else:
         console().print(
             table(
@@ -165,12 +244,16 @@ def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -
                 [(c.subject, c.check, "ok" if c.ok else "FAIL", c.detail) for c in checks],
             )
         )
-        for item in fixed:
-            click.echo(f"fixed: {item.subject}: {item.check}")
+        for item, outcome in fixed:
+            click.echo(f"fixed: {item.subject}: {item.check}: {outcome}")
         for problem in unfixed:
             click.echo(f"could not fix: {problem}")
-        hint = " (some can be repaired with --fix)" if any(c.fixable for c in failed) else ""
-        click.echo(f"{len(failed)} problem(s){hint}." if failed else "All checks passed.")
+        pending = [c for c in failed if c.fixable]
+        if pending and not repair:
+            click.echo("doctor --fix would:")
+            for item in pending:
+                click.echo(f"  {item.subject}: {item.check}: {planned(item)}")
+        click.echo(f"{len(failed)} problem(s)." if failed else "All checks passed.")
     if failed:
         ctx.exit(1)
 

@@ -8,6 +8,7 @@ import click
 
 from ..dream import dream as run_dream
 from ..dream import dream_diff, dream_history, undo_last_dream
+from ..errors import NotFoundError
 from ..llm import AnthropicChatModel, ChatModel, OpenAIChatModel
 from ._common import agent_option, console, emit_json, json_option, memory_of, spinner, table, when
 
@@ -21,6 +22,11 @@ def chat_model(kind: str | None, model: str | None, base_url: str | None) -> Cha
     if not model:
         raise click.UsageError(f"--llm {kind} needs --model NAME")
     key = os.environ.get(KEY_ENVS[kind]) or None
+    if key is None and base_url is None:  # the hosted API would refuse; say so before calling
+        raise click.UsageError(
+            f"--llm {kind} needs an API key: set {KEY_ENVS[kind]} (or pass --base-url for a "
+            "local endpoint that needs none)"
+        )
     if kind == "openai":
         if base_url is None:
             return OpenAIChatModel(model, api_key=key)
@@ -72,6 +78,10 @@ def dream_run(
             f"{len(report.merged)}, promoted {len(report.promoted)}"
             + (f"; run {report.run_id}" if report.run_id and not dry_run else "")
         )
+        for refusal in report.rejections:
+            which = "" if refusal.index is None else f" #{refusal.index + 1}"
+            ids = f" ({', '.join(refusal.ids)})" if refusal.ids else ""
+            click.echo(f"refused {refusal.part}{which}{ids}: {refusal.reason}")
         if report.error:
             click.echo(f"error: {report.error}", err=True)
         if dry_run and report.diff:
@@ -147,11 +157,21 @@ def dream_history_command(
 @dream.command("diff")
 @click.argument("run_id")
 @agent_option
+@json_option
 @click.pass_context
-def dream_diff_command(ctx: click.Context, run_id: str, agent: str) -> None:
+def dream_diff_command(ctx: click.Context, run_id: str, agent: str, as_json: bool) -> None:
     """Print what dream RUN_ID changed in knowledge.md and state.md (unified diff)."""
     with memory_of(ctx, agent, create=False) as mem:
-        click.echo(dream_diff(mem, run_id), nl=False)
+        try:
+            diff = dream_diff(mem, run_id)
+        except NotFoundError as exc:
+            raise click.ClickException(
+                f"{exc}; list them with: markus-memory dream history --agent {agent}"
+            ) from None
+    if as_json:
+        emit_json({"run_id": run_id, "diff": diff})
+    else:
+        click.echo(diff or "(no change)\n", nl=False)
 
 
 COMMANDS: tuple[click.Command, ...] = (dream,)

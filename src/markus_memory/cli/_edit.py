@@ -12,6 +12,7 @@ from ._common import (
     agent_option,
     console,
     emit_json,
+    empty_listing,
     json_option,
     memory_of,
     read_text_argument,
@@ -50,6 +51,8 @@ def notebook_show(ctx: click.Context, agent: str, as_json: bool) -> None:
     if as_json:
         emit_json(entries)
         return
+    if not entries:
+        empty_listing("Notebook")
     for entry in entries:
         tag = "" if entry.managed == "agent" else f" [{entry.managed}]"
         click.echo(f"## {entry.key}{tag}\n{entry.text}\n")
@@ -106,10 +109,15 @@ def notebook_clear(
     """Remove entry KEY, every agent entry (no KEY), or everything (--all)."""
     with memory_of(ctx, agent, create=False) as mem:
         removed = mem.notebook.clear(key, all=everything, allow_system=key is not None)
+        keys = [e.key for e in mem.notebook.entries()]
     if as_json:
         emit_json({"removed": removed})
-        return
-    click.echo(f"Removed {removed} entr{'y' if removed == 1 else 'ies'}.")
+    elif key is not None and not removed:
+        click.echo(f"No notebook entry {key!r} (entries: {', '.join(keys) or 'none'}).", err=True)
+    else:
+        click.echo(f"Removed {removed} entr{'y' if removed == 1 else 'ies'}.")
+    if key is not None and not removed:  # like `state clear`: a named key that is not there
+        ctx.exit(1)
 
 
 @click.command()
@@ -172,6 +180,8 @@ def knowledge_show(
     if as_json:
         emit_json({"sections": sections, "observations": observations})
         return
+    if not sections:
+        empty_listing("Knowledge sections")
     for item in sections:
         click.echo(f"## {item['name']}\n{item['body']}\n")
     if observations:
@@ -277,10 +287,13 @@ def state_clear(ctx: click.Context, key: str, agent: str, as_json: bool) -> None
     """Remove state KEY."""
     with memory_of(ctx, agent, create=False) as mem:
         removed = mem.state.clear(key)
+        keys = [e.key for e in mem.state.entries()]
     if as_json:
-        emit_json({"removed": removed})
+        emit_json({"removed": 1 if removed else 0})
+    elif removed:
+        click.echo("Removed 1 entry.")
     else:
-        click.echo(f"Removed {key!r}." if removed else f"No state entry {key!r}.")
+        click.echo(f"No state entry {key!r} (entries: {', '.join(keys) or 'none'}).", err=True)
     if not removed:
         ctx.exit(1)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import MarkusMemoryError
+from .._fs import validate_id
 from ..integrations.claude_code import (
     install_claude_code,
     parse_hook_input,
@@ -19,6 +19,7 @@ from ..integrations.claude_code import (
 from ..prompt import PROFILES
 from ._common import Options, agent_option, emit_json, json_option, memory_of
 from ._dream import KEY_ENVS, chat_model
+from ._errors import translate
 
 
 @click.group()
@@ -30,7 +31,8 @@ def hook() -> None:
 
 
 def _fail(ctx: click.Context, event: str, exc: Exception) -> None:
-    detail = str(exc) if isinstance(exc, (MarkusMemoryError, OSError)) else repr(exc)
+    options = ctx.ensure_object(Options)  # the same one-line message as every other command
+    detail = translate(exc, options.agent, options.urls).message
     click.echo(f"markus-memory {event} hook: {detail}", err=True)
     ctx.exit(1)
 
@@ -115,6 +117,7 @@ def install() -> None:
 def install_claude(ctx: click.Context, agent: str, project: Path, as_json: bool) -> None:
     """Add the MCP server and the SessionStart/PreCompact hooks; safe to run again."""
     home = ctx.ensure_object(Options).home
+    validate_id("agent id", agent)  # never write a configuration for an id that cannot work
     report = install_claude_code(project, command=_command(), agent=agent, home=home)
     if as_json:
         emit_json({"changed": report.changed, "unchanged": report.unchanged})

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ..config import Settings
+from ..errors import NotFoundError
 from ..memory import AgentMemory
 from ..prompt import PROFILES, render_memory_context
 from ..storage.base import Activity
@@ -15,6 +16,7 @@ from ._common import (
     agent_option,
     console,
     emit_json,
+    empty_listing,
     json_option,
     memory_of,
     plain,
@@ -49,7 +51,9 @@ def agents(ctx: click.Context, as_json: bool) -> None:
         emit_json({"home": str(settings.home), "agents": rows})
         return
     if not rows:
-        click.echo(f"No agents under {settings.home}. Create one: markus-memory init --agent NAME")
+        empty_listing(
+            f"Agents in {settings.home}", " — create one: markus-memory init --agent NAME"
+        )
         return
     console().print(
         table(
@@ -181,7 +185,10 @@ def sessions(ctx: click.Context, agent: str, show_id: str | None, last: int, as_
         if show_id is not None:
             session = mem.sessions.get(show_id)
             if session is None:
-                raise click.ClickException(f"no session {show_id!r} for agent {agent!r}")
+                raise click.ClickException(
+                    f"no session {show_id!r} for agent {agent!r}; list them with: "
+                    f"markus-memory sessions --agent {agent}"
+                )
             messages = list(session.messages[-last:])
             if as_json:
                 emit_json({"id": session.id, "messages": messages})
@@ -265,7 +272,12 @@ def _activity(activity: Activity) -> dict[str, Any]:
 def recall_activity(ctx: click.Context, activity_id: str, agent: str, as_json: bool) -> None:
     """Print one activity with its logs."""
     with memory_of(ctx, agent, create=False) as mem:
-        detail = mem.activities.get(activity_id)
+        try:
+            detail = mem.activities.get(activity_id)
+        except NotFoundError as exc:
+            raise click.ClickException(
+                f"{exc}; list them with: markus-memory recall activities --agent {agent}"
+            ) from None
     if as_json:
         emit_json({**_activity(detail.activity), "logs": detail.logs})
         return
@@ -329,7 +341,7 @@ def recall_conversation(
         emit_json(hits)
         return
     if not hits:
-        click.echo("No matching messages.")
+        empty_listing("Conversation hits")
     for hit in hits:
         who = hit.speaker or hit.role
         click.secho(

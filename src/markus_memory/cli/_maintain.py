@@ -22,7 +22,7 @@ from ..storage.recall_index import RECALL_TABLES
 from ..storage.sqlite import SqliteStore
 from ..storage.sqlite_conn import damaged
 from ..storage.sqlite_schema import ACTIVITY_SEARCH_TABLES
-from ._common import console, emit_json, json_option, progress, settings_of, table
+from ._common import console, emit_json, existing_agent, json_option, progress, settings_of, table
 from ._inspect import agent_ids
 
 
@@ -50,9 +50,7 @@ def pending_migration(settings: Settings, agent_id: str) -> bool:
 def selected_agents(settings: Settings, agent: str | None) -> list[str]:
     if agent is None:
         return agent_ids(settings)
-    if not settings.agent_dir(agent).is_dir():
-        raise click.ClickException(f"no agent {agent!r} under {settings.home}")
-    return [agent]
+    return [existing_agent(settings, agent)]
 
 
 @click.command()

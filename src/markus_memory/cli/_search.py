@@ -9,14 +9,15 @@ import click
 
 from .._fs import signature
 from ..config import Settings
-from ..memory import open_agent
-from ..search.memory_search import Corpus
+from ..memory import open_agent, open_store
+from ..search.memory_search import METHOD_RECENT, Corpus
 from ..storage.sqlite_conn import open_sqlite
 from ._common import (
     Check,
     agent_option,
     console,
     emit_json,
+    existing_agent,
     json_option,
     memory_of,
     settings_of,
@@ -40,11 +41,24 @@ from ._maintain import rebuild_derived
 def search(
     ctx: click.Context, query: str | None, agent: str, limit: int, kind: str | None, as_json: bool
 ) -> None:
-    """Search observations and curated knowledge (memory_search); no QUERY lists the newest."""
+    """Search observations and curated knowledge (memory_search); no QUERY lists the newest
+    observations, newest first."""
     with memory_of(ctx, agent, create=False) as mem:
         result = mem.search(query, limit=limit, type=kind)
     if as_json:
         emit_json(result)
+        return
+    if result.method == METHOD_RECENT:  # no query: a listing, newest first, nothing to score
+        console().print(
+            table(
+                f"{len(result.hits)} newest observation(s)",
+                ["when", "type", "id", "content"],
+                [
+                    (when(h.timestamp), h.type, h.id, short(h.content, 80))
+                    for h in reversed(result.hits)
+                ],
+            )
+        )
         return
     console().print(
         table(
@@ -75,9 +89,9 @@ def reindex(ctx: click.Context, agent: str | None, as_json: bool) -> None:
     Exit code 1, with what could not be rebuilt, when a part fails.
     """
     settings = settings_of(ctx)
-    agents = agent_ids(settings) if agent is None else [agent]
-    if agent is not None and not settings.agent_dir(agent).is_dir():
-        raise click.ClickException(f"no agent {agent!r} under {settings.home}")
+    agents = agent_ids(settings) if agent is None else [existing_agent(settings, agent)]
+    if settings.database_url:  # a server that cannot be used fails here, once, with its cause
+        open_store(settings).close()
     rows, problems = rebuild_derived(settings, agents)
     for problem in problems:
         click.echo(f"could not rebuild: {problem}", err=True)

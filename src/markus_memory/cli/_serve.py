@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -70,6 +71,13 @@ def serve(
             click.echo(f"MCP over HTTP: {url}", err=True)
             http_guard.run_on_socket(app, sock)
         else:
+            if sys.stdin.isatty():  # run by hand: say why nothing happens
+                click.echo(
+                    f"markus-memory: serving agent {mem.agent_id!r} to an MCP client on stdin/"
+                    "stdout; waiting for one (Ctrl-D or Ctrl-C stops; register this command "
+                    "in an MCP client instead of running it in a terminal)",
+                    err=True,
+                )
             mcp_server.serve_stdio(mem, legacy_tools=legacy_tools)
 
 

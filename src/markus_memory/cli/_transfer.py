@@ -6,14 +6,17 @@ from pathlib import Path
 
 import click
 
+from .._fs import validate_id
 from ..config import Settings
-from ..transfer import TransferReport, export_agent
-from ._common import console, emit_json, json_option, settings_of, spinner, table
+from ..errors import NotFoundError
+from ..transfer import MOVED_MARKER, TransferReport, export_agent
+from ._common import Options, console, emit_json, json_option, settings_of, spinner, table
 
 
-def _other(current: Settings, home: Path | None, url: str | None) -> Settings:
+def _other(ctx: click.Context, current: Settings, home: Path | None, url: str | None) -> Settings:
     """The other side: ``home`` (default: the current home) with documents in PostgreSQL at
     ``url``, or on files when no URL is given."""
+    ctx.ensure_object(Options).uses(url)
     return Settings(
         home=home.expanduser() if home is not None else current.home,
         database_url=url,
@@ -32,10 +35,19 @@ def _show(report: TransferReport, as_json: bool, verb: str) -> None:
     console().print(
         table(
             f"{verb.capitalize()}ed {len(report.agents)} agent(s)",
-            ["documents", "other files", "episodic rows", "removed"],
-            [(report.documents, report.files, report.rows, report.removed)],
+            ["documents", "other files", "episodic rows", "dream runs", "removed"],
+            [(report.documents, report.files, report.rows, report.dream_runs, report.removed)],
         )
     )
+    if report.marked:
+        click.echo(
+            f"\nThe markdown files of {len(report.marked)} agent(s) stay on disk as they were, "
+            "as a backup: with MARKUS_DATABASE_URL set they are no longer read or updated. "
+            f"Each directory has a {MOVED_MARKER} saying so; delete the files when you no "
+            "longer need them:"
+        )
+        for root in report.marked:
+            click.echo(f"  {root}")
 
 
 _AGENT = click.option("--agent", "-a", help="Only this agent (default: every agent).")
@@ -70,9 +82,11 @@ def export_command(
     """Copy agents from this memory to PostgreSQL or to another home, losslessly.
 
     The source is this memory as configured (--home, MARKUS_DATABASE_URL, MARKUS_DOCUMENTS).
+    Documents, other files, episodic rows and the dream history are copied. Exported in place
+    to PostgreSQL, the markdown files stay on disk as a backup, marked as no longer read.
     """
     source = settings_of(ctx)
-    target = _other(source, to_home, to_database_url)
+    target = _other(ctx, source, to_home, to_database_url)
     with spinner(not as_json, "exporting"):
         report = export_agent(source, target, agent, replace=replace)
     _show(report, as_json, "export")
@@ -103,7 +117,11 @@ def import_command(
 ) -> None:
     """Copy agents from PostgreSQL or another home into this memory, losslessly."""
     target = settings_of(ctx)
-    source = _other(target, from_home, from_database_url)
+    if agent is not None:
+        validate_id("agent id", agent)  # a malformed id is a bad argument, whatever the source
+    if from_home is not None and not from_home.expanduser().is_dir():
+        raise NotFoundError(f"no memory home at {from_home}: check --from-home")
+    source = _other(ctx, target, from_home, from_database_url)
     with spinner(not as_json, "importing"):
         report = export_agent(source, target, agent, replace=replace)
     _show(report, as_json, "import")

@@ -22,8 +22,8 @@ Decisions where the original was silent or buggy:
   ``UpsertResult.truncated=True`` and ``stored_chars``/``limit``, so the tool can tell the model.
   System/cpp entries are capped too (the original left them
   uncapped). Inputs over :data:`MAX_INPUT_CHARS` are refused.
-* An ``agent`` write or a ``clear(key)`` on a system/cpp key raises :class:`InvalidInputError`
-  unless ``allow_system=True`` is passed (the original let agents
+* An ``agent`` write or a ``clear(key)`` on a system/cpp key raises :class:`RefusedError` (an
+  :class:`InvalidInputError`) unless ``allow_system=True`` is passed (the original let agents
   overwrite system keys). ``clear()`` removes agent entries only.
 * Every write persists before returning (no debounce), under the agent lock, atomically.
 * An entry without ``<!-- updated -->`` is dated by the file's mtime, never "now" (the
@@ -44,7 +44,7 @@ from .._fs import AgentLock, validate_key
 from .._fs_docs import FileDocuments
 from .._markdown import escape_body, h2_name, meta_line, render_meta, unescape_body
 from ..config import AgentPaths, Clock, Limits, iso_ms, parse_iso
-from ..errors import InvalidInputError
+from ..errors import CorruptFileError, InvalidInputError, RefusedError
 
 Managed = Literal["agent", "system", "cpp"]
 MANAGED_VALUES: tuple[Managed, ...] = ("agent", "system", "cpp")
@@ -131,6 +131,29 @@ def _to_ms(moment: datetime) -> datetime:
     return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
 
 
+def utf8_damage(data: bytes, most: int = 1000) -> list[tuple[int, int, int]]:
+    """``(line, column, byte)`` (1-based; the column counts bytes) of every byte of ``data``
+    that is not part of valid UTF-8, at most ``most`` of them."""
+    found: list[tuple[int, int, int]] = []
+    position = 0
+    while len(found) < most:
+        try:
+            data[position:].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            for at in range(position + exc.start, position + exc.end):
+                line_start = data.rfind(b"\n", 0, at) + 1
+                found.append((data.count(b"\n", 0, at) + 1, at - line_start + 1, data[at]))
+            position += exc.end
+        else:
+            break
+    return found[:most]
+
+
+def repair_utf8(data: bytes) -> bytes:
+    """``data`` with each invalid UTF-8 sequence replaced by U+FFFD; every other byte kept."""
+    return data.decode("utf-8", errors="replace").encode("utf-8")
+
+
 def render_notebook(doc: NotebookDoc) -> str:
     """The exact Markus layout; ``parse_notebook(render_notebook(d), t) == d`` for stored docs."""
     lines = [doc.preamble, ""]
@@ -214,7 +237,7 @@ class Notebook:
         sig = self.documents.version(self.store_name)
         if use_cache and sig is not None and self._cache is not None and self._cache[0] == sig:
             return self._cache[1]
-        text = self.documents.read(self.store_name)
+        text = self._read()
         if text is None:
             return NotebookDoc(DEFAULT_PREAMBLE, ())
         modified = sig.modified_ns if sig else 0
@@ -232,7 +255,28 @@ class Notebook:
 
     def text(self) -> str:
         """The file as stored, or ``""`` when there is none."""
-        return self.documents.read(self.store_name) or ""
+        return self._read() or ""
+
+    def _read(self) -> str | None:
+        """The stored text; bytes that are not UTF-8 are reported with their line."""
+        try:
+            return self.documents.read(self.store_name)
+        except CorruptFileError as exc:
+            if not isinstance(exc.__cause__, UnicodeDecodeError):
+                raise
+            try:
+                damage = utf8_damage(exc.path.read_bytes())
+            except OSError:
+                raise exc from None
+            if not damage:
+                raise
+            line, column, byte = damage[0]
+            raise CorruptFileError(
+                exc.path,
+                f"line {line}, column {column}: byte 0x{byte:02x} is not valid UTF-8 "
+                f"({len(damage)} bad byte(s) in all); `markus-memory doctor --fix` replaces "
+                "them and keeps every other byte",
+            ) from exc.__cause__
 
     # writing
 
@@ -263,7 +307,7 @@ class Notebook:
             index = next((i for i, e in enumerate(entries) if e.key == key), None)
             if index is not None and kind == "agent" and entries[index].managed != "agent":
                 if not allow_system:
-                    raise InvalidInputError(
+                    raise RefusedError(
                         f"notebook key {key!r} is managed by the {entries[index].managed}; "
                         "choose another key (agent writes never replace system entries)"
                     )
@@ -301,7 +345,7 @@ class Notebook:
             if key is not None:
                 match = next((e for e in doc.entries if e.key == key), None)
                 if match is not None and match.managed != "agent" and not allow_system:
-                    raise InvalidInputError(
+                    raise RefusedError(
                         f"notebook key {key!r} is managed by the {match.managed}; "
                         "pass allow_system=True to remove it"
                     )

@@ -43,6 +43,9 @@ NEW_FILE_TEXT = "# State\n\n"
 MAX_INPUT_CHARS = 1_000_000
 """Content longer than this is refused: state.md holds short snapshots."""
 
+SNAPSHOT_CHARS = 200
+"""Longest content of one reflex state line."""
+
 _UPDATED_AT = re.compile(r"updatedAt[:\s]+(\d{4}-\d{2}-\d{2})", re.IGNORECASE)
 _ANY_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -88,6 +91,15 @@ def parse_state_entry(section: Section) -> StateEntry:
     rest = section.body.split("\n", 1)[1] if "\n" in section.body else ""
     updated = own if isinstance(own, date) else None
     return StateEntry(section.name, unescape_body(rest.strip()).strip(), updated)
+
+
+def snapshot_line(entry: StateEntry) -> str:
+    """``- key (YYYY-MM-DD): content`` on one line (no date when the entry has none)."""
+    content = " ".join(entry.content.split())
+    if len(content) > SNAPSHOT_CHARS:
+        content = content[: SNAPSHOT_CHARS - 1] + "\u2026"
+    dated = f" ({entry.updated.isoformat()})" if entry.updated else ""
+    return f"- {entry.key}{dated}: {content}"
 
 
 def render_state_entry(entry: StateEntry) -> Section:
@@ -160,12 +172,16 @@ class StateFile:
         return next((e for e in self.entries() if e.key == key), None)
 
     def snapshot(self, max_lines: int | None = None) -> str:
-        """The first ``max_lines`` lines of the stripped file (the reflex prompt's state lines)."""
+        """The reflex prompt's state lines: one ``- key (date): content`` line for each of the
+        first ``max_lines`` entries, content on one line and cut to :data:`SNAPSHOT_CHARS`.
+
+        The original injected the first lines of the raw file, which spent them on the
+        ``# State`` heading and the ``updatedAt`` comments; these lines carry the entries.
+        """
         limit = self._limits.state_prompt_max_lines_reflex if max_lines is None else max_lines
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise InvalidInputError(f"max_lines must be a non-negative integer, got {limit!r}")
-        lines = self.text().strip().split("\n")
-        return "\n".join(line.rstrip("\r") for line in lines[:limit]).strip()
+        return "\n".join(snapshot_line(entry) for entry in self.entries()[:limit])
 
     def update(self, key: str, content: str) -> StateEntry:
         """Upsert ``## key`` dated today (UTC); an existing section keeps its position."""

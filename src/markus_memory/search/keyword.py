@@ -11,6 +11,12 @@ Decisions where the original was silent or buggy:
   Text without CJK characters tokenizes exactly as in the original.
 * Two curated sections whose names slug to the same id get ``_2``, ``_3``… suffixes (the original
   emitted duplicate ids, which no caller can tell apart).
+* A token matches at the start of a word only (the original matched substrings, so "we" in a
+  question hit every "answers"): no letter, digit, ``_``, ``+`` or ``-`` may precede it. A token
+  shorter than :data:`PREFIX_MIN_CHARS` must be a whole word ("we" misses "were"); a longer one
+  may begin a longer word, so "postgres" still finds "PostgreSQL" and "deploy" "deployment".
+  Tokens with CJK characters still match inside a run, which has no spaces between words; the
+  whole-query phrase bonus follows the same rules.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from itertools import compress
 from typing import Literal, Protocol
 
@@ -126,19 +133,43 @@ def tokenize(query: str) -> list[str]:
 
 
 def score_haystack(haystack: str, tokens: Sequence[str], full_query_lower: str) -> int:
-    """How many tokens occur in ``haystack`` as substrings, doubled by a whole-query phrase hit."""
+    """How many tokens start a word of ``haystack``, doubled by a whole-query phrase hit."""
     if not tokens:
         return 0
     hay = haystack.lower()
     return _score_lowered(hay, tokens, full_query_lower.strip().lower())
 
 
+_WORD_CHAR = r"[\w+\-]"
+PREFIX_MIN_CHARS = 4
+"""Tokens at least this long also match the start of a longer word."""
+
+
+@lru_cache(maxsize=4096)
+def _whole(text: str) -> re.Pattern[str] | None:
+    """A pattern finding ``text`` at word starts; None when a substring test is the rule (CJK)."""
+    if not text or CJK_RUN.search(text):
+        return None
+    start = f"(?<!{_WORD_CHAR})" if re.match(_WORD_CHAR, text[0]) else ""
+    short = len(text) < PREFIX_MIN_CHARS and re.match(_WORD_CHAR, text[-1])
+    end = f"(?!{_WORD_CHAR})" if short else ""
+    return re.compile(start + re.escape(text) + end)
+
+
+def occurs(text: str, hay: str) -> bool:
+    """Whether lower-cased ``text`` starts a word of lower-cased ``hay`` (see the module notes)."""
+    if text not in hay:
+        return False
+    pattern = _whole(text)
+    return pattern is None or pattern.search(hay) is not None
+
+
 def _score_lowered(hay: str, tokens: Sequence[str], full: str) -> int:
     score = 0
     for token in tokens:
-        if token in hay:
+        if occurs(token, hay):
             score += 1
-    if len(full) >= 2 and full in hay:
+    if len(full) >= 2 and occurs(full, hay):
         score += len(tokens)
     return score
 
@@ -162,12 +193,13 @@ class Haystacks:
         counts: Counter[int] = Counter()
         lowered = self.lowered
         for token in tokens:
-            counts.update(compress(self._positions, [token in hay for hay in lowered]))
+            near = compress(self._positions, [token in hay for hay in lowered])
+            counts.update(which for which in near if occurs(token, lowered[which]))
         full = full_query_lower.strip().lower()
         if len(full) >= 2 and tokens:
             bonus = len(tokens)
             for which in counts:
-                if full in lowered[which]:
+                if occurs(full, lowered[which]):
                     counts[which] += bonus
         return dict(counts)
 

@@ -305,3 +305,37 @@ def tsquery_sql(terms: Sequence[str], *, any_term: bool = False) -> tuple[str, l
     part = f"phraseto_tsquery('{FTS_CONFIG}', %s)"
     joined = (" || " if any_term else " && ").join([part] * len(terms))
     return f"({joined})", [clean_text(cjk_phrase(t)) for t in terms]
+
+
+@migrations()
+def m009_recall_neighbour_keys(conn: psycopg.Connection[Any]) -> None:
+    # As SQLite m009: the keys of the turns around each recall candidate, read off the index
+    # (an index-only scan once the table is vacuumed).
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS idx_transcript_keys ON transcript_messages"
+        "(agent_id, session_id, seq) INCLUDE (id, role, speaker) WHERE trim(content) <> ''"
+    )
+
+
+@migrations()
+def m010_activity_search_agent_terms(conn: psycopg.Connection[Any]) -> None:
+    # One GIN index over (agent, document) (btree_gin): a medium-frequency term is found for
+    # one agent by intersecting both keys in the index, instead of reading every agent's
+    # matches off the document index or walking the agent's activities newest first. The
+    # extension goes to ``public``, so that dropping a store's schema never drops it; a server
+    # without btree_gin (or a role that may not create it) keeps the two indexes as before.
+    import psycopg
+
+    try:
+        with conn.transaction():
+            conn.execute("CREATE EXTENSION IF NOT EXISTS btree_gin SCHEMA public")
+    except psycopg.Error:
+        return
+    conn.execute(ACTIVITY_SEARCH_AGENT_INDEX)
+
+
+# Also rebuilt by benchmarks/_pg_activities.py after its bulk load.
+ACTIVITY_SEARCH_AGENT_INDEX = (
+    "CREATE INDEX IF NOT EXISTS idx_activity_search_agent_doc "
+    "ON activity_search USING GIN (agent_id, document)"
+)

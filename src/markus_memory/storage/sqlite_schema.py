@@ -293,3 +293,21 @@ def m007_recall_index(conn: sqlite3.Connection) -> None:
 def m008_activity_search_cjk(conn: sqlite3.Connection) -> None:
     # The one text analyser: CJK runs are indexed with their character pairs, as in recall.
     fill_activity_search(conn)
+
+
+@migrations()
+def m009_recall_neighbour_keys(conn: sqlite3.Connection) -> None:
+    # Recall's neighbour stage reads the keys of the turns with text around each candidate
+    # (recall_index.turns_around): a compact index of just those, instead of the unique one.
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS idx_transcript_keys ON transcript_messages"
+        "(agent_id, session_id, seq, role, speaker) WHERE trim(content) <> ''"
+    )
+
+
+@migrations()
+def m010_activity_search_agent_terms(conn: sqlite3.Connection) -> None:
+    # PostgreSQL m010 adds a combined (agent, document) GIN index. Nothing to change here: the
+    # FTS5 activity index already ranks one agent's matches (slotted rowids, m004); the
+    # migration is recorded so that both backends keep the same migration set.
+    del conn

@@ -38,15 +38,16 @@ from .._docs import DocumentStore, is_document_name
 from .._fs import AgentLock, atomic_write_bytes, read_bytes, validate_id
 from .._fs_docs import FileDocuments
 from ..backend import open_backend
-from ..config import AgentPaths, Settings
-from ..errors import InvalidInputError
+from ..config import AgentPaths, Settings, iso_ms
+from ..errors import InvalidInputError, NotFoundError, RefusedError
+from ..storage.audit import AuditLog, DreamRun, SqliteAuditLog, open_audit_log
 from ..storage.base import EpisodicStore
 from ._rows import AgentRows, read_rows, write_rows
 
 if TYPE_CHECKING:
     from ..storage.postgres_conn import PostgresDatabase
 
-__all__ = ["TransferReport", "agent_ids", "export_agent", "import_agent"]
+__all__ = ["MOVED_MARKER", "TransferReport", "agent_ids", "export_agent", "import_agent"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,11 @@ class TransferReport:
     files: int
     removed: int = 0
     rows: int = 0
+    dream_runs: int = 0
+    """Recorded dreams copied (the history ``dream undo`` and ``dream history`` read)."""
+    marked: tuple[str, ...] = ()
+    """Agent directories left on disk by an in-place export to PostgreSQL, each marked with
+    :data:`MOVED_MARKER` (their markdown files are no longer read there)."""
 
 
 class _Side:
@@ -117,6 +123,21 @@ class _Side:
         """Where the rows live: the database (URL) or the resolved data.db path."""
         return self.backend.place
 
+    def audit(self) -> AuditLog:
+        """The dream history beside the documents, where the dream cycle keeps it."""
+        if self.database is not None:
+            return open_audit_log(self.database)
+        return SqliteAuditLog(self.settings.database_path)
+
+    def audit_place(self) -> str:
+        if self.database is not None:
+            return f"url:{self.settings.database_url}"
+        return f"file:{self.settings.database_path.expanduser().resolve()}"
+
+    def has_audit(self) -> bool:
+        """Whether there can be dream runs to read (reading never creates data.db)."""
+        return self.database is not None or self.settings.database_path.exists()
+
     def close(self) -> None:
         if self.database is not None:
             self.database.close()
@@ -159,7 +180,9 @@ def _plain_files(root: Path) -> Iterator[tuple[str, Path]]:
         for name in sorted(files):
             path = Path(directory, name)
             relative = path.relative_to(root).as_posix()
-            if name.startswith(".") or is_document_name(relative) or not path.is_file():
+            if name.startswith(".") or is_document_name(relative) or relative == MOVED_MARKER:
+                continue
+            if not path.is_file():
                 continue
             yield relative, path
 
@@ -175,17 +198,73 @@ def _rows_to_copy(source: _Side, target: _Side, agent_id: str) -> AgentRows | No
     if present.empty:
         return None if rows.empty else rows
     if present != rows:
-        raise InvalidInputError(
+        raise RefusedError(
             f"agent {agent_id!r} already has other episodic rows (activities, mailbox, chat) "
             "at the destination; rows are never merged or overwritten"
         )
     return None
 
 
+def _runs_to_copy(source: _Side, target: _Side, agent_id: str) -> list[DreamRun]:
+    """The source's dream runs the destination lacks, oldest first (a run is never merged:
+    one with the same id is left as it is, except that an undo is carried over)."""
+    if source.audit_place() == target.audit_place() or not source.has_audit():
+        return []
+    return sorted(source.audit().runs(agent_id), key=lambda run: run.started_at)
+
+
+def _write_runs(target: _Side, agent_id: str, runs: list[DreamRun]) -> int:
+    if not runs:
+        return 0
+    log = target.audit()
+    present = {run.run_id: run for run in log.runs(agent_id)}
+    copied = 0
+    for run in runs:
+        there = present.get(run.run_id)
+        if there is None:
+            log.record(run)
+            copied += 1
+        elif run.undone_at is not None and there.undone_at is None:
+            log.mark_undone(agent_id, run.run_id, run.undone_at)
+    return copied
+
+
+MOVED_MARKER = "MOVED-TO-POSTGRESQL.txt"
+"""Left in an agent directory whose documents an in-place export put in PostgreSQL."""
+
+
+def _mark_moved(root: Path, names: list[str], url: str | None, when: str) -> None:
+    """Say, beside the markdown files an in-place export left behind, that they are stale."""
+    listed = "\n".join(f"  {name}" for name in sorted(names))
+    text = (
+        f"On {when} markus-memory exported this agent's markdown documents to PostgreSQL\n"
+        f"({_redacted(url)}). From then on, with MARKUS_DATABASE_URL set, they are read\n"
+        "and written there, not here. These files were left as they were at the export, as a\n"
+        "backup; they are no longer updated:\n"
+        f"{listed}\n"
+        "Delete them once you no longer need the backup. Importing the agent back to files\n"
+        "(markus-memory import --from-database-url URL --replace) replaces them and removes\n"
+        "this note. Sessions and daily logs stay here: they always live on files.\n"
+    )
+    atomic_write_bytes(root / MOVED_MARKER, text.encode("utf-8"))
+
+
+def _redacted(url: str | None) -> str:
+    if not url:
+        return "PostgreSQL"
+    scheme, sep, rest = url.partition("://")
+    credentials, at, place = rest.rpartition("@")
+    if not at:
+        return url
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}{sep}{user}@{place}"
+
+
 def _copy_agent(
     source: _Side, target: _Side, agent_id: str, replace: bool
-) -> tuple[int, int, int, int]:
+) -> tuple[int, int, int, int, int]:
     rows = _rows_to_copy(source, target, agent_id)
+    runs = _runs_to_copy(source, target, agent_id)
     src_docs, dst_docs = source.documents(agent_id), target.documents(agent_id)
     src_root, dst_root = source.paths(agent_id).root, target.paths(agent_id).root
     same_dir = src_root.expanduser().resolve() == dst_root.expanduser().resolve()
@@ -196,9 +275,9 @@ def _copy_agent(
             files = [] if same_dir else list(_plain_files(src_root))  # already in place
             existing = [] if same_dir else list(_plain_files(dst_root))
             if (present or existing) and not replace:
-                raise InvalidInputError(
+                raise RefusedError(
                     f"agent {agent_id!r} already has memory at the destination; "
-                    "pass replace=True to overwrite it with an exact copy"
+                    "pass replace=True (--replace) to overwrite it with an exact copy"
                 )
             for name, text in texts.items():
                 version = src_docs.version(name)
@@ -219,10 +298,16 @@ def _copy_agent(
                     removed += 1
             if rows is not None:
                 write_rows(target.episodic(), rows)
+            copied_runs = _write_runs(target, agent_id, runs)
+            if same_dir and target.database is not None and source.database is None:
+                now = iso_ms(source.settings.clock())
+                _mark_moved(dst_root, list(texts), target.settings.database_url, now)
+            elif target.database is None:
+                (dst_root / MOVED_MARKER).unlink(missing_ok=True)  # the files are current
     finally:
         src_docs.close()
         dst_docs.close()
-    return len(texts), len(files), removed, 0 if rows is None else rows.count
+    return len(texts), len(files), removed, 0 if rows is None else rows.count, copied_runs
 
 
 def export_agent(
@@ -236,18 +321,31 @@ def export_agent(
 
     Either side may keep its documents on files or in PostgreSQL (``Settings.documents`` /
     ``database_url``). Both sides' document locks are held while an agent is copied. Raises
-    :class:`InvalidInputError` when both sides are the same place, or when the destination
-    already holds the agent and ``replace`` is False (nothing is written then).
+    :class:`NotFoundError` when ``agent_id`` does not exist in the source,
+    :class:`InvalidInputError` when both sides are the same place, and :class:`RefusedError`
+    when the destination already holds the agent and ``replace`` is False (nothing is written
+    in any of these cases).
     """
     if _same_place(src_settings, dst_settings):
         raise InvalidInputError("source and destination are the same memory")
     with _sides(src_settings, dst_settings) as (source, target):
-        ids = [validate_id("agent id", agent_id)] if agent_id is not None else source.agent_ids()
-        totals = [0, 0, 0, 0]
+        present = source.agent_ids()
+        wanted = None if agent_id is None else validate_id("agent id", agent_id)
+        if wanted is not None and wanted not in present:
+            raise NotFoundError(
+                f"no such agent in the source: {wanted!r} (agents there: "
+                f"{', '.join(present) or 'none'}); nothing was changed"
+            )
+        ids = present if wanted is None else [wanted]
+        totals = [0, 0, 0, 0, 0]
+        marked = []
         for one in ids:
             for index, value in enumerate(_copy_agent(source, target, one, replace)):
                 totals[index] += value
-    return TransferReport(tuple(ids), *totals)
+            if (target.paths(one).root / MOVED_MARKER).exists() and target.database is not None:
+                marked.append(str(target.paths(one).root))
+    documents, files, removed, rows, runs = totals
+    return TransferReport(tuple(ids), documents, files, removed, rows, runs, tuple(marked))
 
 
 def import_agent(
