@@ -13,11 +13,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Literal
 
 from .errors import InvalidInputError
 
 HOME_ENV = "MARKUS_HOME"
 DATABASE_URL_ENV = "MARKUS_DATABASE_URL"
+POSTGRES_URL_SCHEMES = ("postgresql://", "postgres://")
 DOCUMENTS_ENV = "MARKUS_DOCUMENTS"
 DEFAULT_HOME = "~/.markus"
 # The observation types of knowledge.md (as in the original); any other type is stored as "note".
@@ -169,12 +171,24 @@ class Settings:
         )
 
     @property
+    def backend(self) -> Literal["sqlite", "postgres"]:
+        """The one rule for what a URL means: any ``database_url`` selects PostgreSQL (and must
+        start with ``postgresql://`` or ``postgres://``, else :class:`InvalidInputError`);
+        without one, everything lives in ``<home>/data.db`` and the agent directories."""
+        if not self.database_url:
+            return "sqlite"
+        if not self.database_url.startswith(POSTGRES_URL_SCHEMES):
+            raise InvalidInputError(
+                "a database_url (MARKUS_DATABASE_URL) starts with postgresql:// or postgres://"
+            )
+        return "postgres"
+
+    @property
     def documents_on_postgres(self) -> bool:
         """Whether the markdown layers live in PostgreSQL (see :attr:`documents`)."""
-        url = self.database_url or ""
-        on_pg = url.startswith(("postgresql://", "postgres://"))
         if self.documents == "files":
             return False
+        on_pg = self.backend == "postgres"
         if self.documents == "postgres":
             if not on_pg:
                 raise InvalidInputError(

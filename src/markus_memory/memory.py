@@ -11,7 +11,7 @@ from types import TracebackType
 
 from ._docs import DocumentStore
 from ._fs import AgentLock, sweep_temps, validate_id
-from ._fs_docs import FileDocuments
+from .backend import Backend, open_backend
 from .config import AgentPaths, Settings
 from .errors import ClosedError, MarkusMemoryError, MigrationError
 from .layers.activities import ActivityLog
@@ -28,7 +28,6 @@ from .search.recall import ConversationHit
 from .search.transcript_log import SessionSource
 from .search.transcripts import Transcripts, transcript_message
 from .storage.base import EpisodicStore, TranscriptMessage
-from .storage.sqlite import SqliteStore
 
 
 class AgentMemory:
@@ -44,12 +43,13 @@ class AgentMemory:
     ) -> None:
         self.agent_id = validate_id("agent id", agent_id)
         self.settings = settings
+        self.backend: Backend = open_backend(settings)
         self.paths = AgentPaths(settings.agent_dir(self.agent_id))
         self.paths.root.mkdir(parents=True, exist_ok=True)
         sweep_temps(self.paths.root)  # temp files of writers killed mid-write
         self.lock = AgentLock(self.paths.lock, settings.lock_timeout_seconds)
         layer_args = (self.paths, self.lock, settings.limits, settings.clock)
-        self.documents = open_documents(settings, self.agent_id, self.paths, self.lock)
+        self.documents = self.backend.documents(self.agent_id, self.paths, self.lock)
         docs = self.documents
         self.notebook = Notebook(*layer_args, documents=docs)
         self.state = StateFile(*layer_args, documents=docs)
@@ -88,7 +88,7 @@ class AgentMemory:
         with self._store_guard:
             self._check_open()
             if self._store is None:
-                self._store = open_store(self.settings)
+                self._store = self.backend.episodic()
             return self._store
 
     def _check_open(self) -> None:
@@ -169,7 +169,9 @@ class AgentMemory:
 
     def _memory_searcher(self) -> MemorySearcher:
         if self._searcher is None:
-            self._searcher = open_memory_searcher(self.settings, self.agent_id, self.embedder)
+            self._searcher = open_memory_searcher(
+                self.settings, self.agent_id, self.embedder, self.backend.knowledge_index()
+            )
         return self._searcher
 
     def recall_conversation(
@@ -286,26 +288,13 @@ class AgentMemory:
 def open_documents(
     settings: Settings, agent_id: str, paths: AgentPaths, lock: AgentLock
 ) -> DocumentStore:
-    """The document store of one agent: PostgreSQL when ``settings.documents_on_postgres``
-    (``MARKUS_DATABASE_URL=postgresql://…``, unless ``MARKUS_DOCUMENTS=files``), else files.
-    """
-    if settings.documents_on_postgres and settings.database_url is not None:
-        from .storage.pg_documents import PostgresDocuments
-
-        return PostgresDocuments(
-            settings.database_url, agent_id, lock_timeout=settings.lock_timeout_seconds
-        )
-    return FileDocuments(paths.root, lock)
+    """The document store of one agent, as :meth:`Backend.documents` picks it."""
+    return open_backend(settings).documents(agent_id, paths, lock)
 
 
 def open_store(settings: Settings) -> EpisodicStore:
-    """The episodic backend the settings select: a database URL wins over the SQLite file."""
-    url = settings.database_url
-    if url:
-        from .storage.postgres import PostgresStore  # the [postgres] extra, imported lazily
-
-        return PostgresStore(url)
-    return SqliteStore(settings.database_path)
+    """The episodic store the settings select, as :meth:`Backend.episodic` picks it."""
+    return open_backend(settings).episodic()
 
 
 def open_agent(

@@ -17,7 +17,6 @@ from tests.postgres_support import new_agent_id
     ("url", "documents", "expected"),
     [
         (None, "auto", False),
-        ("sqlite:///x.db", "auto", False),
         ("postgresql://h/db", "auto", True),
         ("postgres://h/db", "auto", True),
         ("postgresql://h/db", "files", False),
@@ -28,7 +27,10 @@ def test_documents_follow_the_database_url(url: str | None, documents: str, expe
     assert Settings(database_url=url, documents=documents).documents_on_postgres is expected
 
 
-@pytest.mark.parametrize(("url", "documents"), [(None, "postgres"), ("postgresql://h/d", "db")])
+@pytest.mark.parametrize(
+    ("url", "documents"),
+    [(None, "postgres"), ("postgresql://h/d", "db"), ("sqlite:///x.db", "auto")],
+)
 def test_bad_document_settings_are_refused(url: str | None, documents: str) -> None:
     with pytest.raises(InvalidInputError):
         Settings(database_url=url, documents=documents).documents_on_postgres  # noqa: B018

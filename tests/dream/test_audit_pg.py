@@ -11,9 +11,9 @@ import pytest
 
 from markus_memory.config import Limits, Settings
 from markus_memory.dream import dream, dream_history, should_dream, undo_last_dream
-from markus_memory.dream.audit_pg import PostgresAuditLog
 from markus_memory.dream.cycle import audit_log
 from markus_memory.memory import open_agent
+from markus_memory.storage.audit import PostgresAuditLog
 from markus_memory.storage.migrations import BOOKKEEPING_TABLE
 from tests.dream.test_audit import T, run
 from tests.postgres_support import new_agent_id, postgres_url
@@ -99,7 +99,7 @@ def test_with_documents_on_files_the_audit_stays_in_the_home(
     postgres_url: str, tmp_path: Path, clock: FakeClock
 ) -> None:
     """Each host dreams over its own files then, so its history must not be shared."""
-    from markus_memory.dream.audit import SqliteAuditLog
+    from markus_memory.storage.audit import SqliteAuditLog
 
     settings = Settings(home=tmp_path, database_url=postgres_url, documents="files", clock=clock)
     with open_agent(new_agent_id(), settings=settings) as mem:

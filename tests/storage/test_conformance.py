@@ -134,6 +134,16 @@ def test_lookup_by_mailbox_item_single_batch_and_empty(store: EpisodicStore) -> 
     assert store.activities_for_mailbox_items("a1", []) == {}
 
 
+def test_a_mailbox_item_maps_to_its_latest_activity(store: EpisodicStore) -> None:
+    store.insert_activity(act(1, mailbox_item_id="mb1"))
+    store.insert_activity(act(3, mailbox_item_id="mb1"))
+    store.insert_activity(act(2, mailbox_item_id="mb1"))
+    latest = store.activity_for_mailbox_item("a1", "mb1")
+    assert latest is not None and latest.id == "act-a1-3"
+    batch = store.activities_for_mailbox_items("a1", ["mb1", "mb1"])
+    assert {k: v.id for k, v in batch.items()} == {"mb1": "act-a1-3"}
+
+
 # -- search ----------------------------------------------------------------------------------
 
 
@@ -490,3 +500,59 @@ def test_regression_14_3_item_23_activities_can_be_pruned(store: EpisodicStore) 
     # New activities still get fresh search documents after a prune.
     store.insert_activity(act(9, label="nightly backup"))
     assert len(store.search_activities("a1", "nightly")) == 3
+
+
+def test_decisions_at_one_instant_keep_insertion_order(store: EpisodicStore) -> None:
+    for i, kind in enumerate(["zeta", "alpha", "mid"]):
+        store.record_decision(
+            Decision(
+                id=f"t{i}",
+                agent_id="a1",
+                decision_type=kind,
+                mailbox_item_id="mb9",
+                created_at=T0,
+            )
+        )
+    got = store.decisions("a1", limit=2)
+    assert [d.decision_type for d in got] == ["zeta", "alpha"]
+    assert got[0].outcome is None and got[0].reasoning == ""
+
+
+def test_saving_a_mailbox_item_again_replaces_every_field(store: EpisodicStore) -> None:
+    first = MailboxItem(
+        id="mb1",
+        agent_id="a1",
+        source_type="chat",
+        queued_at=T0,
+        payload={"text": "数据"},
+        metadata={"k": 1},
+        started_at=T0 + timedelta(seconds=1),
+        deferred_until=T0 + timedelta(hours=1),
+        merged_into="mb0",
+    )
+    store.save_mailbox_item(first)
+    second = MailboxItem(id="mb1", agent_id="a1", source_type="task", queued_at=T0, priority=1)
+    store.save_mailbox_item(second)
+    assert store.get_mailbox_item("a1", "mb1") == second
+    assert [m.id for m in store.mailbox_items("a1")] == ["mb1"]
+
+
+def test_an_older_chat_message_does_not_move_the_session_back(store: EpisodicStore) -> None:
+    session = ChatSession(id="cs_late", agent_id="a1", created_at=T0, title="数据 title")
+    store.create_chat_session(session)
+    for i, at in enumerate([T0 + timedelta(minutes=5), T0 + timedelta(minutes=1)]):
+        store.append_chat_message(
+            ChatMessage(
+                id=f"cm_late{i}",
+                session_id=session.id,
+                agent_id="a1",
+                role="user",
+                content="x",
+                created_at=at,
+                metadata={"n": i},
+            )
+        )
+    got = store.get_chat_session("a1", session.id)
+    assert got is not None and got.title == "数据 title" and not got.is_main
+    assert got.last_message_at == T0 + timedelta(minutes=5)
+    assert [m.metadata for m in store.chat_messages("a1", session.id)] == [{"n": 1}, {"n": 0}]

@@ -10,15 +10,14 @@ from pathlib import Path
 import click
 
 from .._fs import AgentLock, read_text
+from ..backend import DATA_DB_MIGRATIONS
 from ..config import AgentPaths, Settings
-from ..dream.audit import MIGRATIONS as dream_migrations
 from ..errors import CorruptFileError, MarkusMemoryError
 from ..memory import open_agent
 from ..search import index as search_index
-from ..storage.migrations import Migrations, SqliteMigrationTarget
+from ..storage.migrations import SqliteMigrationTarget
 from ..storage.sqlite import SqliteStore
 from ..storage.sqlite_conn import damaged, open_sqlite, sqlite_error
-from ..storage.sqlite_schema import migrations as markus_migrations
 from ..transfer import MOVED_MARKER
 from ._common import Check, console, emit_json, json_option, plain, progress, settings_of, table
 from ._maintain import (
@@ -95,19 +94,11 @@ def agent_checks(settings: Settings, name: str) -> list[Check]:
     return checks
 
 
-KNOWN_SETS: tuple[Migrations[sqlite3.Connection], ...] = (
-    markus_migrations,
-    search_index.migrations,
-    dream_migrations,
-)
-"""Every migration set that lives in data.db."""
-
-
 def pending_migrations(target: SqliteMigrationTarget) -> list[str]:
     """Migrations missing from a set data.db has started; a set never started is created on
     first use (activities open one, the first search the other), so it is not behind."""
     pending: list[str] = []
-    for migrations in KNOWN_SETS:
+    for migrations in DATA_DB_MIGRATIONS:
         names = migrations.pending(target)
         if len(names) < len(migrations.migrations):
             pending.extend(f"{migrations.name}/{name}" for name in names)

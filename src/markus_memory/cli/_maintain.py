@@ -11,9 +11,10 @@ import click
 
 from .._docs import DocumentStore
 from .._fs import AgentLock
+from ..backend import open_backend
 from ..config import AgentPaths, Settings
 from ..errors import MarkusMemoryError
-from ..memory import open_agent, open_documents, open_store
+from ..memory import open_agent
 from ..search import index as search_index
 from ..search.index import SEARCH_TABLES
 from ..storage.migrations import BOOKKEEPING_TABLE
@@ -39,7 +40,7 @@ def pending_migration(settings: Settings, agent_id: str) -> bool:
     """:func:`needs_migration` for one agent, without opening (and so migrating) it."""
     paths = AgentPaths(settings.agent_dir(agent_id))
     lock = AgentLock(paths.lock, settings.lock_timeout_seconds)
-    documents = open_documents(settings, agent_id, paths, lock)
+    documents = open_backend(settings).documents(agent_id, paths, lock)
     try:
         return needs_migration(documents, paths)
     finally:
@@ -159,7 +160,8 @@ def rebuild_derived(
     problems: list[str] = []
     rows: list[dict[str, object]] = []
     path = settings.database_path
-    if not settings.database_url and path.exists():
+    backend = open_backend(settings)
+    if backend.kind == "sqlite" and path.exists():
         broken = integrity_problem(path)
         if broken is not None:
             return rows, [damaged(path, broken)]
@@ -172,9 +174,9 @@ def rebuild_derived(
             search_index.recreate_schema(path)
         except (MarkusMemoryError, sqlite3.Error) as exc:
             problems.append(f"{path}: {exc}")
-    elif settings.database_url:
+    elif backend.kind == "postgres":
         try:
-            episodic = open_store(settings)
+            episodic = backend.episodic()
             try:
                 episodic.reindex_recall()
             finally:

@@ -3,10 +3,10 @@
 ``dream(memory, llm=None, dry_run=False)`` runs one cycle (offline without a model);
 ``should_dream`` / ``dream_if_due`` apply the trigger policy; ``undo_last_dream``,
 ``dream_history`` and ``dream_diff`` read the audit log: in ``<home>/data.db``, or in
-PostgreSQL when the documents live there (``audit_pg``).
+PostgreSQL when the documents live there (the backend seam decides).
 """
 
-from .audit import AuditLog, DreamRun, SqliteAuditLog
+from ..storage.audit import AuditLog, DreamRun, SqliteAuditLog
 from .cycle import dream, dream_if_due, should_dream
 from .plan import Merge, Plan, Promotion, Rejection
 from .report import DreamReport

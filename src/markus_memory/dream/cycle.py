@@ -28,10 +28,8 @@ from ..layers.knowledge import KnowledgeDoc, parse_knowledge, render_knowledge
 from ..layers.state import prune_text
 from ..llm import ChatModel
 from ..memory import AgentMemory
-from ..storage.pg_documents import PostgresDocuments
+from ..storage.audit import AuditLog, DreamRun
 from .apply import Applied, apply_plan
-from .audit import AuditLog, DreamRun, SqliteAuditLog
-from .audit_pg import PostgresAuditLog
 from .offline import TextEmbedder, offline_plan
 from .plan import CheckedPlan, Plan, Rejection, parse_reply
 from .prompt import build_request
@@ -44,16 +42,9 @@ _SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_DREAMS)
 
 
 def audit_log(memory: AgentMemory) -> AuditLog:
-    """The audit log beside the documents a dream changes: in their PostgreSQL database when
-    they live there (one dream history for every host), else ``<home>/data.db``.
-
-    With ``MARKUS_DOCUMENTS=files`` each host dreams over its own files, so its audit (and its
-    day's slot, and what undo restores) stays in its own ``data.db``.
-    """
-    documents = memory.documents
-    if isinstance(documents, PostgresDocuments):
-        return PostgresAuditLog(documents.database)
-    return SqliteAuditLog(memory.settings.database_path)
+    """The audit log beside the documents a dream changes, as the memory's backend decides
+    (:meth:`~markus_memory.backend.Backend.dream_audit`)."""
+    return memory.backend.dream_audit(memory.documents)
 
 
 def should_dream(

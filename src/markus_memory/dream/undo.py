@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..errors import NotFoundError
 from ..memory import AgentMemory
-from .audit import AuditLog, DreamRun
+from ..storage.audit import AuditLog, DreamRun
 from .cycle import FileTexts, audit_log, restore_files
 from .report import file_diff
 

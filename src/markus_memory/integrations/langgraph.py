@@ -79,10 +79,10 @@ class MarkusStore(BaseStore):
         self.embedder = embedder if embedder is not None else memory.embedder
         self.fields = tuple(fields)
         self.ttl_config = ttl
-        url = memory.settings.database_url
+        backend = memory.backend
         self._table: KVTable = (
-            PostgresKV(url, memory.agent_id)
-            if url
+            PostgresKV(backend.url, memory.agent_id)
+            if backend.kind == "postgres"
             else SqliteKV(memory.settings.database_path, memory.agent_id)
         )
 

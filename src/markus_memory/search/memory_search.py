@@ -24,7 +24,7 @@ from ..errors import InvalidInputError, MarkusMemoryError
 from .embedders import Embedder
 from .hybrid import RRF_K as RRF_K_DEFAULT
 from .hybrid import ranked, rrf
-from .index import IndexDoc, KnowledgeIndex, open_index
+from .index import IndexDoc, KnowledgeIndex
 from .keyword import (
     CURATED_TYPE,
     DEFAULT_CURATED_BOOST,
@@ -408,29 +408,15 @@ class MemorySearcher:
 
 
 def open_memory_searcher(
-    settings: Settings, agent_id: str, embedder: Embedder | None
+    settings: Settings, agent_id: str, embedder: Embedder | None, index: KnowledgeIndex | None
 ) -> MemorySearcher:
-    """The ``memory_search`` of one agent, with the settings' limits and its index beside the
-    episodic store (keyword search only if that index cannot be opened)."""
+    """The ``memory_search`` of one agent, with the settings' limits and ``index`` (the
+    backend's knowledge index; keyword search only when it is None)."""
     limits = settings.limits
     return MemorySearcher(
         agent_id,
-        _open_index(settings),
+        index,
         embedder,
         curated_boost=limits.curated_search_boost,
         preview_chars=limits.curated_hit_preview_chars,
     )
-
-
-def _open_index(settings: Settings) -> KnowledgeIndex | None:
-    """PostgreSQL with a database URL, else data.db; None (logged) if it cannot be opened."""
-    try:
-        if settings.database_url:
-            from .pg_index import PostgresSearchIndex  # the [postgres] extra
-
-            return PostgresSearchIndex(settings.database_url)
-        settings.home.mkdir(parents=True, exist_ok=True)
-        return open_index(settings.database_path)
-    except (OSError, sqlite3.Error, MarkusMemoryError) as exc:
-        log.warning("search index unavailable, keyword search only: %s", exc)
-        return None

@@ -2,9 +2,9 @@
 
 Selected by a URL (``MARKUS_DATABASE_URL`` / ``Settings.database_url``), never by code. Pools,
 timeouts and migrations live in :mod:`.postgres_conn`; mailbox and chat history in
-:mod:`.postgres_side`; the transcript index in :mod:`.postgres_transcripts`. Search is
-``tsvector`` + GIN ranked by ``ts_rank`` with the same weights, the same
-all-terms-then-any-term rule and the same candidate bound as SQLite.
+:mod:`.side_tables` (written once for both backends); the transcript index in
+:mod:`.postgres_transcripts`. Search is ``tsvector`` + GIN ranked by ``ts_rank`` with the same
+weights, the same all-terms-then-any-term rule and the same candidate bound as SQLite.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ._records import ACTIVITY_COLUMNS, LOG_COLUMNS
+from ._records import ACTIVITY_COLUMNS
+from .activity_reads import ActivityReads
 from .base import (
     Activity,
     ActivityEnd,
     ActivityHit,
-    ActivityLogEntry,
     JsonObject,
     search_terms,
 )
@@ -37,8 +37,8 @@ from .postgres_schema import (
     headline_sql,
     tsquery_sql,
 )
-from .postgres_side import PostgresSideTables
 from .postgres_transcripts import PostgresTranscriptIndex
+from .side_tables import SideTables
 from .sqlite_conn import SEARCH_CANDIDATES
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ _REINDEX_SQL = (
 )
 
 
-class PostgresStore(PostgresSideTables, PostgresTranscriptIndex):
+class PostgresStore(PostgresTranscriptIndex, ActivityReads, SideTables):
     """Activities, mailbox, chat history and the transcript index in one PostgreSQL schema."""
 
     def __init__(
@@ -166,49 +166,6 @@ class PostgresStore(PostgresSideTables, PostgresTranscriptIndex):
             ).fetchone()
         return None if row is None else int(row[0])
 
-    def get_activity(self, agent_id: str, activity_id: str) -> Activity | None:
-        with self.read() as conn:
-            row = conn.execute(
-                f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities WHERE id = %s AND agent_id = %s",
-                (activity_id, agent_id),
-            ).fetchone()
-        return None if row is None else DECODE.activity(row)
-
-    def activity_logs(self, agent_id: str, activity_id: str) -> list[ActivityLogEntry]:
-        with self.read() as conn:
-            rows = conn.execute(
-                f"SELECT {LOG_COLUMNS} FROM agent_activity_logs l "
-                "JOIN agent_activities a ON a.id = l.activity_id "
-                "WHERE l.activity_id = %s AND a.agent_id = %s ORDER BY l.seq, l.id",
-                (activity_id, agent_id),
-            ).fetchall()
-        return [DECODE.activity_log(r) for r in rows]
-
-    def query_activities(
-        self,
-        agent_id: str,
-        *,
-        types: Sequence[str] | None = None,
-        task_id: str | None = None,
-        before: datetime | None = None,
-        limit: int = 30,
-    ) -> list[Activity]:
-        sql = f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities WHERE agent_id = %s"
-        params: list[Any] = [agent_id]
-        if types:
-            sql += " AND type = ANY(%s)"
-            params.append(list(types))
-        if task_id is not None:
-            sql += " AND task_id = %s"
-            params.append(task_id)
-        if before is not None:
-            sql += " AND started_at < %s"
-            params.append(to_utc(before))
-        sql += " ORDER BY started_at DESC, id DESC LIMIT %s"
-        params.append(max(0, int(limit)))
-        with self.read() as conn:
-            return [DECODE.activity(r) for r in conn.execute(sql, params).fetchall()]
-
     def search_activities(self, agent_id: str, query: str, *, limit: int = 10) -> list[ActivityHit]:
         """All terms first (AND); if that finds fewer than ``limit``, any term (OR) fills up.
 
@@ -292,26 +249,3 @@ class PostgresStore(PostgresSideTables, PostgresTranscriptIndex):
                 "DELETE FROM agent_activities WHERE agent_id = %s AND started_at < %s",
                 (agent_id, to_utc(before)),
             ).rowcount
-
-    def activity_for_mailbox_item(self, agent_id: str, mailbox_item_id: str) -> Activity | None:
-        with self.read() as conn:
-            row = conn.execute(
-                f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities WHERE agent_id = %s "
-                "AND mailbox_item_id = %s ORDER BY started_at DESC LIMIT 1",
-                (agent_id, mailbox_item_id),
-            ).fetchone()
-        return None if row is None else DECODE.activity(row)
-
-    def activities_for_mailbox_items(
-        self, agent_id: str, mailbox_item_ids: Sequence[str]
-    ) -> dict[str, Activity]:
-        ids = list(dict.fromkeys(mailbox_item_ids))
-        if not ids:
-            return {}
-        with self.read() as conn:
-            rows = conn.execute(
-                f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities "
-                "WHERE mailbox_item_id = ANY(%s) AND agent_id = %s ORDER BY started_at",
-                (ids, agent_id),
-            ).fetchall()
-        return {row[6]: DECODE.activity(row) for row in rows}

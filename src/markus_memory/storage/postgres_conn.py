@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from ..config import POSTGRES_URL_SCHEMES
 from ..errors import (
     BackendUnavailableError,
     ExtraNotInstalledError,
@@ -26,22 +27,24 @@ from ..errors import (
     StorageError,
 )
 from ._records import RowDecoder
+from ._sql import DialectSql
 from .migrations import BOOKKEEPING_TABLE, Migrations
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
+    from .dialect import Dialect
+
 CONNECT_TIMEOUT_S = 5.0
 STATEMENT_TIMEOUT_MS = 30_000
 POOL_MAX_SIZE = 8
 # Serialises migrations of concurrent openers on one database (pg_advisory_xact_lock key).
 MIGRATION_LOCK_KEY = 0x6D61726B7573  # "markus"
-URL_SCHEMES = ("postgresql://", "postgres://")
 
 
 def is_postgres_url(url: str | None) -> bool:
-    return bool(url) and str(url).startswith(URL_SCHEMES)
+    return bool(url) and str(url).startswith(POSTGRES_URL_SCHEMES)
 
 
 def _psycopg() -> Any:
@@ -231,40 +234,14 @@ class PostgresMigrationTarget:
         )
 
 
-class PostgresSql:
-    """A connection as the shared SQL modules use it: their ``?`` placeholders become ``%s``
-    (their SQL never holds a literal ``?`` or ``%``)."""
+class PostgresSql(DialectSql):
+    """A connection as the shared SQL modules use it (:class:`~._sql.DialectSql`)."""
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        self.conn = conn
+    @property
+    def dialect(self) -> Dialect:
+        from .dialect import POSTGRES
 
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return [tuple(r) for r in self.conn.execute(sql.replace("?", "%s"), tuple(params))]
-
-    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return int(self.conn.execute(sql.replace("?", "%s"), tuple(params)).rowcount)
-
-    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        if rows:
-            with self.conn.cursor() as cur:
-                cur.executemany(sql.replace("?", "%s"), rows)
-
-    def insert(
-        self,
-        table: str,
-        columns: Sequence[tuple[str, str]],
-        rows: Sequence[Sequence[Any]],
-        conflict: str = "",
-    ) -> None:
-        """One statement whatever the number of rows: each column travels as an array."""
-        if not rows:
-            return
-        names = ", ".join(name for name, _ in columns)
-        arrays = ", ".join(f"%s::{kind}[]" for _, kind in columns)
-        values = [[row[i] for row in rows] for i in range(len(columns))]
-        self.conn.execute(
-            f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays}) {conflict}", values
-        )
+        return POSTGRES
 
 
 class PostgresDatabase:
@@ -335,6 +312,13 @@ class PostgresDatabase:
         """A connection for reads: each statement runs on its own (autocommit), as on SQLite."""
         with self._connection() as conn:
             yield conn
+
+    @property
+    def dialect(self) -> Dialect:
+        """What differs in this backend's SQL and values (:mod:`.dialect`)."""
+        from .dialect import POSTGRES
+
+        return POSTGRES
 
     def migrate(self, migrations: Migrations[psycopg.Connection[Any]]) -> list[str]:
         """Apply a migration set; returns the names applied."""

@@ -1,8 +1,8 @@
 """SqliteStore: the default episodic backend in ``<home>/data.db``; activities and their search.
 
 Connections, transactions and migrations live in :mod:`.sqlite_conn`; mailbox and chat history
-in :mod:`.sqlite_side`; the transcript index in :mod:`.sqlite_transcripts`. Row-to-record
-mapping shared with PostgreSQL is in :mod:`._records`.
+in :mod:`.side_tables` (written once for both backends); the transcript index in
+:mod:`.sqlite_transcripts`. Row-to-record mapping shared with PostgreSQL is in :mod:`._records`.
 """
 
 from __future__ import annotations
@@ -11,19 +11,19 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from ..analysis import with_cjk_pairs
-from ._records import ACTIVITY_COLUMNS, LOG_COLUMNS
+from ._records import ACTIVITY_COLUMNS
+from .activity_reads import ActivityReads
 from .base import (
     Activity,
     ActivityEnd,
     ActivityHit,
-    ActivityLogEntry,
     JsonObject,
     search_terms,
 )
 from .migrations import Migrations
+from .side_tables import SideTables
 from .sqlite_conn import (
     DECODE,
     SEARCH_CANDIDATES,
@@ -35,7 +35,6 @@ from .sqlite_conn import (
     to_iso,
 )
 from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS
-from .sqlite_side import SqliteSideTables
 from .sqlite_transcripts import SqliteTranscriptIndex
 
 
@@ -54,7 +53,7 @@ def _new_doc(conn: sqlite3.Connection, activity_id: str, agent_id: str) -> int:
     return rowid
 
 
-class SqliteStore(SqliteSideTables, SqliteTranscriptIndex):
+class SqliteStore(SqliteTranscriptIndex, ActivityReads, SideTables):
     """Activities, mailbox, chat history and the transcript index in one SQLite file."""
 
     def __init__(
@@ -189,49 +188,6 @@ class SqliteStore(SqliteSideTables, SqliteTranscriptIndex):
             )
         return seq
 
-    def get_activity(self, agent_id: str, activity_id: str) -> Activity | None:
-        with self.read() as conn:
-            row = conn.execute(
-                f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities WHERE id = ? AND agent_id = ?",
-                (activity_id, agent_id),
-            ).fetchone()
-        return None if row is None else DECODE.activity(row)
-
-    def activity_logs(self, agent_id: str, activity_id: str) -> list[ActivityLogEntry]:
-        with self.read() as conn:
-            rows = conn.execute(
-                f"SELECT {LOG_COLUMNS} FROM agent_activity_logs l "
-                "JOIN agent_activities a ON a.id = l.activity_id "
-                "WHERE l.activity_id = ? AND a.agent_id = ? ORDER BY l.seq, l.id",
-                (activity_id, agent_id),
-            ).fetchall()
-        return [DECODE.activity_log(r) for r in rows]
-
-    def query_activities(
-        self,
-        agent_id: str,
-        *,
-        types: Sequence[str] | None = None,
-        task_id: str | None = None,
-        before: datetime | None = None,
-        limit: int = 30,
-    ) -> list[Activity]:
-        sql = f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities WHERE agent_id = ?"
-        params: list[Any] = [agent_id]
-        if types:
-            sql += f" AND type IN ({','.join('?' * len(types))})"
-            params.extend(types)
-        if task_id is not None:
-            sql += " AND task_id = ?"
-            params.append(task_id)
-        if before is not None:
-            sql += " AND started_at < ?"
-            params.append(to_iso(before))
-        sql += " ORDER BY started_at DESC, id DESC LIMIT ?"
-        params.append(max(0, int(limit)))
-        with self.read() as conn:
-            return [DECODE.activity(r) for r in conn.execute(sql, params)]
-
     def search_activities(self, agent_id: str, query: str, *, limit: int = 10) -> list[ActivityHit]:
         """All terms first (AND); if that finds fewer than ``limit``, any term (OR) fills up.
 
@@ -331,30 +287,3 @@ class SqliteStore(SqliteSideTables, SqliteTranscriptIndex):
                 "DELETE FROM agent_activities WHERE agent_id = ? AND started_at < ?",
                 (agent_id, cutoff),
             ).rowcount
-
-    def activity_for_mailbox_item(self, agent_id: str, mailbox_item_id: str) -> Activity | None:
-        with self.read() as conn:
-            row = conn.execute(
-                f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities "
-                "WHERE agent_id = ? AND mailbox_item_id = ? ORDER BY started_at DESC LIMIT 1",
-                (agent_id, mailbox_item_id),
-            ).fetchone()
-        return None if row is None else DECODE.activity(row)
-
-    def activities_for_mailbox_items(
-        self, agent_id: str, mailbox_item_ids: Sequence[str]
-    ) -> dict[str, Activity]:
-        ids = list(dict.fromkeys(mailbox_item_ids))
-        if not ids:
-            return {}
-        result: dict[str, Activity] = {}
-        with self.read() as conn:
-            rows = conn.execute(
-                f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities "
-                f"WHERE mailbox_item_id IN ({','.join('?' * len(ids))}) AND +agent_id = ? "
-                "ORDER BY started_at",
-                (*ids, agent_id),
-            ).fetchall()
-        for row in rows:
-            result[row["mailbox_item_id"]] = DECODE.activity(row)
-        return result

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..analysis import cjk_phrase, quote_fts
@@ -24,9 +24,13 @@ from ..config import iso_ms, parse_iso
 from ..errors import InvalidInputError, StorageError
 from ._records import EPOCH as EPOCH
 from ._records import RowDecoder
+from ._sql import DialectSql
 from .migrations import Migrations, SqliteMigrationTarget
 from .sqlite_schema import SLOT_SHIFT
 from .sqlite_schema import migrations as markus_migrations
+
+if TYPE_CHECKING:
+    from .dialect import Dialect
 
 BUSY_TIMEOUT_MS = 5000
 MMAP_BYTES = 256 * 1024 * 1024
@@ -133,32 +137,14 @@ def bounded_rank(
     return [(int(r[0]), -float(r[1])) for r in rows], None
 
 
-class SqliteSql:
-    """A connection as the shared SQL modules use it (``?`` placeholders, as SQLite)."""
+class SqliteSql(DialectSql):
+    """A connection as the shared SQL modules use it (:class:`~._sql.DialectSql`)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+    @property
+    def dialect(self) -> Dialect:
+        from .dialect import SQLITE
 
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return [tuple(r) for r in self.conn.execute(sql, tuple(params)).fetchall()]
-
-    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return int(self.conn.execute(sql, tuple(params)).rowcount)
-
-    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        if rows:
-            self.conn.executemany(sql, rows)
-
-    def insert(
-        self,
-        table: str,
-        columns: Sequence[tuple[str, str]],
-        rows: Sequence[Sequence[Any]],
-        conflict: str = "",
-    ) -> None:
-        names = ", ".join(name for name, _ in columns)
-        marks = ", ".join("?" * len(columns))
-        self.many(f"INSERT INTO {table} ({names}) VALUES ({marks}) {conflict}", rows)
+        return SQLITE
 
 
 DAMAGED = (
@@ -339,6 +325,13 @@ class SqliteDatabase:
             raise sqlite_error(self.path, exc) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
+
+    @property
+    def dialect(self) -> Dialect:
+        """What differs in this backend's SQL and values (:mod:`.dialect`)."""
+        from .dialect import SQLITE
+
+        return SQLITE
 
     def migrate(self, migrations: Migrations[sqlite3.Connection]) -> list[str]:
         """Apply a migration set (once per process and file); returns the names applied.

@@ -19,9 +19,10 @@ messages, the session transcript with its import marks) are copied through the
 (full-text, vectors) are rebuilt, not copied. Rows
 are never merged: a destination that already holds different rows for the agent is refused,
 one that holds the same rows is left alone. The episodic store of a side is the one
-:func:`open_store` picks for its settings: the PostgreSQL ``PostgresStore`` when a database URL
-is set, else the SQLite file ``<home>/data.db``. Transcript text lives in the session files
-(copied byte for byte); the transcript index and vectors are derived and rebuilt.
+:class:`~markus_memory.backend.Backend` picks for its settings: the PostgreSQL
+``PostgresStore`` when a database URL is set, else the SQLite file ``<home>/data.db``.
+Transcript text lives in the session files (copied byte for byte); the transcript index and
+vectors are derived and rebuilt.
 """
 
 from __future__ import annotations
@@ -36,10 +37,10 @@ from typing import TYPE_CHECKING
 from .._docs import DocumentStore, is_document_name
 from .._fs import AgentLock, atomic_write_bytes, read_bytes, validate_id
 from .._fs_docs import FileDocuments
+from ..backend import open_backend
 from ..config import AgentPaths, Settings, iso_ms
-from ..dream.audit import AuditLog, DreamRun, SqliteAuditLog
 from ..errors import InvalidInputError, NotFoundError, RefusedError
-from ..memory import open_store
+from ..storage.audit import AuditLog, DreamRun, SqliteAuditLog, open_audit_log
 from ..storage.base import EpisodicStore
 from ._rows import AgentRows, read_rows, write_rows
 
@@ -67,16 +68,17 @@ class TransferReport:
 
 class _Side:
     """One memory: its documents (files or PostgreSQL) and its episodic store (SQLite or
-    PostgreSQL, as :func:`open_store` picks it), sharing one connection pool per URL."""
+    PostgreSQL, as the backend seam picks it), sharing one connection pool per URL."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.database: PostgresDatabase | None = None
+        self.backend = open_backend(settings)
         self._episodic: EpisodicStore | None = None
-        if settings.documents_on_postgres and settings.database_url is not None:
+        if self.backend.documents_on_postgres:
             from ..storage.pg_documents import open_database
 
-            self.database = open_database(settings.database_url)
+            self.database = open_database(self.backend.url)
 
     def paths(self, agent_id: str) -> AgentPaths:
         return AgentPaths(self.settings.agent_dir(agent_id))
@@ -106,30 +108,25 @@ class _Side:
 
     @property
     def on_postgres(self) -> bool:
-        return bool(self.settings.database_url)
+        return self.backend.kind == "postgres"
 
     def has_episodic(self) -> bool:
         """Whether there can be rows to read (an absent data.db is not created by reading)."""
-        return self.on_postgres or self.settings.database_path.exists()
+        return self.backend.has_episodic()
 
     def episodic(self) -> EpisodicStore:
         if self._episodic is None:
-            self._episodic = open_store(self.settings)
+            self._episodic = self.backend.episodic()
         return self._episodic
 
     def episodic_place(self) -> str:
         """Where the rows live: the database (URL) or the resolved data.db path."""
-        url = self.settings.database_url
-        if url:
-            return f"url:{url}"
-        return f"file:{self.settings.database_path.expanduser().resolve()}"
+        return self.backend.place
 
     def audit(self) -> AuditLog:
         """The dream history beside the documents, where the dream cycle keeps it."""
         if self.database is not None:
-            from ..dream.audit_pg import PostgresAuditLog
-
-            return PostgresAuditLog(self.database)
+            return open_audit_log(self.database)
         return SqliteAuditLog(self.settings.database_path)
 
     def audit_place(self) -> str:

@@ -1,0 +1,118 @@
+"""The one backend seam: where the settings' storage is decided and opened.
+
+:class:`Backend` reads :attr:`Settings.backend <markus_memory.config.Settings.backend>` (the
+one rule for what a URL means) and hands out everything an agent keeps in it: the documents
+(markdown layers), the episodic store (activities, transcripts, their recall index and
+vectors), the knowledge search index and the dream audit. Nothing else in the package tests a
+URL or picks a SQLite or PostgreSQL class; it asks a :class:`Backend`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from typing import Literal
+
+from ._docs import DocumentStore
+from ._fs import AgentLock
+from ._fs_docs import FileDocuments
+from .config import AgentPaths, Settings
+from .errors import MarkusMemoryError
+from .search import index as search_index
+from .search.index import KnowledgeIndex, open_index
+from .storage import sqlite_schema
+from .storage.audit import MIGRATIONS as dream_migrations
+from .storage.audit import AuditLog, open_audit_log
+from .storage.base import EpisodicStore
+from .storage.migrations import Migrations
+from .storage.sqlite import SqliteStore
+
+log = logging.getLogger(__name__)
+
+DATA_DB_MIGRATIONS: tuple[Migrations[sqlite3.Connection], ...] = (
+    sqlite_schema.migrations,
+    search_index.migrations,
+    dream_migrations,
+)
+"""The one registry of the migration sets that live in ``<home>/data.db`` (the episodic
+store, the knowledge search index, the dream audit): ``doctor`` checks every one."""
+
+
+class Backend:
+    """The storage the settings select: ``"sqlite"`` (``<home>/data.db`` and the agent
+    directories) or ``"postgres"`` (the ``database_url``; documents too unless
+    ``MARKUS_DOCUMENTS=files``). Opening anything PostgreSQL needs the ``[postgres]`` extra
+    and raises :class:`~markus_memory.errors.BackendUnavailableError` when the server cannot
+    be reached; a URL that is not PostgreSQL's raises
+    :class:`~markus_memory.errors.InvalidInputError` here, at once."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.kind: Literal["sqlite", "postgres"] = settings.backend
+        self.documents_on_postgres = settings.documents_on_postgres
+
+    @property
+    def url(self) -> str:
+        """The PostgreSQL URL (only meaningful when :attr:`kind` is ``"postgres"``)."""
+        return self.settings.database_url or ""
+
+    @property
+    def place(self) -> str:
+        """Where the episodic rows live: ``url:<url>`` or ``file:<resolved data.db>``."""
+        if self.kind == "postgres":
+            return f"url:{self.url}"
+        return f"file:{self.settings.database_path.expanduser().resolve()}"
+
+    def has_episodic(self) -> bool:
+        """Whether there can be episodic rows to read (reading never creates data.db)."""
+        return self.kind == "postgres" or self.settings.database_path.exists()
+
+    def documents(self, agent_id: str, paths: AgentPaths, lock: AgentLock) -> DocumentStore:
+        """The markdown layers of one agent: PostgreSQL when the documents live there, else
+        the agent directory under ``paths``."""
+        if self.documents_on_postgres:
+            from .storage.pg_documents import PostgresDocuments  # the [postgres] extra
+
+            return PostgresDocuments(
+                self.url, agent_id, lock_timeout=self.settings.lock_timeout_seconds
+            )
+        return FileDocuments(paths.root, lock)
+
+    def episodic(self) -> EpisodicStore:
+        """The episodic store: activities, transcripts, the recall index and its vectors."""
+        if self.kind == "postgres":
+            from .storage.postgres import PostgresStore  # the [postgres] extra
+
+            return PostgresStore(self.url)
+        return SqliteStore(self.settings.database_path)
+
+    def knowledge_index(self) -> KnowledgeIndex | None:
+        """The knowledge search index beside the episodic store; None (logged) if it cannot
+        be opened, and ``memory_search`` falls back to keyword search."""
+        try:
+            if self.kind == "postgres":
+                from .search.pg_index import PostgresSearchIndex  # the [postgres] extra
+
+                return PostgresSearchIndex(self.url)
+            self.settings.home.mkdir(parents=True, exist_ok=True)
+            return open_index(self.settings.database_path)
+        except (OSError, sqlite3.Error, MarkusMemoryError) as exc:
+            log.warning("search index unavailable, keyword search only: %s", exc)
+            return None
+
+    def dream_audit(self, documents: DocumentStore) -> AuditLog:
+        """The dream audit beside the documents a dream changes: in their PostgreSQL database
+        when they live there (one dream history for every host), else ``<home>/data.db``.
+
+        With ``MARKUS_DOCUMENTS=files`` each host dreams over its own files, so its audit (and
+        its day's slot, and what undo restores) stays in its own ``data.db``."""
+        from .storage.pg_documents import PostgresDocuments
+
+        if isinstance(documents, PostgresDocuments):
+            return open_audit_log(documents.database)
+        return open_audit_log(self.settings.database_path)
+
+
+def open_backend(settings: Settings) -> Backend:
+    """The :class:`Backend` the settings select (nothing is opened until asked for)."""
+    return Backend(settings)

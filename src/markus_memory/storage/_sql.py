@@ -1,0 +1,66 @@
+"""A connection as the shared SQL modules use it (``?`` placeholders), written once.
+
+The recall index (:mod:`.recall_index`) and the schema back-fills run their SQL through a
+:class:`DialectSql`; a backend's subclass names its :class:`~.dialect.Dialect`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .dialect import Dialect
+
+
+class DialectSql:
+    """``rows``/``run``/``many``/``insert`` on one connection (their SQL never holds a literal
+    ``?`` or ``%``)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    @property
+    def dialect(self) -> Dialect:
+        raise NotImplementedError
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cursor = self.conn.execute(self.dialect.sql(sql), tuple(params))
+        return [tuple(r) for r in cursor.fetchall()]
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return int(self.conn.execute(self.dialect.sql(sql), tuple(params)).rowcount)
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            return
+        cursor = self.conn.cursor()
+        try:
+            cursor.executemany(self.dialect.sql(sql), rows)
+        finally:
+            cursor.close()
+
+    def insert(
+        self,
+        table: str,
+        columns: Sequence[tuple[str, str]],
+        rows: Sequence[Sequence[Any]],
+        conflict: str = "",
+    ) -> None:
+        """Many rows at once; on PostgreSQL one statement whatever their number (each column
+        travels as one typed array)."""
+        if not rows:
+            return
+        names = ", ".join(name for name, _ in columns)
+        if not self.dialect.identity:  # SQLite
+            marks = ", ".join("?" * len(columns))
+            self.many(f"INSERT INTO {table} ({names}) VALUES ({marks}) {conflict}", rows)
+            return
+        arrays = ", ".join(f"?::{kind}[]" for _, kind in columns)
+        values = [[row[i] for row in rows] for i in range(len(columns))]
+        self.conn.execute(
+            self.dialect.sql(
+                f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays}) {conflict}"
+            ),
+            values,
+        )

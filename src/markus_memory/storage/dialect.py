@@ -1,0 +1,134 @@
+"""What really differs between the SQLite and the PostgreSQL store, in one small object.
+
+A :class:`Dialect` carries the placeholder style, the adapters for values written (times, JSON,
+text) and read back (its :class:`~._records.RowDecoder`), the column that orders rows by
+insertion, and the conflict clauses. Code written once over a :class:`Database` spells its SQL
+with ``?`` placeholders and passes it through :meth:`Dialect.sql`; only ranking SQL, where the
+engines differ (FTS5 ``bm25`` against ``tsvector``/``ts_rank``), stays written per backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+from . import postgres_conn as pg
+from . import sqlite_conn as lite
+from ._records import RowDecoder
+from .migrations import Migrations
+
+
+def _same(value: str) -> str:
+    return value
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The differences between the two backends that CRUD and row mapping must know."""
+
+    name: Literal["sqlite", "postgres"]
+    time: Callable[[datetime], Any]
+    """A timezone-aware time as the backend stores it (ISO text with milliseconds, or a
+    ``timestamptz`` truncated to milliseconds)."""
+    json: Callable[[Any], str | None]
+    """A mapping as the parameter of a JSON column (None stays NULL)."""
+    text: Callable[[str], str]
+    """Text as the backend can store it (PostgreSQL refuses NUL)."""
+    decode: RowDecoder
+    """Times and JSON values read back."""
+    flag: Callable[[bool], Any]
+    """A boolean as the backend stores it (0/1, or ``boolean``)."""
+    json_cast: str
+    """What follows the placeholder of a JSON column (``::jsonb`` on PostgreSQL)."""
+    time_type: str
+    """The column type of a stored time."""
+    identity: bool
+    """Whether a table needs an identity column to order its rows by insertion (SQLite's
+    ``rowid`` does that by itself)."""
+
+    def sql(self, statement: str) -> str:
+        """``statement`` written with ``?`` placeholders, in this backend's style."""
+        if self.name == "sqlite":
+            return statement
+        return statement.replace("%", "%%").replace("?", "%s")
+
+    def read_time(self, value: Any) -> datetime | None:
+        return self.decode.when(value)
+
+    def opt_time(self, moment: datetime | None) -> Any:
+        return None if moment is None else self.time(moment)
+
+    def opt_text(self, value: str | None) -> str | None:
+        return None if value is None else self.text(value)
+
+    def insertion_order(self, identity_column: str) -> str:
+        """The column that orders a table's rows by insertion: ``rowid`` on SQLite, else the
+        table's identity column."""
+        return identity_column if self.identity else "rowid"
+
+    def identity_ddl(self, identity_column: str) -> str:
+        """The column definition (with its comma) a new table needs for
+        :meth:`insertion_order`; nothing on SQLite."""
+        if not self.identity:
+            return ""
+        return f"{identity_column} BIGINT GENERATED ALWAYS AS IDENTITY,"
+
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """``column`` equal to one of ``values`` (non-empty): the condition and its params."""
+        if self.name == "sqlite":
+            return f"{column} IN ({','.join('?' * len(values))})", list(values)
+        return f"{column} = ANY(?)", [list(values)]
+
+    def unindexed(self, column: str) -> str:
+        """``column`` in a condition the planner must not answer from an index on it (SQLite
+        would otherwise walk every row of the agent; PostgreSQL plans by cost)."""
+        return f"+{column}" if self.name == "sqlite" else column
+
+    @staticmethod
+    def on_conflict_ignore(target: str) -> str:
+        """The clause that skips a row already present under ``target`` (a column list)."""
+        return f" ON CONFLICT ({target}) DO NOTHING"
+
+    @staticmethod
+    def on_conflict_update(target: str, columns: tuple[str, ...]) -> str:
+        """The clause that overwrites ``columns`` of a row already present under ``target``."""
+        sets = ", ".join(f"{c} = excluded.{c}" for c in columns)
+        return f" ON CONFLICT ({target}) DO UPDATE SET {sets}"
+
+
+SQLITE = Dialect(
+    "sqlite",
+    lite.to_iso,
+    lite.json_text,
+    _same,
+    lite.DECODE,
+    flag=int,
+    json_cast="",
+    time_type="TEXT",
+    identity=False,
+)
+POSTGRES = Dialect(
+    "postgres",
+    pg.to_utc,
+    pg.json_param,
+    pg.clean_text,
+    pg.DECODE,
+    flag=bool,
+    json_cast="::jsonb",
+    time_type="TIMESTAMPTZ",
+    identity=True,
+)
+
+
+class Database(Protocol):
+    """One opened database of either backend (:class:`~.sqlite_conn.SqliteDatabase` or
+    :class:`~.postgres_conn.PostgresDatabase`): transactions, migrations and its dialect."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+    def read(self) -> AbstractContextManager[Any]: ...
+    def write(self) -> AbstractContextManager[Any]: ...
+    def migrate(self, migrations: Migrations[Any]) -> list[str]: ...
