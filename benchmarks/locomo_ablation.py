@@ -20,9 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _locomo_data import LocomoConversation, load  # noqa: E402
+from _locomo_loo import build  # noqa: E402
 from _metrics import summarize  # noqa: E402
-from markus_memory.search.conversation import ConversationIndex, RankingOptions, Turn  # noqa: E402
-from markus_memory.storage.sqlite import SqliteStore  # noqa: E402
+from markus_memory.search.conversation import ConversationIndex, RankingOptions  # noqa: E402
 
 OFF = RankingOptions(
     strip_speaker_names=False,
@@ -47,24 +47,6 @@ VECTOR_STAGES: list[tuple[str, dict[str, object]]] = [
     ("+ vectors, score 0.3", {"vector_weight": 0.3, "fusion": "score"}),
     ("+ speaker boost on vectors", {"dense_speaker_boost": 1.0}),
 ]
-
-
-def build(conv: LocomoConversation, embedder: object | None, home: Path) -> ConversationIndex:
-    store = SqliteStore(home / f"{conv.sample_id}.db")
-    index = ConversationIndex(store, conv.sample_id, embedder=embedder)  # type: ignore[arg-type]
-    index.add(
-        Turn(
-            f"session_{t.session}",
-            t.position,
-            "user" if t.speaker == conv.speakers[0] else "assistant",
-            t.text,
-            t.date,
-            t.speaker,
-            {"dia_id": t.dia_id},
-        )
-        for t in conv.turns
-    )
-    return index
 
 
 def evaluate(indexes: list[tuple[LocomoConversation, ConversationIndex]]) -> dict[str, object]:
