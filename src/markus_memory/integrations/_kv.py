@@ -66,6 +66,17 @@ class KVTable(Protocol):
     def close(self) -> None: ...
 
 
+def scores_under(
+    found: Sequence[Sequence[Any]], namespace_prefix: str
+) -> dict[tuple[str, str], float]:
+    """Full-text hits ``(namespace, key, score)`` inside ``namespace_prefix`` (all when empty)."""
+    return {
+        (ns, key): float(score)
+        for ns, key, score in found
+        if not namespace_prefix or ns == namespace_prefix or ns.startswith(namespace_prefix + SEP)
+    }
+
+
 def _dt(text: str | datetime) -> datetime:
     return text if isinstance(text, datetime) else datetime.fromisoformat(text)
 
@@ -151,13 +162,7 @@ class SqliteKV:
                 "WHERE langgraph_items_fts MATCH ? AND agent_id = ?",
                 (match, self.agent_id),
             ).fetchall()
-        return {
-            (ns, key): float(score)
-            for ns, key, score in found
-            if not namespace_prefix
-            or ns == namespace_prefix
-            or ns.startswith(namespace_prefix + SEP)
-        }
+        return scores_under(found, namespace_prefix)
 
     def namespaces(self, now: float) -> list[str]:
         with self._cursor() as conn:

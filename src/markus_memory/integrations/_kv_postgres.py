@@ -10,7 +10,7 @@ from typing import Any
 
 from ..analysis import query_terms
 from ..errors import ExtraNotInstalledError, StorageError
-from ._kv import COLUMNS, SEP, Row, Write, row
+from ._kv import COLUMNS, SEP, Row, Write, row, scores_under
 
 _PG_SCHEMA = """
 CREATE TABLE IF NOT EXISTS langgraph_items (
@@ -92,13 +92,7 @@ class PostgresKV:
                 "AND (expires_at IS NULL OR expires_at > %s)",
                 (tsquery, self.agent_id, now),
             ).fetchall()
-        return {
-            (ns, key): float(score)
-            for ns, key, score in found
-            if not namespace_prefix
-            or ns == namespace_prefix
-            or ns.startswith(namespace_prefix + SEP)
-        }
+        return scores_under(found, namespace_prefix)
 
     def namespaces(self, now: float) -> list[str]:
         with self._conn_locked() as conn:
