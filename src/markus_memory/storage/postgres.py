@@ -9,7 +9,6 @@ weights, the same all-terms-then-any-term rule and the same candidate bound as S
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -23,9 +22,7 @@ from .base import (
     search_terms,
 )
 from .postgres_conn import (
-    CONNECT_TIMEOUT_S,
     DECODE,
-    STATEMENT_TIMEOUT_MS,
     clean_text,
     json_value,
     opt_utc,
@@ -39,12 +36,10 @@ from .postgres_schema import (
 )
 from .postgres_transcripts import PostgresTranscriptIndex
 from .side_tables import SideTables
-from .sqlite_conn import SEARCH_CANDIDATES
 
 if TYPE_CHECKING:
     import psycopg
 
-    from .migrations import Migrations
 
 _REINDEX_SQL = (
     "INSERT INTO activity_search (activity_id, agent_id, started_at, document, headline) "
@@ -66,23 +61,6 @@ _REINDEX_SQL = (
 
 class PostgresStore(PostgresTranscriptIndex, ActivityReads, SideTables):
     """Activities, mailbox, chat history and the transcript index in one PostgreSQL schema."""
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        extra_migrations: Sequence[Migrations[psycopg.Connection[Any]]] = (),
-        search_candidates: int = SEARCH_CANDIDATES,
-        connect_timeout: float = CONNECT_TIMEOUT_S,
-        statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
-    ) -> None:
-        self.search_candidates = search_candidates
-        super().__init__(
-            url,
-            extra_migrations=extra_migrations,
-            connect_timeout=connect_timeout,
-            statement_timeout_ms=statement_timeout_ms,
-        )
 
     # -- activities ---------------------------------------------------------------------------
 

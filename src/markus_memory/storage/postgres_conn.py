@@ -27,7 +27,7 @@ from ..errors import (
     StorageError,
 )
 from ._records import RowDecoder
-from ._sql import DialectSql
+from ._sql import SEARCH_CANDIDATES, DialectSql
 from .migrations import BOOKKEEPING_TABLE, Migrations
 
 if TYPE_CHECKING:
@@ -252,10 +252,13 @@ class PostgresDatabase:
         url: str,
         *,
         extra_migrations: Sequence[Migrations[psycopg.Connection[Any]]] = (),
+        search_candidates: int = SEARCH_CANDIDATES,
         connect_timeout: float = CONNECT_TIMEOUT_S,
         statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
     ) -> None:
         from .postgres_schema import migrations as markus_migrations
+
+        self.search_candidates = search_candidates
 
         if not is_postgres_url(url):
             raise InvalidInputError("a PostgreSQL URL starts with postgresql:// or postgres://")

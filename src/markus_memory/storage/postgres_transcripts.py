@@ -52,8 +52,6 @@ _INSERT = (
 class PostgresTranscriptIndex(PostgresDatabase, RecallQueries):
     """The transcript index (:class:`~.base.TranscriptIndex`) and its recall index."""
 
-    search_candidates: int
-
     @contextmanager
     def _recall(self, *, write: bool = False) -> Iterator[PostgresSql]:
         with self.write() if write else self.read() as conn:

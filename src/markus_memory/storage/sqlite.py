@@ -10,7 +10,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
 
 from ..analysis import with_cjk_pairs
 from ._records import ACTIVITY_COLUMNS
@@ -22,11 +21,9 @@ from .base import (
     JsonObject,
     search_terms,
 )
-from .migrations import Migrations
 from .side_tables import SideTables
 from .sqlite_conn import (
     DECODE,
-    SEARCH_CANDIDATES,
     agent_span,
     bounded_rank,
     fts_match,
@@ -55,17 +52,6 @@ def _new_doc(conn: sqlite3.Connection, activity_id: str, agent_id: str) -> int:
 
 class SqliteStore(SqliteTranscriptIndex, ActivityReads, SideTables):
     """Activities, mailbox, chat history and the transcript index in one SQLite file."""
-
-    def __init__(
-        self,
-        path: Path | str,
-        *,
-        extra_migrations: Sequence[Migrations[sqlite3.Connection]] = (),
-        search_candidates: int = SEARCH_CANDIDATES,
-    ) -> None:
-        super().__init__(
-            path, extra_migrations=extra_migrations, search_candidates=search_candidates
-        )
 
     # -- activities ---------------------------------------------------------------------------
 
