@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 from . import postgres_conn as pg
 from . import sqlite_conn as lite
 from ._records import RowDecoder
+from ._sql import DialectSql
 from .migrations import Migrations
 
 
@@ -48,6 +49,13 @@ class Dialect:
     identity: bool
     """Whether a table needs an identity column to order its rows by insertion (SQLite's
     ``rowid`` does that by itself)."""
+    bind: Callable[[Any], DialectSql]
+    """A connection of this backend as the shared SQL modules use it (``?`` placeholders)."""
+    lock_rows: str
+    """What follows a SELECT whose rows the write transaction goes on to change (``FOR
+    UPDATE``; nothing on SQLite, whose write transaction holds the whole file)."""
+    greatest: str
+    """The function of the larger of two values (``MAX`` on SQLite, ``GREATEST``)."""
 
     def sql(self, statement: str) -> str:
         """``statement`` written with ``?`` placeholders, in this backend's style."""
@@ -82,6 +90,10 @@ class Dialect:
             return f"{column} IN ({','.join('?' * len(values))})", list(values)
         return f"{column} = ANY(?)", [list(values)]
 
+    def bytewise(self, column: str) -> str:
+        """``column`` ordered by its bytes (SQLite's default; PostgreSQL's collation "C")."""
+        return column if self.name == "sqlite" else f'{column} COLLATE "C"'
+
     def unindexed(self, column: str) -> str:
         """``column`` in a condition the planner must not answer from an index on it (SQLite
         would otherwise walk every row of the agent; PostgreSQL plans by cost)."""
@@ -109,6 +121,9 @@ SQLITE = Dialect(
     json_cast="",
     time_type="TEXT",
     identity=False,
+    bind=lite.SqliteSql,
+    lock_rows="",
+    greatest="MAX",
 )
 POSTGRES = Dialect(
     "postgres",
@@ -120,6 +135,9 @@ POSTGRES = Dialect(
     json_cast="::jsonb",
     time_type="TIMESTAMPTZ",
     identity=True,
+    bind=pg.PostgresSql,
+    lock_rows=" FOR UPDATE",
+    greatest="GREATEST",
 )
 
 
