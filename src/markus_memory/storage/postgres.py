@@ -9,24 +9,17 @@ weights, the same all-terms-then-any-term rule and the same candidate bound as S
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ._records import ACTIVITY_COLUMNS
 from .activity_reads import ActivityReads
+from .activity_writes import ActivityWrites
 from .base import (
-    Activity,
-    ActivityEnd,
     ActivityHit,
-    JsonObject,
     search_terms,
 )
 from .postgres_conn import (
     DECODE,
-    clean_text,
-    json_value,
-    opt_utc,
-    to_utc,
 )
 from .postgres_schema import (
     ACTIVITY_RANK_WEIGHTS,
@@ -59,90 +52,19 @@ _REINDEX_SQL = (
 )
 
 
-class PostgresStore(PostgresTranscriptIndex, ActivityReads, SideTables):
+class PostgresStore(PostgresTranscriptIndex, ActivityReads, ActivityWrites, SideTables):
     """Activities, mailbox, chat history and the transcript index in one PostgreSQL schema."""
 
-    # -- activities ---------------------------------------------------------------------------
+    # -- activity search documents (ActivityWrites keeps them current) ------------------------
 
-    def insert_activity(self, activity: Activity) -> None:
-        with self.write() as conn:
-            conn.execute(
-                "INSERT INTO agent_activities (id, agent_id, mailbox_item_id, type, label, "
-                "task_id, started_at, ended_at, total_tokens, total_tools, success, summary, "
-                "keywords, created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                (
-                    activity.id,
-                    activity.agent_id,
-                    activity.mailbox_item_id,
-                    clean_text(activity.type),
-                    clean_text(activity.label),
-                    activity.task_id,
-                    to_utc(activity.started_at),
-                    opt_utc(activity.ended_at),
-                    activity.total_tokens,
-                    activity.total_tools,
-                    bool(activity.success),
-                    clean_text(activity.summary),
-                    clean_text(",".join(activity.keywords)),
-                    to_utc(activity.started_at),
-                ),
-            )
-            conn.execute(_REINDEX_SQL, (activity.id,))
+    def _index_activity(self, conn: psycopg.Connection[Any], activity_id: str) -> None:
+        conn.execute(_REINDEX_SQL, (activity_id,))
 
-    def end_activity(self, agent_id: str, activity_id: str, end: ActivityEnd) -> bool:
-        with self.write() as conn:
-            updated = conn.execute(
-                "UPDATE agent_activities SET ended_at = %s, total_tokens = %s, "
-                "total_tools = %s, success = %s, summary = %s, keywords = %s "
-                "WHERE id = %s AND agent_id = %s",
-                (
-                    to_utc(end.ended_at),
-                    end.total_tokens,
-                    end.total_tools,
-                    bool(end.success),
-                    clean_text(end.summary),
-                    clean_text(",".join(end.keywords)),
-                    activity_id,
-                    agent_id,
-                ),
-            ).rowcount
-            if not updated:
-                return False
-            # As on SQLite: the document is rewritten once per episode, with its log text.
-            conn.execute(_REINDEX_SQL, (activity_id,))
-        return True
-
-    def append_log(
-        self,
-        agent_id: str,
-        activity_id: str,
-        type: str,
-        content: str,
-        metadata: JsonObject,
-        created_at: datetime,
-    ) -> int | None:
-        with self.write() as conn:
-            # The row lock serialises appends to one activity, so seq is assigned atomically.
-            owner = conn.execute(
-                "SELECT 1 FROM agent_activities WHERE id = %s AND agent_id = %s FOR UPDATE",
-                (activity_id, agent_id),
-            ).fetchone()
-            if owner is None:
-                return None
-            row = conn.execute(
-                "INSERT INTO agent_activity_logs (activity_id, seq, type, content, metadata, "
-                "created_at) SELECT %s, COALESCE(MAX(seq), 0) + 1, %s, %s, %s::jsonb, %s "
-                "FROM agent_activity_logs WHERE activity_id = %s RETURNING seq",
-                (
-                    activity_id,
-                    clean_text(type),
-                    clean_text(content),
-                    clean_text(json_value(metadata) or "{}"),
-                    to_utc(created_at),
-                    activity_id,
-                ),
-            ).fetchone()
-        return None if row is None else int(row[0])
+    def _drop_search_documents(
+        self, conn: psycopg.Connection[Any], params: tuple[Any, ...]
+    ) -> None:
+        """Nothing to do: ``activity_search`` rows go with their activity (ON DELETE CASCADE)."""
+        del conn, params
 
     def search_activities(self, agent_id: str, query: str, *, limit: int = 10) -> list[ActivityHit]:
         """All terms first (AND); if that finds fewer than ``limit``, any term (OR) fills up.
@@ -219,11 +141,3 @@ class PostgresStore(PostgresTranscriptIndex, ActivityReads, SideTables):
         seen = set(strong)
         ordered = strong + [i for i in probe[: self.search_candidates] if i not in seen]
         return [(activity_id, 0.0) for activity_id in ordered[:limit]]
-
-    def prune_activities(self, agent_id: str, *, before: datetime) -> int:
-        # Logs and search documents go with their activity (ON DELETE CASCADE).
-        with self.write() as conn:
-            return conn.execute(
-                "DELETE FROM agent_activities WHERE agent_id = %s AND started_at < %s",
-                (agent_id, to_utc(before)),
-            ).rowcount

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from datetime import datetime
+from typing import Any
 
 from ..analysis import with_cjk_pairs
 from ._records import ACTIVITY_COLUMNS
 from .activity_reads import ActivityReads
+from .activity_writes import DOOMED, ActivityWrites
 from .base import (
     Activity,
-    ActivityEnd,
     ActivityHit,
-    JsonObject,
     search_terms,
 )
 from .side_tables import SideTables
@@ -27,9 +26,7 @@ from .sqlite_conn import (
     agent_span,
     bounded_rank,
     fts_match,
-    json_text,
     next_rowid,
-    to_iso,
 )
 from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS
 from .sqlite_transcripts import SqliteTranscriptIndex
@@ -50,71 +47,20 @@ def _new_doc(conn: sqlite3.Connection, activity_id: str, agent_id: str) -> int:
     return rowid
 
 
-class SqliteStore(SqliteTranscriptIndex, ActivityReads, SideTables):
+class SqliteStore(SqliteTranscriptIndex, ActivityReads, ActivityWrites, SideTables):
     """Activities, mailbox, chat history and the transcript index in one SQLite file."""
 
-    # -- activities ---------------------------------------------------------------------------
+    # -- activity search documents (ActivityWrites keeps them current) ------------------------
 
-    def insert_activity(self, activity: Activity) -> None:
-        with self.write() as conn:
-            conn.execute(
-                "INSERT INTO agent_activities (id, agent_id, mailbox_item_id, type, label, "
-                "task_id, started_at, ended_at, total_tokens, total_tools, success, summary, "
-                "keywords, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    activity.id,
-                    activity.agent_id,
-                    activity.mailbox_item_id,
-                    activity.type,
-                    activity.label,
-                    activity.task_id,
-                    to_iso(activity.started_at),
-                    None if activity.ended_at is None else to_iso(activity.ended_at),
-                    activity.total_tokens,
-                    activity.total_tools,
-                    int(activity.success),
-                    activity.summary,
-                    ",".join(activity.keywords),
-                    to_iso(activity.started_at),
-                ),
-            )
-            rowid = _new_doc(conn, activity.id, activity.agent_id)
-            conn.execute(
-                "INSERT INTO activity_fts (rowid, label, summary, keywords, logs) "
-                "VALUES (?, ?, ?, ?, '')",
-                (rowid, *_cjk(activity.label, activity.summary, ",".join(activity.keywords))),
-            )
-
-    def end_activity(self, agent_id: str, activity_id: str, end: ActivityEnd) -> bool:
-        keywords = ",".join(end.keywords)
-        with self.write() as conn:
-            updated = conn.execute(
-                "UPDATE agent_activities SET ended_at = ?, total_tokens = ?, total_tools = ?, "
-                "success = ?, summary = ?, keywords = ? WHERE id = ? AND agent_id = ?",
-                (
-                    to_iso(end.ended_at),
-                    end.total_tokens,
-                    end.total_tools,
-                    int(end.success),
-                    end.summary,
-                    keywords,
-                    activity_id,
-                    agent_id,
-                ),
-            ).rowcount
-            if not updated:
-                return False
-            self._reindex_activity(conn, activity_id)
-        return True
-
-    def _reindex_activity(self, conn: sqlite3.Connection, activity_id: str) -> None:
-        # An activity's document is written at start (label) and rewritten at end with its
-        # summary, keywords and log text: one FTS update per episode, not one per log line.
+    def _index_activity(self, conn: sqlite3.Connection, activity_id: str) -> None:
+        # The document holds the label, summary and keywords and the first
+        # MAX_INDEXED_LOG_CHARS of the log text, in the agent's rowid span (m004).
+        row = conn.execute(
+            "SELECT label, summary, keywords, agent_id FROM agent_activities WHERE id = ?",
+            (activity_id,),
+        ).fetchone()
         doc = conn.execute(
             "SELECT rowid FROM activity_search_docs WHERE activity_id = ?", (activity_id,)
-        ).fetchone()
-        row = conn.execute(
-            "SELECT label, summary, keywords FROM agent_activities WHERE id = ?", (activity_id,)
         ).fetchone()
         logs: list[str] = []
         size = 0
@@ -130,10 +76,7 @@ class SqliteStore(SqliteTranscriptIndex, ActivityReads, SideTables):
         values = (row["label"], row["summary"] or "", row["keywords"] or "")
         log_text = "\n".join(logs)[:MAX_INDEXED_LOG_CHARS]
         if doc is None:
-            agent = conn.execute(
-                "SELECT agent_id FROM agent_activities WHERE id = ?", (activity_id,)
-            ).fetchone()[0]
-            rowid = _new_doc(conn, activity_id, str(agent))
+            rowid = _new_doc(conn, activity_id, str(row["agent_id"]))
         else:
             rowid = doc[0]
             conn.execute("DELETE FROM activity_fts WHERE rowid = ?", (rowid,))
@@ -143,36 +86,14 @@ class SqliteStore(SqliteTranscriptIndex, ActivityReads, SideTables):
             (rowid, *_cjk(*values, log_text)),
         )
 
-    def append_log(
-        self,
-        agent_id: str,
-        activity_id: str,
-        type: str,
-        content: str,
-        metadata: JsonObject,
-        created_at: datetime,
-    ) -> int | None:
-        encoded = json_text(metadata) or "{}"
-        with self.write() as conn:
-            owner = conn.execute(
-                "SELECT 1 FROM agent_activities WHERE id = ? AND agent_id = ?",
-                (activity_id, agent_id),
-            ).fetchone()
-            if owner is None:
-                return None
-            seq = int(
-                conn.execute(
-                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM agent_activity_logs "
-                    "WHERE activity_id = ?",
-                    (activity_id,),
-                ).fetchone()[0]
-            )
-            conn.execute(
-                "INSERT INTO agent_activity_logs (activity_id, seq, type, content, metadata, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (activity_id, seq, type, content, encoded, to_iso(created_at)),
-            )
-        return seq
+    def _drop_search_documents(self, conn: sqlite3.Connection, params: tuple[Any, ...]) -> None:
+        # FTS5 rows have no foreign key: they go by the rowids of their documents.
+        conn.execute(
+            "DELETE FROM activity_fts WHERE rowid IN (SELECT rowid FROM "
+            f"activity_search_docs WHERE activity_id IN ({DOOMED}))",
+            params,
+        )
+        conn.execute(f"DELETE FROM activity_search_docs WHERE activity_id IN ({DOOMED})", params)
 
     def search_activities(self, agent_id: str, query: str, *, limit: int = 10) -> list[ActivityHit]:
         """All terms first (AND); if that finds fewer than ``limit``, any term (OR) fills up.
@@ -251,25 +172,3 @@ class SqliteStore(SqliteTranscriptIndex, ActivityReads, SideTables):
                 (*ids, agent_id),
             ).fetchall()
         return {r["id"]: DECODE.activity(r) for r in rows}
-
-    def prune_activities(self, agent_id: str, *, before: datetime) -> int:
-        cutoff = to_iso(before)
-        with self.write() as conn:
-            doomed = "SELECT id FROM agent_activities WHERE agent_id = ? AND started_at < ?"
-            conn.execute(
-                "DELETE FROM activity_fts WHERE rowid IN (SELECT rowid FROM "
-                f"activity_search_docs WHERE activity_id IN ({doomed}))",
-                (agent_id, cutoff),
-            )
-            conn.execute(
-                f"DELETE FROM activity_search_docs WHERE activity_id IN ({doomed})",
-                (agent_id, cutoff),
-            )
-            conn.execute(
-                f"DELETE FROM agent_activity_logs WHERE activity_id IN ({doomed})",
-                (agent_id, cutoff),
-            )
-            return conn.execute(
-                "DELETE FROM agent_activities WHERE agent_id = ? AND started_at < ?",
-                (agent_id, cutoff),
-            ).rowcount
