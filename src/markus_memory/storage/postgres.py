@@ -1,34 +1,33 @@
 """PostgresStore: the scale-out episodic backend (``[postgres]`` extra); activities and search.
 
 Selected by a URL (``MARKUS_DATABASE_URL`` / ``Settings.database_url``), never by code. Pools,
-timeouts and migrations live in :mod:`.postgres_conn`; mailbox and chat history in
-:mod:`.side_tables` (written once for both backends); the transcript index in
-:mod:`.postgres_transcripts`. Search is ``tsvector`` + GIN ranked by ``ts_rank`` with the same
-weights, the same all-terms-then-any-term rule and the same candidate bound as SQLite.
+timeouts and migrations live in :mod:`.postgres_conn`. Written once for both backends:
+activity reads and writes, mailbox and chat history, the transcript index (see
+:mod:`.sqlite`). What stays here is PostgreSQL's own: activity search as ``tsvector`` + GIN
+ranked by ``ts_rank`` (same weights, same all-terms-then-any-term rule and candidate bound as
+SQLite) and the insert of new transcript messages under their identity ids.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._records import ACTIVITY_COLUMNS
+from ._sql import DialectSql
 from .activity_reads import ActivityReads
 from .activity_writes import ActivityWrites
-from .base import (
-    ActivityHit,
-    search_terms,
-)
-from .postgres_conn import (
-    DECODE,
-)
+from .base import ActivityHit, TranscriptMessage, search_terms
+from .postgres_conn import DECODE, PostgresDatabase
 from .postgres_schema import (
     ACTIVITY_RANK_WEIGHTS,
     activity_document_sql,
     headline_sql,
     tsquery_sql,
 )
-from .postgres_transcripts import PostgresTranscriptIndex
+from .recall_index import Doc
 from .side_tables import SideTables
+from .transcripts import TranscriptTables, stored_message
 
 if TYPE_CHECKING:
     import psycopg
@@ -52,8 +51,30 @@ _REINDEX_SQL = (
 )
 
 
-class PostgresStore(PostgresTranscriptIndex, ActivityReads, ActivityWrites, SideTables):
+class PostgresStore(PostgresDatabase, TranscriptTables, ActivityReads, ActivityWrites, SideTables):
     """Activities, mailbox, chat history and the transcript index in one PostgreSQL schema."""
+
+    # -- transcripts (TranscriptTables) ------------------------------------------------------
+
+    def _add_messages(
+        self, sql: DialectSql, agent_id: str, messages: Sequence[TranscriptMessage]
+    ) -> list[Doc]:
+        # One statement whatever the number of messages; a seq another writer inserted since
+        # it was read is skipped, and only the rows inserted come back to be indexed.
+        if not messages:
+            return []
+        rows = [stored_message(self.dialect, m) for m in messages]
+        inserted = sql.rows(
+            "INSERT INTO transcript_messages (agent_id, session_id, seq, role, content, "
+            "created_at, speaker, metadata) "
+            "SELECT ?, ?, u.seq, u.role, u.content, u.created_at, u.speaker, u.metadata::jsonb "
+            "FROM unnest(?::int[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], "
+            "?::text[]) AS u(seq, role, content, created_at, speaker, metadata) "
+            "ON CONFLICT (agent_id, session_id, seq) DO NOTHING "
+            "RETURNING id, content, speaker, role",
+            (agent_id, rows[0][0], *([r[i] for r in rows] for i in range(1, 7))),
+        )
+        return [Doc(*r) for r in inserted]
 
     # -- activity search documents (ActivityWrites keeps them current) ------------------------
 

@@ -28,7 +28,7 @@ from ..errors import (
 )
 from ._records import RowDecoder
 from ._sql import SEARCH_CANDIDATES, DialectSql
-from .migrations import BOOKKEEPING_TABLE, Migrations
+from .migrations import BOOKKEEPING_DDL, BOOKKEEPING_TABLE, Migrations
 
 if TYPE_CHECKING:
     import psycopg
@@ -201,13 +201,7 @@ class PostgresMigrationTarget:
 
     def ensure_bookkeeping(self) -> None:
         with self.transaction() as conn:
-            conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {BOOKKEEPING_TABLE} ("
-                " migration_set TEXT NOT NULL,"
-                " name TEXT NOT NULL,"
-                " applied_at TEXT NOT NULL,"
-                " PRIMARY KEY (migration_set, name))"
-            )
+            conn.execute(BOOKKEEPING_DDL)
 
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:

@@ -1,8 +1,10 @@
 """SqliteStore: the default episodic backend in ``<home>/data.db``; activities and their search.
 
-Connections, transactions and migrations live in :mod:`.sqlite_conn`; mailbox and chat history
-in :mod:`.side_tables` (written once for both backends); the transcript index in
-:mod:`.sqlite_transcripts`. Row-to-record mapping shared with PostgreSQL is in :mod:`._records`.
+Connections, transactions and migrations live in :mod:`.sqlite_conn`. Written once for both
+backends over the :class:`~.dialect.Dialect`: activity reads and writes (:mod:`.activity_reads`,
+:mod:`.activity_writes`), mailbox and chat history (:mod:`.side_tables`), the transcript index
+(:mod:`.transcripts`). What stays here is SQLite's own: the FTS5 activity search and its
+documents, and the ids of new transcript messages inside the agent's rowid span.
 """
 
 from __future__ import annotations
@@ -13,23 +15,27 @@ from typing import Any
 
 from ..analysis import with_cjk_pairs
 from ._records import ACTIVITY_COLUMNS
+from ._sql import DialectSql
 from .activity_reads import ActivityReads
 from .activity_writes import DOOMED, ActivityWrites
 from .base import (
     Activity,
     ActivityHit,
+    TranscriptMessage,
     search_terms,
 )
+from .recall_index import Doc
 from .side_tables import SideTables
 from .sqlite_conn import (
     DECODE,
+    SqliteDatabase,
     agent_span,
     bounded_rank,
     fts_match,
     next_rowid,
 )
-from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS
-from .sqlite_transcripts import SqliteTranscriptIndex
+from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS, fill_activity_search
+from .transcripts import TranscriptTables, stored_message
 
 
 def _cjk(*texts: str | None) -> tuple[str | None, ...]:
@@ -47,8 +53,37 @@ def _new_doc(conn: sqlite3.Connection, activity_id: str, agent_id: str) -> int:
     return rowid
 
 
-class SqliteStore(SqliteTranscriptIndex, ActivityReads, ActivityWrites, SideTables):
+class SqliteStore(SqliteDatabase, TranscriptTables, ActivityReads, ActivityWrites, SideTables):
     """Activities, mailbox, chat history and the transcript index in one SQLite file."""
+
+    # -- transcripts (TranscriptTables) ------------------------------------------------------
+
+    def _add_messages(
+        self, sql: DialectSql, agent_id: str, messages: Sequence[TranscriptMessage]
+    ) -> list[Doc]:
+        # The write transaction holds the file: nothing else can insert meanwhile, and the
+        # ids continue the agent's span (sqlite_schema m004), so its rows stay together.
+        if not messages:
+            return []
+        first = next_rowid(sql.conn, "transcript_messages", "id", agent_id)
+        rows = [
+            (first + n, agent_id, *stored_message(self.dialect, m)) for n, m in enumerate(messages)
+        ]
+        sql.many(
+            "INSERT INTO transcript_messages (id, agent_id, session_id, seq, role, content, "
+            "created_at, speaker, metadata) VALUES (?,?,?,?,?,?,?,?,?)",
+            rows,
+        )
+        return [Doc(r[0], r[5], r[7], r[4]) for r in rows]
+
+    def rebuild_derived(self) -> int:
+        """Recreate and refill everything derived from the stored rows: the activity search
+        and the recall index (one transaction); the number of messages indexed."""
+        with self.write() as conn:
+            fill_activity_search(conn)
+            sql = self.dialect.bind(conn)
+            self.recreate(sql, "BLOB", " WITHOUT ROWID")
+            return self.rebuild(sql)
 
     # -- activity search documents (ActivityWrites keeps them current) ------------------------
 
