@@ -22,7 +22,7 @@ from ._sql import DialectSql
 from .migrations import Migrations
 
 
-def _same(value: str) -> str:
+def _same(value: Any) -> Any:
     return value
 
 
@@ -34,6 +34,8 @@ class Dialect:
     time: Callable[[datetime], Any]
     """A timezone-aware time as the backend stores it (ISO text with milliseconds, or a
     ``timestamptz`` truncated to milliseconds)."""
+    exact_time: Callable[[datetime], Any]
+    """A time kept to the microsecond (ISO text on SQLite, a ``timestamptz``)."""
     json: Callable[[Any], str | None]
     """A mapping as the parameter of a JSON column (None stays NULL)."""
     text: Callable[[str], str]
@@ -114,6 +116,7 @@ class Dialect:
 SQLITE = Dialect(
     "sqlite",
     lite.to_iso,
+    datetime.isoformat,
     lite.json_text,
     _same,
     lite.DECODE,
@@ -128,6 +131,7 @@ SQLITE = Dialect(
 POSTGRES = Dialect(
     "postgres",
     pg.to_utc,
+    _same,
     pg.json_param,
     pg.clean_text,
     pg.DECODE,
@@ -150,3 +154,4 @@ class Database(Protocol):
     def read(self) -> AbstractContextManager[Any]: ...
     def write(self) -> AbstractContextManager[Any]: ...
     def migrate(self, migrations: Migrations[Any]) -> list[str]: ...
+    def close(self) -> None: ...
