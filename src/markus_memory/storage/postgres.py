@@ -61,8 +61,6 @@ class PostgresStore(PostgresDatabase, TranscriptTables, ActivityReads, ActivityW
     ) -> list[Doc]:
         # One statement whatever the number of messages; a seq another writer inserted since
         # it was read is skipped, and only the rows inserted come back to be indexed.
-        if not messages:
-            return []
         rows = [stored_message(self.dialect, m) for m in messages]
         inserted = sql.rows(
             "INSERT INTO transcript_messages (agent_id, session_id, seq, role, content, "

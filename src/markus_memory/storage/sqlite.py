@@ -63,8 +63,6 @@ class SqliteStore(SqliteDatabase, TranscriptTables, ActivityReads, ActivityWrite
     ) -> list[Doc]:
         # The write transaction holds the file: nothing else can insert meanwhile, and the
         # ids continue the agent's span (sqlite_schema m004), so its rows stay together.
-        if not messages:
-            return []
         first = next_rowid(sql.conn, "transcript_messages", "id", agent_id)
         rows = [
             (first + n, agent_id, *stored_message(self.dialect, m)) for n, m in enumerate(messages)

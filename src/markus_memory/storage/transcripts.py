@@ -59,8 +59,8 @@ class TranscriptTables(RecallQueries):
         def _add_messages(
             self, sql: DialectSql, agent_id: str, messages: Sequence[TranscriptMessage]
         ) -> list[Doc]:
-            """Insert messages whose seq the session did not hold when read (inside a
-            write); the stored rows of those actually inserted, to index."""
+            """Insert messages (at least one) whose seq the session did not hold when read
+            (inside a write); the stored rows of those actually inserted, to index."""
             ...
 
     @contextmanager
@@ -179,7 +179,11 @@ class TranscriptTables(RecallQueries):
                 )
             }
             fresh = {int(m.seq): m for m in messages if int(m.seq) not in held}
-            added = self._add_messages(sql, agent_id, [fresh[seq] for seq in sorted(fresh)])
+            added = (
+                self._add_messages(sql, agent_id, [fresh[s] for s in sorted(fresh)])
+                if fresh
+                else []
+            )
             index_docs(sql, agent_id, added)
             self._raise_mark(sql, agent_id, session_id, top, synced_at)
             return len(added)
