@@ -29,8 +29,9 @@ class ActivityWrites:
         @property
         def dialect(self) -> Dialect: ...
         def write(self) -> AbstractContextManager[Any]: ...
-        def _index_activity(self, conn: Any, activity_id: str) -> None:
-            """(Re)write the activity's search document from its row and logs."""
+        def _index_activity(self, conn: Any, activity_id: str, *, fresh: bool = False) -> None:
+            """(Re)write the activity's search document from its row and logs (``fresh``: the
+            activity was just inserted, so it has neither a document nor logs yet)."""
             ...
 
         def _drop_search_documents(self, conn: Any, params: tuple[Any, ...]) -> None:
@@ -61,7 +62,7 @@ class ActivityWrites:
                     d.time(activity.started_at),
                 ),
             )
-            self._index_activity(conn, activity.id)
+            self._index_activity(conn, activity.id, fresh=True)
 
     def end_activity(self, agent_id: str, activity_id: str, end: ActivityEnd) -> bool:
         d = self.dialect
@@ -107,17 +108,20 @@ class ActivityWrites:
             )
             if not owner:
                 return None
+            # VALUES with a subquery, not INSERT … SELECT: SQLite would copy the rows it
+            # reads from the table it writes into a temporary table first.
             row = sql.rows(
                 "INSERT INTO agent_activity_logs (activity_id, seq, type, content, metadata, "
-                f"created_at) SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?{d.json_cast}, ? "
-                "FROM agent_activity_logs WHERE activity_id = ? RETURNING seq",
+                "created_at) VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM "
+                f"agent_activity_logs WHERE activity_id = ?), ?, ?, ?{d.json_cast}, ?) "
+                "RETURNING seq",
                 (
+                    activity_id,
                     activity_id,
                     d.text(type),
                     d.text(content),
                     d.json(metadata) or "{}",
                     d.time(created_at),
-                    activity_id,
                 ),
             )
         return int(row[0][0])

@@ -76,7 +76,10 @@ class PostgresStore(PostgresDatabase, TranscriptTables, ActivityReads, ActivityW
 
     # -- activity search documents (ActivityWrites keeps them current) ------------------------
 
-    def _index_activity(self, conn: psycopg.Connection[Any], activity_id: str) -> None:
+    def _index_activity(
+        self, conn: psycopg.Connection[Any], activity_id: str, *, fresh: bool = False
+    ) -> None:
+        del fresh  # one statement builds the document whether or not it exists
         conn.execute(_REINDEX_SQL, (activity_id,))
 
     def _drop_search_documents(

@@ -53,6 +53,22 @@ def _new_doc(conn: sqlite3.Connection, activity_id: str, agent_id: str) -> int:
     return rowid
 
 
+def _log_text(conn: sqlite3.Connection, activity_id: str) -> str:
+    """The first MAX_INDEXED_LOG_CHARS of an activity's log, lines in order."""
+    logs: list[str] = []
+    size = 0
+    for (content,) in conn.execute(
+        "SELECT content FROM agent_activity_logs WHERE activity_id = ? ORDER BY seq",
+        (activity_id,),
+    ):
+        text = str(content or "")
+        logs.append(text)
+        size += len(text) + 1
+        if size >= MAX_INDEXED_LOG_CHARS:
+            break
+    return "\n".join(logs)[:MAX_INDEXED_LOG_CHARS]
+
+
 class SqliteStore(SqliteDatabase, TranscriptTables, ActivityReads, ActivityWrites, SideTables):
     """Activities, mailbox, chat history and the transcript index in one SQLite file."""
 
@@ -85,29 +101,22 @@ class SqliteStore(SqliteDatabase, TranscriptTables, ActivityReads, ActivityWrite
 
     # -- activity search documents (ActivityWrites keeps them current) ------------------------
 
-    def _index_activity(self, conn: sqlite3.Connection, activity_id: str) -> None:
+    def _index_activity(
+        self, conn: sqlite3.Connection, activity_id: str, *, fresh: bool = False
+    ) -> None:
         # The document holds the label, summary and keywords and the first
         # MAX_INDEXED_LOG_CHARS of the log text, in the agent's rowid span (m004).
         row = conn.execute(
             "SELECT label, summary, keywords, agent_id FROM agent_activities WHERE id = ?",
             (activity_id,),
         ).fetchone()
-        doc = conn.execute(
-            "SELECT rowid FROM activity_search_docs WHERE activity_id = ?", (activity_id,)
-        ).fetchone()
-        logs: list[str] = []
-        size = 0
-        for (content,) in conn.execute(
-            "SELECT content FROM agent_activity_logs WHERE activity_id = ? ORDER BY seq",
-            (activity_id,),
-        ):
-            text = str(content or "")
-            logs.append(text)
-            size += len(text) + 1
-            if size >= MAX_INDEXED_LOG_CHARS:
-                break
         values = (row["label"], row["summary"] or "", row["keywords"] or "")
-        log_text = "\n".join(logs)[:MAX_INDEXED_LOG_CHARS]
+        doc = None
+        if not fresh:
+            doc = conn.execute(
+                "SELECT rowid FROM activity_search_docs WHERE activity_id = ?", (activity_id,)
+            ).fetchone()
+        log_text = "" if fresh else _log_text(conn, activity_id)
         if doc is None:
             rowid = _new_doc(conn, activity_id, str(row["agent_id"]))
         else:
