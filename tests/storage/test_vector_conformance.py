@@ -185,7 +185,7 @@ def test_bytea_vectors_are_converted_once_the_server_has_pgvector(pgvector_url: 
     from markus_memory.storage.postgres import PostgresStore
 
     before = PostgresStore(pgvector_url)
-    before._pgvector = (None,)  # as on a server that had no pgvector yet
+    before._pgvector = (None, False)  # as on a server that had no pgvector yet
     rng = np.random.default_rng(17)
     vectors = unit(rng, 50)
     ids = fill(before, "alice", vectors)

@@ -63,16 +63,24 @@ def vector_schema(conn: psycopg.Connection[Any], lock_key: int) -> str | None:
         try:
             with conn.transaction():
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
-        except psycopg.Error:
+                row = conn.execute(
+                    "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
+                    "ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+                ).fetchone()
+                assert row is not None
+                _convert(conn, str(row[0]))
+        except psycopg.Error:  # not allowed to create it, or to change the table
             return None
-        row = conn.execute(
-            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
-            "ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
-        ).fetchone()
-        assert row is not None
-        schema = str(row[0])
-        _convert(conn, schema)
-        return schema
+        return str(row[0])
+
+
+def iterative_scans(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the server's pgvector has iterative index scans (0.8.0 and later)."""
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    version = (
+        tuple(int(part) for part in str(row[0]).split(".")[:2] if part.isdigit()) if row else ()
+    )
+    return version >= (0, 8)
 
 
 def _column_type(conn: psycopg.Connection[Any]) -> str | None:
@@ -169,10 +177,13 @@ def nearest(
     limit: int,
     filters: RecallFilters,
     when: Callable[[datetime], Any],
+    *,
+    iterative: bool = True,
 ) -> list[tuple[int, float]]:
     """The agent's ``limit`` nearest ``model`` vectors passing ``filters``, best first, as
-    ``(id, inner product)``: exact for an agent within :data:`EXACT_LIMIT`, else by HNSW.
-    ``sql`` is in a transaction (the HNSW settings are local to it)."""
+    ``(id, inner product)``: exact for an agent within :data:`EXACT_LIMIT` (or for any agent
+    when pgvector has no ``iterative`` scans), else by HNSW. ``sql`` is in a transaction (the
+    HNSW settings are local to it)."""
     if limit <= 0:
         return []
     agent, s, dimension = agent_key(agent_id), _quote(schema), len(vector) // 4
@@ -184,7 +195,7 @@ def nearest(
         "AND model = ? LIMIT ?) s",
         (agent, model, EXACT_LIMIT + 1),
     )[0][0]
-    if int(count) <= EXACT_LIMIT:
+    if int(count) <= EXACT_LIMIT or not iterative:
         # OFFSET 0 keeps the planner from ordering through the HNSW index.
         rows = sql.rows(
             f"SELECT doc, d FROM (SELECT v.doc, v.vector OPERATOR({s}.<#>) "
@@ -214,17 +225,21 @@ class PgVectorQueries(RecallQueries):
     """The vector operations of a PostgreSQL transcript store: in the database with pgvector,
     over the lexical candidates and the newest :data:`RECENT_VECTORS` without it."""
 
-    _pgvector: tuple[str | None] | None = None
+    _pgvector: tuple[str | None, bool] | None = None
     _indexed: frozenset[int] = frozenset()
 
     write: Callable[[], contextlib.AbstractContextManager[psycopg.Connection[Any]]]
 
     def vector_schema(self) -> str | None:
         """The schema of pgvector when this store searches vectors with it, else None."""
+        return self._vectors()[0]
+
+    def _vectors(self) -> tuple[str | None, bool]:
         if self._pgvector is None:
             with self.write() as conn:
-                self._pgvector = (vector_schema(conn, MIGRATION_LOCK_KEY),)
-        return self._pgvector[0]
+                schema = vector_schema(conn, MIGRATION_LOCK_KEY)
+                self._pgvector = (schema, schema is not None and iterative_scans(conn))
+        return self._pgvector
 
     def _vector_codec(self) -> VectorCodec:
         schema = self.vector_schema()
@@ -253,10 +268,20 @@ class PgVectorQueries(RecallQueries):
         candidates: Sequence[int] = (),
     ) -> list[tuple[int, float]]:
         filters = filters or RecallFilters()
-        schema = self.vector_schema()
+        schema, iterative = self._vectors()
         if schema is not None:
             with self._recall(write=True) as sql:
-                return nearest(sql, schema, agent_id, model, vector, limit, filters, self._when)
+                return nearest(
+                    sql,
+                    schema,
+                    agent_id,
+                    model,
+                    vector,
+                    limit,
+                    filters,
+                    self._when,
+                    iterative=iterative,
+                )
         chunks = itertools.chain(
             self.recall_vectors(agent_id, model, filters, ids=list(candidates))
             if candidates
