@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 
 from markus_memory.storage.base import EpisodicStore, RecallFilters
 
-from .pg import postgres_schema_url, with_search_path
+from .pg import postgres_schema_url
 
 np = pytest.importorskip("numpy")
 
@@ -23,16 +22,8 @@ PATHS = ["sqlite", "postgres", "pgvector"]
 
 @pytest.fixture
 def pgvector_url(pgvector_server: str) -> Iterator[str]:
-    import psycopg
-
-    schema = f"markus_pgvector_{secrets.token_hex(6)}"
-    with psycopg.connect(pgvector_server, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    try:
-        yield with_search_path(pgvector_server, schema)
-    finally:
-        with psycopg.connect(pgvector_server, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    with postgres_schema_url("markus_pgvector", pgvector_server) as url:
+        yield url
 
 
 @pytest.fixture(params=PATHS)
