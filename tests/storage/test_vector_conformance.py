@@ -65,15 +65,17 @@ def unit(rng: np.random.Generator, n: int, dim: int = 16) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def fill(store: EpisodicStore, agent: str, vectors: np.ndarray, sessions: int = 3) -> list[int]:
+def fill(
+    store: EpisodicStore, agent: str, vectors: np.ndarray, sessions: int = 3, model: str = MODEL
+) -> list[int]:
     """One message per vector (round robin over sessions), each with its vector; their ids."""
     for n in range(len(vectors)):
         store.index_message(
             agent, f"s{n % sessions}", n, "user", f"message {n}", T0 + timedelta(minutes=n)
         )
-    ids = [rowid for rowid, _ in store.unvectored(agent, MODEL, len(vectors) + 1)]
+    ids = [rowid for rowid, _ in store.unvectored(agent, model, len(vectors) + 1)]
     store.save_recall_vectors(
-        agent, MODEL, [(i, v.tobytes()) for i, v in zip(ids, vectors, strict=True)]
+        agent, model, [(i, v.tobytes()) for i, v in zip(ids, vectors, strict=True)]
     )
     return ids
 
@@ -191,3 +193,22 @@ def test_bytea_vectors_are_converted_once_the_server_has_pgvector(pgvector_url: 
         assert read == [(i, v.tobytes()) for i, v in zip(ids, vectors, strict=True)]
     finally:
         after.close()
+
+
+def test_vectors_too_wide_for_hnsw_are_searched_exactly(
+    pgvector_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from markus_memory.storage import pg_vectors
+    from markus_memory.storage.postgres import PostgresStore
+
+    monkeypatch.setattr(pg_vectors, "EXACT_LIMIT", 0)
+    store = PostgresStore(pgvector_url)
+    try:
+        rng = np.random.default_rng(19)
+        vectors = unit(rng, 30, dim=2048)
+        ids = fill(store, "alice", vectors, model="wide:2048")
+        query = unit(rng, 1, dim=2048)[0]
+        found = store.recall_nearest("alice", "wide:2048", query.tobytes(), 5)
+        assert [rowid for rowid, _ in found] == exact(ids, vectors, query, 5)
+    finally:
+        store.close()

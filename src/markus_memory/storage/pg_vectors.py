@@ -42,6 +42,8 @@ RECENT_VECTORS = 10_000
 EF_SEARCH = 100
 """HNSW candidate list (``hnsw.ef_search``) at least; raised to the number of results asked."""
 _MAX_EF_SEARCH = 1000
+HNSW_MAX_DIMENSIONS = 2000
+"""pgvector indexes ``vector`` up to this many dimensions; larger ones are searched exactly."""
 
 
 def vector_schema(conn: psycopg.Connection[Any], lock_key: int) -> str | None:
@@ -150,6 +152,8 @@ def codec(schema: str) -> VectorCodec:
 def ensure_index(conn: psycopg.Connection[Any], schema: str, dimension: int) -> None:
     """The HNSW index of the vectors of one dimension (created once; concurrent creators
     queue on a lock)."""
+    if dimension > HNSW_MAX_DIMENSIONS:
+        return
     name = f"idx_recall_vectors_hnsw_{int(dimension)}"
     exists = conn.execute(
         "SELECT 1 FROM pg_class WHERE relname = %s AND relnamespace = "
@@ -182,8 +186,8 @@ def nearest(
 ) -> list[tuple[int, float]]:
     """The agent's ``limit`` nearest ``model`` vectors passing ``filters``, best first, as
     ``(id, inner product)``: exact for an agent within :data:`EXACT_LIMIT` (or for any agent
-    when pgvector has no ``iterative`` scans), else by HNSW. ``sql`` is in a transaction (the
-    HNSW settings are local to it)."""
+    when pgvector has no ``iterative`` scans or cannot index the dimension), else by HNSW.
+    ``sql`` is in a transaction (the HNSW settings are local to it)."""
     if limit <= 0:
         return []
     agent, s, dimension = agent_key(agent_id), _quote(schema), len(vector) // 4
@@ -195,7 +199,7 @@ def nearest(
         "AND model = ? LIMIT ?) s",
         (agent, model, EXACT_LIMIT + 1),
     )[0][0]
-    if int(count) <= EXACT_LIMIT or not iterative:
+    if int(count) <= EXACT_LIMIT or not iterative or dimension > HNSW_MAX_DIMENSIONS:
         # OFFSET 0 keeps the planner from ordering through the HNSW index.
         rows = sql.rows(
             f"SELECT doc, d FROM (SELECT v.doc, v.vector OPERATOR({s}.<#>) "
