@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from .._fs import AgentLock, read_text
+from .._fs import read_text
+from .._lock import AgentLock
 from ..backend import DATA_DB_MIGRATIONS
 from ..config import AgentPaths, Settings
 from ..errors import CorruptFileError, MarkusMemoryError

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
-from .._fs import AgentLock, open_file, read_text, refuse_symlink, validate_id
+from .._fs import open_file, read_text, refuse_symlink, validate_id
+from .._lock import AgentLock
 from ..config import AgentPaths, Clock, Limits
 from ..errors import InvalidInputError
 

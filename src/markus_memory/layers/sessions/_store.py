@@ -28,7 +28,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..._fs import AgentLock, refuse_symlink
+from ..._fs import refuse_symlink
+from ..._lock import AgentLock
 from ...config import AgentPaths, Clock, Limits, epoch_ms, iso_ms
 from ...errors import CorruptFileError, InvalidInputError, NotFoundError
 from . import _format as fmt
