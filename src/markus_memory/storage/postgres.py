@@ -18,6 +18,7 @@ from ._sql import DialectSql
 from .activity_reads import ActivityReads
 from .activity_writes import ActivityWrites
 from .base import ActivityHit, TranscriptMessage, search_terms
+from .pg_vectors import PgVectorQueries
 from .postgres_conn import DECODE, PostgresDatabase
 from .postgres_schema import (
     ACTIVITY_RANK_WEIGHTS,
@@ -51,7 +52,9 @@ _REINDEX_SQL = (
 )
 
 
-class PostgresStore(PostgresDatabase, TranscriptTables, ActivityReads, ActivityWrites, SideTables):
+class PostgresStore(
+    PostgresDatabase, PgVectorQueries, TranscriptTables, ActivityReads, ActivityWrites, SideTables
+):
     """Activities, mailbox, chat history and the transcript index in one PostgreSQL schema."""
 
     # -- transcripts (TranscriptTables) ------------------------------------------------------
