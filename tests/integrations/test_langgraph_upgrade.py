@@ -142,3 +142,23 @@ def test_an_old_postgres_layout_is_adopted_with_its_items(tmp_path: Path) -> Non
                 "SELECT name FROM _markus_migrations WHERE migration_set = 'langgraph'"
             ).fetchall()
         assert sorted(n for (n,) in names) == ["m001_items", "m002_item_text"]
+
+
+def test_search_survives_sweeps_and_vacuum(tmp_path: Path) -> None:
+    settings = Settings.from_env(home=tmp_path)
+    with open_agent("agent-1", settings=settings) as memory:
+        store = MarkusStore(memory)
+        try:
+            for n in range(6):
+                store.put(("n",), f"k{n}", {"text": f"note {n} kiwi" if n % 2 else f"note {n}"})
+            store.delete(("n",), "k1")
+            conn = sqlite3.connect(settings.database_path, isolation_level=None)
+            try:
+                conn.execute("VACUUM")  # may renumber implicit rowids; the FTS key is explicit
+            finally:
+                conn.close()
+            assert sorted(h.key for h in store.search(("n",), query="kiwi")) == ["k3", "k5"]
+            store.put(("n",), "k3", {"text": "note 3"})
+            assert [h.key for h in store.search(("n",), query="kiwi")] == ["k5"]
+        finally:
+            store.close()

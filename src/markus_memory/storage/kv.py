@@ -7,9 +7,9 @@ episodic database (``data.db``, opened through :class:`~.sqlite_conn.SqliteDatab
 set (in the ``data.db`` registry, so ``doctor`` checks it). Reads return what is stored;
 :meth:`KVTable.apply` writes a whole batch in one transaction, so a batch is all or nothing.
 
-Only the full-text ranking is per backend (:meth:`KVTable.text_scores`): an FTS5 table that
-triggers keep in step with the ``text`` column on SQLite, a generated ``tsvector`` column on
-PostgreSQL.
+Only the full-text ranking is per backend (:meth:`KVTable.text_scores`): an external-content
+FTS5 index of the ``text`` column, kept in step by triggers, on SQLite; a generated
+``tsvector`` column on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -104,38 +104,48 @@ def m001_items(conn: sqlite3.Connection) -> None:
     )
 
 
+_SQLITE_ITEMS = """CREATE TABLE langgraph_items (
+    id INTEGER PRIMARY KEY, agent_id TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL,
+    value TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, expires_at REAL,
+    ttl_minutes REAL, vector TEXT, text TEXT NOT NULL DEFAULT '',
+    UNIQUE (agent_id, namespace, key))"""
+_ITEM_COLUMNS = "agent_id, namespace, key, value, created_at, updated_at, expires_at, ttl_minutes"
+
+
 @sqlite_migrations()
 def m002_item_text(conn: sqlite3.Connection) -> None:
     # The indexed text moves into the item row (as on PostgreSQL), so that every write is the
-    # same SQL on both backends; triggers keep the FTS5 table in step with it.
-    conn.execute("ALTER TABLE langgraph_items ADD COLUMN text TEXT NOT NULL DEFAULT ''")
-    conn.executemany(
-        f"UPDATE langgraph_items SET text = ? WHERE {_KEY}",
-        [
-            (r[3], r[0], r[1], r[2])
-            for r in conn.execute(
-                "SELECT agent_id, namespace, key, text FROM langgraph_items_fts"
-            ).fetchall()
-        ],
+    # same SQL on both backends. The FTS5 table becomes an external-content index of that
+    # column, keyed by an integer id that VACUUM keeps (an implicit rowid it may renumber),
+    # and triggers keep it in step: removing an item's text is a lookup, not a scan.
+    texts = conn.execute(
+        "SELECT text, agent_id, namespace, key FROM langgraph_items_fts"
+    ).fetchall()
+    conn.execute(_SQLITE_ITEMS.replace("langgraph_items", "langgraph_items_new", 1))
+    conn.execute(
+        f"INSERT INTO langgraph_items_new ({_ITEM_COLUMNS}, vector) "
+        f"SELECT {_ITEM_COLUMNS}, vector FROM langgraph_items"
     )
+    conn.executemany(f"UPDATE langgraph_items_new SET text = ? WHERE {_KEY}", texts)
+    conn.execute("DROP TABLE langgraph_items")
+    conn.execute("DROP TABLE langgraph_items_fts")
+    conn.execute("ALTER TABLE langgraph_items_new RENAME TO langgraph_items")
+    conn.execute(
+        "CREATE VIRTUAL TABLE langgraph_items_fts USING fts5(text, "
+        "content='langgraph_items', content_rowid='id')"
+    )
+    conn.execute("INSERT INTO langgraph_items_fts (langgraph_items_fts) VALUES ('rebuild')")
     drop = (
-        "DELETE FROM langgraph_items_fts WHERE agent_id = old.agent_id "
-        "AND namespace = old.namespace AND key = old.key;"
+        "INSERT INTO langgraph_items_fts (langgraph_items_fts, rowid, text) "
+        "VALUES ('delete', old.id, old.text);"
     )
-    add = (
-        "INSERT INTO langgraph_items_fts (agent_id, namespace, key, text) SELECT "
-        "new.agent_id, new.namespace, new.key, new.text WHERE new.text <> '';"
-    )
-    conn.execute(
-        f"CREATE TRIGGER langgraph_items_ai AFTER INSERT ON langgraph_items BEGIN {add} END"
-    )
-    conn.execute(
-        f"CREATE TRIGGER langgraph_items_ad AFTER DELETE ON langgraph_items BEGIN {drop} END"
-    )
-    conn.execute(
-        "CREATE TRIGGER langgraph_items_au AFTER UPDATE OF text ON langgraph_items "
-        f"BEGIN {drop} {add} END"
-    )
+    add = "INSERT INTO langgraph_items_fts (rowid, text) VALUES (new.id, new.text);"
+    for name, event, body in (
+        ("langgraph_items_ai", "INSERT", add),
+        ("langgraph_items_ad", "DELETE", drop),
+        ("langgraph_items_au", "UPDATE OF text", f"{drop} {add}"),
+    ):
+        conn.execute(f"CREATE TRIGGER {name} AFTER {event} ON langgraph_items BEGIN {body} END")
 
 
 @postgres_migrations(name="m001_items")
@@ -204,8 +214,10 @@ class KVTable:
             return {}
         if self.dialect.name == "sqlite":
             statement = (
-                "SELECT namespace, key, -bm25(langgraph_items_fts) FROM langgraph_items_fts "
-                "WHERE langgraph_items_fts MATCH ? AND agent_id = ?"
+                "SELECT i.namespace, i.key, -bm25(langgraph_items_fts) FROM langgraph_items_fts "
+                # CROSS JOIN: the full-text match drives, each hit finds its item by key.
+                "CROSS JOIN langgraph_items i ON i.id = langgraph_items_fts.rowid "
+                "WHERE langgraph_items_fts MATCH ? AND i.agent_id = ?"
             )
             params: tuple[Any, ...] = (" OR ".join(quote_fts(t) for t in terms), self.agent_id)
         else:
