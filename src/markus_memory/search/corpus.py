@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from ..storage.knowledge_index import IndexDoc
 from .keyword import (
@@ -15,9 +14,9 @@ from .keyword import (
     SOURCE_CURATED,
     SOURCE_OBSERVATION,
     Haystacks,
+    KeywordHit,
     ObservationLike,
     SectionLike,
-    Source,
     curated_ids,
     observation_haystack,
     preview,
@@ -28,17 +27,10 @@ CHUNK_CHARS = 400
 
 
 @dataclass(frozen=True)
-class SearchHit:
-    """One result of :meth:`MemorySearcher.search` (``source`` is ``"curated"`` for sections)."""
+class SearchHit(KeywordHit):
+    """One result of :meth:`MemorySearcher.search` (``source`` is ``"curated"`` for sections),
+    with its cosine ``similarity`` when vectors found it."""
 
-    id: str
-    type: str
-    content: str
-    timestamp: datetime | None
-    tags: tuple[str, ...]
-    source: Source
-    score: float
-    section: str | None = None
     similarity: float | None = None
 
 
