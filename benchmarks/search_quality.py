@@ -27,7 +27,7 @@ from markus_memory.search.memory_search import (  # noqa: E402
     MemorySearcher,
     fuse_rrf,
 )
-from markus_memory.search.vectors import embed_matrix, nearest  # noqa: E402
+from markus_memory.search.vectors import embed_matrix, model_key  # noqa: E402
 from markus_memory.storage.knowledge_index import KnowledgeIndex  # noqa: E402
 from markus_memory.storage.knowledge_schema import open_sqlite_index  # noqa: E402
 
@@ -98,9 +98,10 @@ def _searcher_ranker(searcher: MemorySearcher, fixture: Fixture) -> Ranker:
 
 def _vector_ranking(searcher: MemorySearcher, fixture: Fixture, query: str) -> list[str]:
     corpus = searcher.corpus(fixture.observations, fixture.sections, "v")
-    assert searcher.embedder is not None and searcher.index is not None
+    assert searcher.embedder is not None and searcher.vectors is not None
     vector = embed_matrix(searcher.embedder, [query])[0]
-    top = nearest(searcher.index, searcher.agent_id, searcher.embedder, vector, 60, 0.0)
+    key = model_key(searcher.embedder)
+    top = searcher.vectors.nearest(searcher.agent_id, key, vector, corpus.digests, 60)
     return corpus.owners([doc_id for doc_id, _ in top])
 
 

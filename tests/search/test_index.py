@@ -89,7 +89,7 @@ def test_an_fts5_index_moves_to_postings_and_keeps_its_vectors(tmp_path: Path) -
     assert index.sync("a", [doc], "v1").added == 1
     assert ids(index, "again") == ["x"]
     assert [row for chunk in index.vector_chunks("a", "m") for row in chunk] == [
-        ("x", b"\x00\x00\x80?")
+        ("x", doc.digest, b"\x00\x00\x80?")
     ]
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy
 import pytest
 from benchmarks.search_fixture import build
 
@@ -14,6 +15,7 @@ from markus_memory.config import Settings
 from markus_memory.layers.knowledge import Observation
 from markus_memory.memory import open_agent
 from markus_memory.search.corpus import Corpus
+from markus_memory.search.vectors import StoredVectors
 from markus_memory.storage.knowledge_index import IndexDoc, KnowledgeIndex
 from markus_memory.storage.knowledge_schema import open_postgres_index, open_sqlite_index
 from tests.storage.pg import postgres_schema_url
@@ -43,7 +45,7 @@ def ids(index: KnowledgeIndex, query: str, agent: str = "a") -> list[str]:
 
 
 def vectors(index: KnowledgeIndex, agent: str, model: str) -> list[tuple[str, bytes]]:
-    return [row for chunk in index.vector_chunks(agent, model) for row in chunk]
+    return [(d, blob) for chunk in index.vector_chunks(agent, model) for d, _, blob in chunk]
 
 
 def test_sync_adds_updates_removes_and_skips_on_same_version(index: KnowledgeIndex) -> None:
@@ -114,13 +116,25 @@ def test_trimming_leaves_no_ghosts_and_vectors_follow_documents(index: Knowledge
     assert index.doc_ids("a") == set() and index.version("a") is None
 
 
-def test_a_vector_of_an_older_text_is_never_returned(index: KnowledgeIndex) -> None:
-    old = docs(("o1", "first text"))
+def test_a_vector_of_an_older_text_is_never_scored(index: KnowledgeIndex) -> None:
+    old, new = docs(("o1", "first text")), docs(("o1", "edited text"))
     index.sync("a", old, "v1")
-    index.sync("a", docs(("o1", "edited text")), "v2")
+    index.sync("a", new, "v2")
     # A process that embedded the old text stores its vector after the edit was synced.
     index.put_vectors("a", "m", [("o1", old[0].digest, b"\x00\x00\x80?")])
-    assert vectors(index, "a", "m") == []
+    stored, query = StoredVectors(index), numpy.ones(1, dtype=numpy.float32)
+    assert stored.nearest("a", "m", query, {"o1": new[0].digest}, 5) == []
+    index.put_vectors("a", "m", [("o1", new[0].digest, b"\x00\x00\x80?")])
+    assert stored.nearest("a", "m", query, {"o1": new[0].digest}, 5) == [("o1", 1.0)]
+
+
+def test_nearest_keeps_the_best_across_chunks(index: KnowledgeIndex) -> None:
+    values = numpy.arange(2500, dtype=numpy.float32) / 2500
+    rows = [(f"d{i:04d}", "x", values[i : i + 1].tobytes()) for i in range(2500)]
+    index.put_vectors("a", "m", reversed(rows))
+    digests = {doc_id: "x" for doc_id, _, _ in rows if doc_id != "d2499"}
+    found = StoredVectors(index).nearest("a", "m", numpy.ones(1, numpy.float32), digests, 3)
+    assert [doc_id for doc_id, _ in found] == ["d2498", "d2497", "d2496"]
 
 
 def test_state_reports_what_doctor_compares(index: KnowledgeIndex) -> None:

@@ -112,7 +112,7 @@ def test_item30_no_ghost_hits_after_trimming_and_deletion(
         result = run(searcher, k, query, limit=50)
         assert set(ids(result)) <= live, query
     assert index.doc_ids("a") == live
-    vector_ids = {d for chunk in index.vector_chunks("a", "fake:256") for d, _ in chunk}
+    vector_ids = {d for chunk in index.vector_chunks("a", "fake:256") for d, _, _ in chunk}
     assert vector_ids == live
 
 

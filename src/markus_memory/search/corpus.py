@@ -4,6 +4,7 @@ indexes (observations whole, curated sections cut into chunks).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -96,6 +97,11 @@ class Corpus:
         if self._entry_list is None:
             self._entry_list = list(self.entries.values())
         return self._entry_list
+
+    @functools.cached_property
+    def digests(self) -> dict[str, str]:
+        """The digest of each indexed document, by id."""
+        return {doc.id: doc.digest for doc in self.docs}
 
     def owners(self, ranked: Sequence[str]) -> list[str]:
         """Index document ids (curated chunks) mapped to hit ids, first occurrence kept."""

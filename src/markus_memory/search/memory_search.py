@@ -33,7 +33,7 @@ from .keyword import (
     SectionLike,
     tokenize,
 )
-from .vectors import embed_matrix, model_key, nearest, sync_vectors
+from .vectors import StoredVectors, embed_matrix, model_key, sync_vectors
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +124,7 @@ class MemorySearcher:
     ) -> None:
         self.agent_id = agent_id
         self.index = index
+        self.vectors = None if index is None else StoredVectors(index)
         self.embedder = embedder
         self.curated_boost = curated_boost
         self.preview_chars = preview_chars
@@ -247,11 +248,11 @@ class MemorySearcher:
     def _embed(self, corpus: Corpus, version: str | None, budget: int | None = None) -> None:
         """Store the vectors ``corpus`` lacks (at most ``budget``); a complete version is not
         checked again."""
-        assert self.index is not None and self.embedder is not None
+        assert self.vectors is not None and self.embedder is not None
         key = model_key(self.embedder)
         if version is not None and self._embedded == (version, key):
             return
-        complete = sync_vectors(self.index, self.agent_id, self.embedder, corpus.docs, budget)
+        complete = sync_vectors(self.vectors, self.agent_id, self.embedder, corpus.docs, budget)
         self._embedded = (version, key) if version is not None and complete else None
 
     def _semantic(
@@ -263,14 +264,15 @@ class MemorySearcher:
         allowed: Callable[[str], bool],
     ) -> dict[str, float]:
         assert self.embedder is not None
-        assert self.index is not None
+        assert self.vectors is not None
         self._embed(corpus, version, self.embed_budget)
         query = embed_matrix(self.embedder, [text])[0]
         best: dict[str, float] = {}
-        found = nearest(
-            self.index, self.agent_id, self.embedder, query, depth * 2, self.min_similarity
-        )
+        key = model_key(self.embedder)
+        found = self.vectors.nearest(self.agent_id, key, query, corpus.digests, depth * 2)
         for doc_id, sim in found:
+            if sim < self.min_similarity:
+                break
             owner = corpus.owner.get(doc_id)
             if owner is not None and owner not in best and allowed(owner):
                 best[owner] = sim  # best-first, so a section keeps its best chunk

@@ -10,11 +10,11 @@ two different spaces.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ExtraNotInstalledError, LLMError
-from ..storage.knowledge_index import IndexDoc
+from ..storage.knowledge_index import IndexDoc, KnowledgeIndex
 from .embedders import Embedder
 
 if TYPE_CHECKING:
@@ -65,9 +65,9 @@ def embed_matrix(embedder: Embedder, texts: Sequence[str]) -> numpy.ndarray:
 
 
 class KnowledgeVectors(Protocol):
-    """Where the knowledge vectors of the agents live: the store's
-    :class:`~markus_memory.storage.knowledge_index.KnowledgeIndex` (``search_vectors``, read in
-    chunks). A vector database (pgvector) can stand in by answering the same three calls."""
+    """Where the knowledge vectors of the agents live and how the nearest are found:
+    :class:`StoredVectors` (the store's ``search_vectors``). A vector database (pgvector) can
+    stand in by answering the same three calls, finding the nearest itself."""
 
     def vector_digests(self, agent_id: str, model: str) -> dict[str, str]: ...
 
@@ -75,7 +75,56 @@ class KnowledgeVectors(Protocol):
         self, agent_id: str, model: str, items: Iterable[tuple[str, str, bytes]]
     ) -> None: ...
 
-    def vector_chunks(self, agent_id: str, model: str) -> Iterator[list[tuple[str, bytes]]]: ...
+    def nearest(
+        self,
+        agent_id: str,
+        model: str,
+        query: numpy.ndarray,
+        digests: Mapping[str, str],
+        limit: int,
+    ) -> list[tuple[str, float]]:
+        """``(doc_id, cosine)`` best first, at most ``limit``, of the documents in ``digests``
+        whose vector was made from the text with that digest."""
+        ...
+
+
+class StoredVectors:
+    """:class:`KnowledgeVectors` in the store's knowledge index: read back in bounded chunks
+    and scored with numpy, keeping only the best so far (no process holds them all)."""
+
+    def __init__(self, index: KnowledgeIndex) -> None:
+        self.index = index
+
+    def vector_digests(self, agent_id: str, model: str) -> dict[str, str]:
+        return self.index.vector_digests(agent_id, model)
+
+    def put_vectors(
+        self, agent_id: str, model: str, items: Iterable[tuple[str, str, bytes]]
+    ) -> None:
+        self.index.put_vectors(agent_id, model, items)
+
+    def nearest(
+        self,
+        agent_id: str,
+        model: str,
+        query: numpy.ndarray,
+        digests: Mapping[str, str],
+        limit: int,
+    ) -> list[tuple[str, float]]:
+        np = _numpy()
+        width = 4 * len(query)
+        best_ids: list[str] = []
+        best = np.zeros(0, dtype=np.float32)
+        for chunk in self.index.vector_chunks(agent_id, model):
+            rows = [(i, v) for i, d, v in chunk if digests.get(i) == d and len(v) == width]
+            if not rows or limit <= 0:
+                continue
+            matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
+            sims = np.concatenate([best, matrix.reshape(len(rows), len(query)) @ query])
+            ids = best_ids + [doc_id for doc_id, _ in rows]
+            keep = np.argsort(-sims, kind="stable")[:limit]
+            best_ids, best = [ids[i] for i in keep], sims[keep]
+        return [(doc_id, float(sim)) for doc_id, sim in zip(best_ids, best, strict=True)]
 
 
 def sync_vectors(
@@ -101,31 +150,3 @@ def sync_vectors(
             ((doc.id, doc.digest, matrix[i].tobytes()) for i, doc in enumerate(missing)),
         )
     return complete
-
-
-def nearest(
-    store: KnowledgeVectors,
-    agent_id: str,
-    embedder: Embedder,
-    query: numpy.ndarray,
-    limit: int,
-    min_similarity: float,
-) -> list[tuple[str, float]]:
-    """``(doc_id, cosine)`` best first, at most ``limit``, each at least ``min_similarity``:
-    the agent's stored vectors scored chunk by chunk, keeping only the best so far."""
-    np = _numpy()
-    if limit <= 0:
-        return []
-    dims = int(embedder.dimension)
-    best_ids: list[str] = []
-    best = np.zeros(0, dtype=np.float32)
-    for chunk in store.vector_chunks(agent_id, model_key(embedder)):
-        rows = [(doc_id, blob) for doc_id, blob in chunk if len(blob) == 4 * dims]
-        if not rows:
-            continue
-        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
-        sims = np.concatenate([best, matrix.reshape(len(rows), dims) @ query])
-        ids = best_ids + [doc_id for doc_id, _ in rows]
-        keep = np.argsort(-sims, kind="stable")[:limit]
-        best_ids, best = [ids[i] for i in keep], sims[keep]
-    return [(i, float(s)) for i, s in zip(best_ids, best, strict=True) if s >= min_similarity]

@@ -136,10 +136,15 @@ class _Sql(DialectSql):
     def blobs(self, statement: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         """:meth:`rows` whose binary columns travel as bytes (PostgreSQL would send ``bytea``
         as hexadecimal text, twice the size, and decode it: three times slower)."""
-        if self._dialect.name == "sqlite":
-            return self.rows(statement, params)
-        cursor = self.conn.execute(self._dialect.sql(statement), tuple(params), binary=True)
-        return [tuple(r) for r in cursor.fetchall()]
+        if self._dialect.name == "postgres":
+            cursor = self.conn.execute(self._dialect.sql(statement), tuple(params), binary=True)
+            return [tuple(r) for r in cursor.fetchall()]
+        cursor = self.conn.cursor()
+        try:
+            cursor.row_factory = None  # plain tuples: no Row object per vector
+            return list(cursor.execute(statement, tuple(params)).fetchall())
+        finally:
+            cursor.close()
 
 
 def weighted_terms(sql: DialectSql, agent_id: str, query: str) -> tuple[dict[int, float], Stats]:
@@ -334,22 +339,21 @@ class KnowledgeIndex:
 
     def vector_chunks(
         self, agent_id: str, model: str, size: int = VECTOR_CHUNK
-    ) -> Iterator[list[tuple[str, bytes]]]:
-        """The ``(doc_id, float32 bytes)`` of ``model`` whose document is indexed with the
-        digest the vector was made from, ``size`` at a time (keyset pages, one read each)."""
+    ) -> Iterator[list[tuple[str, str, bytes]]]:
+        """The agent's ``(doc_id, digest, float32 bytes)`` of ``model``, ``size`` at a time
+        (keyset pages, one read each); the digest is that of the text the vector was made
+        from, for the caller to compare with its documents'."""
         last = ""
         while True:
             with self._sql() as sql:
                 rows = sql.blobs(
-                    "SELECT v.doc_id, v.vector FROM search_vectors v JOIN search_docs d "
-                    "ON d.agent_id = v.agent_id AND d.doc_id = v.doc_id AND d.digest = v.digest "
-                    "WHERE v.agent_id = ? AND v.model = ? AND v.doc_id > ? "
-                    "ORDER BY v.doc_id LIMIT ?",
+                    "SELECT doc_id, digest, vector FROM search_vectors WHERE agent_id = ? "
+                    "AND model = ? AND doc_id > ? ORDER BY doc_id LIMIT ?",
                     (agent_id, model, last, size),
                 )
             if not rows:
                 return
-            yield [(str(r[0]), bytes(r[1])) for r in rows]
+            yield rows  # (text, text, bytes) as both drivers return them
             if len(rows) < size:
                 return
             last = str(rows[-1][0])
