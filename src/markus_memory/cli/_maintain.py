@@ -15,8 +15,7 @@ from ..backend import open_backend
 from ..config import AgentPaths, Settings
 from ..errors import MarkusMemoryError
 from ..memory import open_agent
-from ..storage.knowledge_index import SEARCH_TABLES
-from ..storage.knowledge_schema import recreate_sqlite
+from ..storage.knowledge_schema import SEARCH_TABLES, recreate_sqlite
 from ..storage.migrations import BOOKKEEPING_TABLE
 from ..storage.recall_index import RECALL_TABLES
 from ..storage.sqlite import SqliteStore

@@ -204,8 +204,7 @@ class MemorySearcher:
         similarity: dict[str, float] = {}
         if self.index is not None:
             try:
-                self.index.sync(self.agent_id, corpus.docs, version)
-                bm25 = self.index.rank(self.agent_id, text, depth * 2)
+                bm25 = self.index.search(self.agent_id, corpus.docs, version, text, depth * 2)
                 ranked = corpus.owners([doc_id for doc_id, _ in bm25])
                 rankings.append([i for i in ranked if allowed(i)][:depth])
                 weights.append(self.weights[1])

@@ -37,7 +37,6 @@ K1 = 1.2
 B = 0.75
 VECTOR_CHUNK = 1024
 """Vectors read per round trip (a capped knowledge.md fits in one)."""
-SEARCH_TABLES = ("search_docs", "search_postings", "search_vectors", "search_state")
 _DOC_COLUMNS = (
     ("doc", "bigint"),
     ("agent_id", "text"),
@@ -60,23 +59,6 @@ _VECTOR_COLUMNS = (
     ("digest", "text"),
     ("vector", "bytea"),
 )
-
-
-def schema(blob: str, without_rowid: str) -> list[str]:
-    """CREATE statements of the index tables (``blob``: BLOB or BYTEA)."""
-    return [
-        "CREATE TABLE IF NOT EXISTS search_docs (doc BIGINT PRIMARY KEY, agent_id TEXT NOT NULL, "
-        "doc_id TEXT NOT NULL, kind TEXT NOT NULL, digest TEXT NOT NULL, len INTEGER NOT NULL, "
-        "UNIQUE (agent_id, doc_id))",
-        "CREATE TABLE IF NOT EXISTS search_postings (agent BIGINT NOT NULL, term BIGINT NOT NULL,"
-        " doc BIGINT NOT NULL, tf INTEGER NOT NULL, len INTEGER NOT NULL, "
-        f"PRIMARY KEY (agent, term, doc)){without_rowid}",
-        "CREATE TABLE IF NOT EXISTS search_vectors (agent_id TEXT NOT NULL, doc_id TEXT NOT NULL,"
-        f" model TEXT NOT NULL, digest TEXT NOT NULL, vector {blob} NOT NULL, "
-        "PRIMARY KEY (agent_id, doc_id, model))",
-        "CREATE TABLE IF NOT EXISTS search_state (agent_id TEXT PRIMARY KEY, "
-        "version TEXT NOT NULL)",
-    ]
 
 
 @dataclass(frozen=True)
@@ -192,30 +174,24 @@ def rank(sql: DialectSql, agent_id: str, query: str, limit: int) -> list[tuple[s
     return [(str(r[1]), float(r[2])) for r in rows]
 
 
+def _version(sql: DialectSql, agent_id: str) -> str | None:
+    rows = sql.rows("SELECT version FROM search_state WHERE agent_id = ?", (agent_id,))
+    return None if not rows else str(rows[0][0])
+
+
 def index_state(sql: DialectSql, agent_id: str) -> IndexState:
     """The agent's :class:`IndexState`."""
-    state = sql.rows("SELECT version FROM search_state WHERE agent_id = ?", (agent_id,))
+    version = _version(sql, agent_id)
     rows = sql.rows(
         "SELECT d.doc_id, d.digest, d.len, (SELECT COALESCE(SUM(p.tf), 0) FROM search_postings p"
         " WHERE p.agent = ? AND p.doc = d.doc) FROM search_docs d WHERE d.agent_id = ?",
         (agent_key(agent_id), agent_id),
     )
     return IndexState(
-        None if not state else str(state[0][0]),
+        version,
         {str(r[0]): str(r[1]) for r in rows},
         sum(1 for r in rows if int(r[2]) != int(r[3])),
     )
-
-
-def recreate(sql: DialectSql, blob: str, without_rowid: str) -> None:
-    """Drop and create the index tables again, empty (each agent's next search, or
-    ``reindex``, fills them); vectors are kept when their table is intact: they cost an
-    embedder to make, and the digest ties each to its document."""
-    for table in SEARCH_TABLES:
-        if table != "search_vectors":
-            sql.run(f"DROP TABLE IF EXISTS {table}")
-    for statement in schema(blob, without_rowid):
-        sql.run(statement)
 
 
 class OpenDatabase(Database, Protocol):
@@ -244,8 +220,7 @@ class KnowledgeIndex:
     def version(self, agent_id: str) -> str | None:
         """The corpus version last synced for ``agent_id``."""
         with self._sql() as sql:
-            rows = sql.rows("SELECT version FROM search_state WHERE agent_id = ?", (agent_id,))
-        return None if not rows else str(rows[0][0])
+            return _version(sql, agent_id)
 
     def sync(
         self, agent_id: str, docs: Iterable[IndexDoc], version: str | None = None
@@ -305,6 +280,18 @@ class KnowledgeIndex:
         """``(doc_id, BM25 score)`` best first; the OR of the query's analysed terms."""
         with self._sql() as sql:
             return rank(sql, agent_id, query, limit)
+
+    def search(
+        self, agent_id: str, docs: Iterable[IndexDoc], version: str | None, query: str, limit: int
+    ) -> list[tuple[str, float]]:
+        """:meth:`sync` then :meth:`rank`; on one connection when ``version`` is current (the
+        common case: a round trip less on PostgreSQL)."""
+        if version is not None:
+            with self._sql() as sql:
+                if _version(sql, agent_id) == version:
+                    return rank(sql, agent_id, query, limit)
+        self.sync(agent_id, docs, version)
+        return self.rank(agent_id, query, limit)
 
     def state(self, agent_id: str) -> IndexState:
         with self._sql() as sql:

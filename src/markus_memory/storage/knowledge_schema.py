@@ -13,7 +13,8 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .knowledge_index import KnowledgeIndex, recreate, schema
+from ._sql import DialectSql
+from .knowledge_index import KnowledgeIndex
 from .migrations import Migrations
 from .postgres_conn import PostgresSql
 from .sqlite_conn import SqliteDatabase, SqliteSql
@@ -21,8 +22,38 @@ from .sqlite_conn import SqliteDatabase, SqliteSql
 if TYPE_CHECKING:
     import psycopg
 
+SEARCH_TABLES = ("search_docs", "search_postings", "search_vectors", "search_state")
 SQLITE_BLOB = ("BLOB", " WITHOUT ROWID")
 POSTGRES_BLOB = ("BYTEA", "")
+
+
+def schema(blob: str, without_rowid: str) -> list[str]:
+    """CREATE statements of the index tables (``blob``: BLOB or BYTEA)."""
+    return [
+        "CREATE TABLE IF NOT EXISTS search_docs (doc BIGINT PRIMARY KEY, agent_id TEXT NOT NULL, "
+        "doc_id TEXT NOT NULL, kind TEXT NOT NULL, digest TEXT NOT NULL, len INTEGER NOT NULL, "
+        "UNIQUE (agent_id, doc_id))",
+        "CREATE TABLE IF NOT EXISTS search_postings (agent BIGINT NOT NULL, term BIGINT NOT NULL,"
+        " doc BIGINT NOT NULL, tf INTEGER NOT NULL, len INTEGER NOT NULL, "
+        f"PRIMARY KEY (agent, term, doc)){without_rowid}",
+        "CREATE TABLE IF NOT EXISTS search_vectors (agent_id TEXT NOT NULL, doc_id TEXT NOT NULL,"
+        f" model TEXT NOT NULL, digest TEXT NOT NULL, vector {blob} NOT NULL, "
+        "PRIMARY KEY (agent_id, doc_id, model))",
+        "CREATE TABLE IF NOT EXISTS search_state (agent_id TEXT PRIMARY KEY, "
+        "version TEXT NOT NULL)",
+    ]
+
+
+def recreate(sql: DialectSql, blob: str, without_rowid: str) -> None:
+    """Drop and create the index tables again, empty (each agent's next search, or
+    ``reindex``, fills them); vectors are kept when their table is intact: they cost an
+    embedder to make, and the digest ties each to its document."""
+    for table in SEARCH_TABLES:
+        if table != "search_vectors":
+            sql.run(f"DROP TABLE IF EXISTS {table}")
+    for statement in schema(blob, without_rowid):
+        sql.run(statement)
+
 
 sqlite_migrations: Migrations[sqlite3.Connection] = Migrations("search-index")
 postgres_migrations: Migrations[psycopg.Connection[Any]] = Migrations("search-index")
