@@ -7,7 +7,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from markus_memory.storage.base import EpisodicStore, TranscriptMessage
-from markus_memory.storage.recall_index import Filters, turns_around
+from markus_memory.storage.base import RecallFilters as Filters
+from markus_memory.storage.recall_fetch import turns_around
 
 from .conftest import StoreFactory
 from .test_conformance import act

@@ -1,0 +1,134 @@
+"""Okapi BM25 over an agent's postings, inside the store.
+
+The constants and idf are those of SQLite FTS5's ``bm25()``, computed from the *agent's own*
+statistics (``recall_terms``, ``recall_agents``): one ``data.db`` (or one PostgreSQL schema)
+holds many agents, and another agent's history must not change how this one ranks. Only the
+candidates leave the database.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ..analysis import query_terms, query_tokens, term_key
+from .base import MAX_QUERY_CHARS, MAX_QUERY_TERMS, TranscriptHit, TranscriptMessage
+from .base import RecallFilters as Filters
+from .base import RecallStats as Stats
+from .recall_fetch import Sql, turns_by_id
+
+K1 = 1.2
+B = 0.75
+
+
+def agent_key(agent_id: str) -> int:
+    """The agent's 63-bit key in the recall tables."""
+    return term_key("\x00agent\x00" + agent_id)
+
+
+def stats(sql: Sql, agent_id: str, keys: Iterable[int]) -> Stats:
+    agent = agent_key(agent_id)
+    row = sql.rows("SELECT docs, tokens FROM recall_agents WHERE agent = ?", (agent,))
+    docs, tokens = (int(row[0][0]), int(row[0][1])) if row else (0, 0)
+    wanted = sorted(set(keys))
+    df: dict[int, int] = {}
+    if wanted and docs:
+        marks = ",".join("?" * len(wanted))
+        for term, n in sql.rows(
+            f"SELECT term, docs FROM recall_terms WHERE agent = ? AND term IN ({marks})",
+            (agent, *wanted),
+        ):
+            df[int(term)] = int(n)
+    return Stats(docs, tokens, df)
+
+
+def speakers(sql: Sql, agent_id: str) -> set[str]:
+    """Every word of a speaker name (or role) among the agent's indexed messages."""
+    rows = sql.rows("SELECT word FROM recall_speakers WHERE agent = ?", (agent_key(agent_id),))
+    return {str(r[0]) for r in rows}
+
+
+def rank(
+    sql: Sql,
+    agent_id: str,
+    weights: Mapping[int, float],
+    *,
+    avgdl: float,
+    per_term: int,
+    limit: int,
+    filters: Filters,
+    when: Callable[[datetime], Any],
+) -> list[tuple[int, float]]:
+    """The agent's best ``limit`` messages for the weighted terms by BM25, as (id, score).
+
+    Each term contributes at most its ``per_term`` newest postings (the bound on the cost of
+    a query over a very long history); ties go to the older message.
+    """
+    if not weights or limit <= 0 or avgdl <= 0:
+        return []
+    agent = agent_key(agent_id)
+    parts, params = [], []
+    for n, (key, weight) in enumerate(weights.items()):
+        parts.append(
+            f"SELECT * FROM (SELECT doc, tf, len, CAST(? AS DOUBLE PRECISION) AS w "
+            f"FROM recall_postings WHERE agent = ? AND term = ? ORDER BY doc DESC LIMIT ?) q{n}"
+        )
+        params.extend([weight, agent, key, per_term])
+    where, extra = filters.sql(when)
+    join = "" if filters.empty else " JOIN transcript_messages t ON t.id = p.doc WHERE 1 = 1"
+    score = (
+        f"SUM(p.w * p.tf * {K1 + 1} / (p.tf + {K1} * ({1 - B} + {B} * "
+        "CAST(p.len AS DOUBLE PRECISION) / ?)))"
+    )
+    rows = sql.rows(
+        f"SELECT p.doc, {score} AS score FROM ({' UNION ALL '.join(parts)}) p{join}{where} "
+        "GROUP BY p.doc ORDER BY score DESC, p.doc LIMIT ?",
+        (avgdl, *params, *extra, limit),
+    )
+    return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def weighted_terms(
+    query: str, stats_of: Callable[[list[int]], Stats]
+) -> tuple[dict[int, float], Stats]:
+    """BM25 weights of a query's terms (the idf of each, once per query word with that term)
+    and the statistics they came from; terms the agent never used are left out."""
+    if not isinstance(query, str):
+        return {}, Stats(0, 0, {})
+    text = query[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")
+    counts = Counter(term_key(t) for t in query_tokens(query_terms(text)[:MAX_QUERY_TERMS]))
+    found = stats_of(list(counts))
+    return {key: found.idf(key) * n for key, n in counts.items() if found.df.get(key)}, found
+
+
+def search_hits(
+    sql: Sql,
+    agent_id: str,
+    query: str,
+    filters: Filters,
+    limit: int,
+    when: Callable[[datetime], Any],
+    message: Callable[[Sequence[Any]], TranscriptMessage],
+    per_term: int,
+) -> list[TranscriptHit]:
+    """A plain transcript search: the agent's messages by BM25 for ``query``, best first;
+    each term counts only its ``per_term`` newest messages (the cost bound)."""
+    weights, found = weighted_terms(query, lambda keys: stats(sql, agent_id, keys))
+    ranked = rank(
+        sql,
+        agent_id,
+        weights,
+        avgdl=found.avgdl,
+        per_term=per_term,
+        limit=limit,
+        filters=filters,
+        when=when,
+    )
+    rows = {int(r[0]): message(r[1:]) for r in turns_by_id(sql, agent_id, [d for d, _ in ranked])}
+    return [
+        TranscriptHit(m.agent_id, m.session_id, m.seq, m.role, m.content, m.created_at, score)
+        for doc, score in ranked
+        if (m := rows.get(doc)) is not None
+    ]
