@@ -23,6 +23,7 @@ class Explain:
         self.sql = sql
         self.postgres = postgres
         self.plans: list[str] = []
+        self.dialect = sql.dialect
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         prefix = "EXPLAIN " if self.postgres else "EXPLAIN QUERY PLAN "

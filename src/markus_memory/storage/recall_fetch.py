@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .base import RecallFilters as Filters
+
+if TYPE_CHECKING:
+    from .dialect import Dialect
 
 TURN_COLUMNS = "id, agent_id, session_id, seq, role, content, created_at, speaker, metadata"
 """``id`` then the columns of a :class:`~.base.TranscriptMessage` row."""
@@ -22,6 +25,9 @@ KEY_COLUMNS = "id, session_id, seq, role, speaker"
 
 class Sql(Protocol):
     """What the recall index needs from a connection inside a transaction (``?`` placeholders)."""
+
+    @property
+    def dialect(self) -> Dialect: ...
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 
@@ -51,14 +57,15 @@ def turns_by_id(
     )
     out: list[tuple[Any, ...]] = []
     for start in range(0, len(ids), 500):
-        chunk = list(ids[start : start + 500])
-        values = ", ".join(["(CAST(? AS BIGINT))"] * len(chunk))
+        wanted, params = sql.dialect.values(
+            "wanted", [("id", "bigint")], [(i,) for i in ids[start : start + 500]]
+        )
         # The id list drives the join (CROSS JOIN keeps SQLite from scanning the agent).
         out.extend(
             sql.rows(
-                f"WITH wanted(id) AS (VALUES {values}) SELECT {columns} FROM wanted "
-                "CROSS JOIN transcript_messages t WHERE t.id = wanted.id AND t.agent_id = ?",
-                (*chunk, agent_id),
+                f"WITH {wanted} SELECT {columns} FROM wanted CROSS JOIN transcript_messages t "
+                "WHERE t.id = wanted.id AND t.agent_id = ?",
+                (*params, agent_id),
             )
         )
     return out
@@ -84,14 +91,17 @@ def turns_around(
     if keys_only:
         where += " AND trim(t.content) <> ''"
     for start in range(0, len(spans), 200):
-        chunk = spans[start : start + 200]
-        values = ", ".join(["(?, CAST(? AS INTEGER), CAST(? AS INTEGER))"] * len(chunk))
+        span, params = sql.dialect.values(
+            "span",
+            [("sid", "text"), ("lo", "integer"), ("hi", "integer")],
+            spans[start : start + 200],
+        )
         out.extend(
             sql.rows(
-                f"WITH span(sid, lo, hi) AS (VALUES {values}) SELECT DISTINCT {columns} "
+                f"WITH {span} SELECT DISTINCT {columns} "
                 "FROM span CROSS JOIN transcript_messages t WHERE t.agent_id = ? "
                 f"AND t.session_id = span.sid AND t.seq BETWEEN span.lo AND span.hi{where}",
-                (*(v for span in chunk for v in span), agent_id, *extra),
+                (*params, agent_id, *extra),
             )
         )
     return out

@@ -29,19 +29,26 @@ def agent_key(agent_id: str) -> int:
 
 
 def stats(sql: Sql, agent_id: str, keys: Iterable[int]) -> Stats:
+    """The agent's message and token counts and the document frequency of each of ``keys``
+    it used, in one statement."""
     agent = agent_key(agent_id)
-    row = sql.rows("SELECT docs, tokens FROM recall_agents WHERE agent = ?", (agent,))
-    docs, tokens = (int(row[0][0]), int(row[0][1])) if row else (0, 0)
     wanted = sorted(set(keys))
+    terms = ""
+    params: list[Any] = []
+    if wanted:
+        among, params = sql.dialect.any_of("term", wanted)
+        terms = f" UNION ALL SELECT 1, term, docs FROM recall_terms WHERE agent = ? AND {among}"
+    docs = tokens = 0
     df: dict[int, int] = {}
-    if wanted and docs:
-        marks = ",".join("?" * len(wanted))
-        for term, n in sql.rows(
-            f"SELECT term, docs FROM recall_terms WHERE agent = ? AND term IN ({marks})",
-            (agent, *wanted),
-        ):
-            df[int(term)] = int(n)
-    return Stats(docs, tokens, df)
+    for kind, a, b in sql.rows(
+        f"SELECT 0, docs, tokens FROM recall_agents WHERE agent = ?{terms}",
+        (agent, *([agent, *params] if wanted else [])),
+    ):
+        if kind:
+            df[int(a)] = int(b)
+        else:
+            docs, tokens = int(a), int(b)
+    return Stats(docs, tokens, df if docs else {})
 
 
 def speakers(sql: Sql, agent_id: str) -> set[str]:
@@ -69,23 +76,39 @@ def rank(
     if not weights or limit <= 0 or avgdl <= 0:
         return []
     agent = agent_key(agent_id)
-    parts, params = [], []
-    for n, (key, weight) in enumerate(weights.items()):
-        parts.append(
-            f"SELECT * FROM (SELECT doc, tf, len, CAST(? AS DOUBLE PRECISION) AS w "
-            f"FROM recall_postings WHERE agent = ? AND term = ? ORDER BY doc DESC LIMIT ?) q{n}"
-        )
-        params.extend([weight, agent, key, per_term])
     where, extra = filters.sql(when)
     join = "" if filters.empty else " JOIN transcript_messages t ON t.id = p.doc WHERE 1 = 1"
     score = (
         f"SUM(p.w * p.tf * {K1 + 1} / (p.tf + {K1} * ({1 - B} + {B} * "
         "CAST(p.len AS DOUBLE PRECISION) / ?)))"
     )
+    before: list[Any] = []
+    after: list[Any] = []
+    newest = "FROM recall_postings WHERE agent = ? AND term = {} ORDER BY doc DESC LIMIT ?"
+    if sql.dialect.name == "postgres":
+        # One statement text for any number of terms: the terms and weights travel as two
+        # arrays, and each term's newest postings come from a LATERAL index walk.
+        query, params = sql.dialect.values(
+            "q", [("term", "bigint"), ("w", "float8")], list(weights.items())
+        )
+        postings = (
+            f"(SELECT q.w, n.doc, n.tf, n.len FROM q CROSS JOIN LATERAL "
+            f"(SELECT doc, tf, len {newest.format('q.term')}) n)"
+        )
+        head, before, after = f"WITH {query} ", params, [agent, per_term]
+    else:
+        parts: list[str] = []
+        for n, (key, weight) in enumerate(weights.items()):
+            parts.append(
+                f"SELECT * FROM (SELECT CAST(? AS DOUBLE PRECISION) AS w, doc, tf, len "
+                f"{newest.format('?')}) q{n}"
+            )
+            after.extend([weight, agent, key, per_term])
+        head, postings = "", f"({' UNION ALL '.join(parts)})"
     rows = sql.rows(
-        f"SELECT p.doc, {score} AS score FROM ({' UNION ALL '.join(parts)}) p{join}{where} "
+        f"{head}SELECT p.doc, {score} AS score FROM {postings} p{join}{where} "
         "GROUP BY p.doc ORDER BY score DESC, p.doc LIMIT ?",
-        (avgdl, *params, *extra, limit),
+        (*before, avgdl, *after, *extra, limit),
     )
     return [(int(r[0]), float(r[1])) for r in rows]
 
