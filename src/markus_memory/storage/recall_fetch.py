@@ -90,20 +90,32 @@ def turns_around(
     )
     if keys_only:
         where += " AND trim(t.content) <> ''"
-    for start in range(0, len(spans), 200):
+    merged = _merged(spans)  # disjoint: no row comes twice
+    for start in range(0, len(merged), 200):
         span, params = sql.dialect.values(
             "span",
             [("sid", "text"), ("lo", "integer"), ("hi", "integer")],
-            spans[start : start + 200],
+            merged[start : start + 200],
         )
         out.extend(
             sql.rows(
-                f"WITH {span} SELECT DISTINCT {columns} "
+                f"WITH {span} SELECT {columns} "
                 "FROM span CROSS JOIN transcript_messages t WHERE t.agent_id = ? "
                 f"AND t.session_id = span.sid AND t.seq BETWEEN span.lo AND span.hi{where}",
                 (*params, agent_id, *extra),
             )
         )
+    return out
+
+
+def _merged(spans: Sequence[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """``spans`` with those that overlap or touch in one session joined."""
+    out: list[tuple[str, int, int]] = []
+    for sid, lo, hi in sorted(spans):
+        if out and out[-1][0] == sid and lo <= out[-1][2] + 1:
+            out[-1] = (sid, out[-1][1], max(out[-1][2], hi))
+        else:
+            out.append((sid, lo, hi))
     return out
 
 

@@ -78,38 +78,41 @@ def rank(
     agent = agent_key(agent_id)
     where, extra = filters.sql(when)
     join = "" if filters.empty else " JOIN transcript_messages t ON t.id = p.doc WHERE 1 = 1"
-    score = (
-        f"SUM(p.w * p.tf * {K1 + 1} / (p.tf + {K1} * ({1 - B} + {B} * "
-        "CAST(p.len AS DOUBLE PRECISION) / ?)))"
-    )
-    before: list[Any] = []
-    after: list[Any] = []
+    # A posting's share is w·tf·(k1+1) / (tf + k1·(1-b) + k1·b·len/avgdl): the constants are
+    # folded here, so the database does one multiplication, one division and two additions.
+    norm = [K1 * (1 - B), K1 * B / avgdl]
+    share = "? * n.tf / (n.tf + ? + ? * n.len)"
     newest = "FROM recall_postings WHERE agent = ? AND term = {} ORDER BY doc DESC LIMIT ?"
+    params: list[Any] = []
     if sql.dialect.name == "postgres":
         # One statement text for any number of terms: the terms and weights travel as two
-        # arrays, and each term's newest postings come from a LATERAL index walk.
+        # arrays, and each term's newest postings come from a LATERAL walk of the key.
         query, params = sql.dialect.values(
-            "q", [("term", "bigint"), ("w", "float8")], list(weights.items())
+            "q",
+            [("term", "bigint"), ("w", "float8")],
+            [(k, w * (K1 + 1)) for k, w in weights.items()],
         )
         postings = (
-            f"(SELECT q.w, n.doc, n.tf, n.len FROM q CROSS JOIN LATERAL "
-            f"(SELECT doc, tf, len {newest.format('q.term')}) n)"
+            f"WITH {query} SELECT n.doc, {share.replace('?', 'q.w', 1)} AS s FROM q CROSS JOIN "
+            f"LATERAL (SELECT doc, tf, len {newest.format('q.term')}) n"
         )
-        head, before, after = f"WITH {query} ", params, [agent, per_term]
+        params.extend([*norm, agent, per_term])
     else:
-        parts: list[str] = []
-        for n, (key, weight) in enumerate(weights.items()):
+        parts = []
+        for key, weight in weights.items():
             parts.append(
-                f"SELECT * FROM (SELECT CAST(? AS DOUBLE PRECISION) AS w, doc, tf, len "
-                f"{newest.format('?')}) q{n}"
+                f"SELECT n.doc, {share} AS s FROM (SELECT doc, tf, len {newest.format('?')}) n"
             )
-            after.extend([weight, agent, key, per_term])
-        head, postings = "", f"({' UNION ALL '.join(parts)})"
-    rows = sql.rows(
-        f"{head}SELECT p.doc, {score} AS score FROM {postings} p{join}{where} "
-        "GROUP BY p.doc ORDER BY score DESC, p.doc LIMIT ?",
-        (*before, avgdl, *after, *extra, limit),
-    )
+            params.extend([weight * (K1 + 1), *norm, agent, key, per_term])
+        postings = " UNION ALL ".join(parts)
+    if len(weights) == 1:  # each message once: nothing to add up
+        ranked = f"SELECT p.doc, p.s FROM ({postings}) p{join}{where} ORDER BY p.s DESC, p.doc"
+    else:
+        ranked = (
+            f"SELECT p.doc, SUM(p.s) AS score FROM ({postings}) p{join}{where} GROUP BY p.doc "
+            "ORDER BY score DESC, p.doc"
+        )
+    rows = sql.rows(f"{ranked} LIMIT ?", (*params, *extra, limit))
     return [(int(r[0]), float(r[1])) for r in rows]
 
 
