@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import repeat
 from typing import Any
 
 from ..analysis import analyse, term_key, words
@@ -84,10 +85,9 @@ def index_docs(sql: Sql, agent_id: str, docs: Sequence[Doc], *, sign: int = 1) -
         length = sum(freqs.values())
         count += 1
         tokens += length
-        for term, tf in freqs.items():
-            key = term_key(term)
-            postings.append((agent, key, doc.id, tf, length))
-            df[key] += 1
+        keys = list(map(term_key, freqs))
+        postings.extend(zip(repeat(agent), keys, repeat(doc.id), freqs.values(), repeat(length)))
+        df.update(keys)
     if not count:
         return
     postings.sort()
