@@ -91,14 +91,17 @@ def warm(home: Path, url: str | None, queries: list[str]) -> list[float]:
 
 
 EB3B962_FULL_TEXT = {
-    # What commit eb3b962 (the store before the recall index) maintained on every message.
+    # What commit eb3b962 (the store before the recall index) maintained on every message, and
+    # without the index added since for recall's neighbour keys.
     "sqlite": [
+        "DROP INDEX idx_transcript_keys",
         "CREATE VIRTUAL TABLE transcript_fts USING fts5(content, content='transcript_messages', "
         "content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')",
         "CREATE TRIGGER transcript_ai AFTER INSERT ON transcript_messages BEGIN "
         "INSERT INTO transcript_fts (rowid, content) VALUES (new.id, new.content); END",
     ],
     "postgres": [
+        "DROP INDEX idx_transcript_keys",
         "ALTER TABLE transcript_messages ADD COLUMN search TSVECTOR GENERATED ALWAYS AS "
         "(to_tsvector('markus_fts'::regconfig, content)) STORED",
         "CREATE INDEX idx_transcript_search ON transcript_messages USING GIN (search)",

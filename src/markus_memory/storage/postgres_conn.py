@@ -243,13 +243,6 @@ class PostgresSql(DialectSql):
 
         return POSTGRES
 
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        # Server-side prepared: the recall statements keep one text whatever their input
-        # (arrays, not lists of parameters), and their plans are key lookups and index walks
-        # a generic plan serves as well, so a warm recall skips parsing and planning.
-        cursor = self.conn.execute(self.dialect.sql(sql), tuple(params), prepare=True)
-        return [tuple(r) for r in cursor.fetchall()]
-
     def insert(
         self,
         table: str,

@@ -311,3 +311,11 @@ def m010_activity_search_agent_terms(conn: sqlite3.Connection) -> None:
     # FTS5 activity index already ranks one agent's matches (slotted rowids, m004); the
     # migration is recorded so that both backends keep the same migration set.
     del conn
+
+
+@migrations()
+def m011_recall_postings_covering(conn: sqlite3.Connection) -> None:
+    # PostgreSQL m011 puts tf and len into the postings key. Nothing to change here: the
+    # postings table has no rowid, so its key already holds every column; the migration is
+    # recorded so that both backends keep the same migration set.
+    del conn
