@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 from ..analysis import analyse, term_key, words
@@ -90,7 +91,7 @@ def index_docs(sql: Sql, agent_id: str, docs: Sequence[Doc], *, sign: int = 1) -
         df.update(keys)
     if not count:
         return
-    postings.sort()
+    postings.sort(key=itemgetter(1))  # by term; docs stay in id order (a stable sort)
     if sign > 0:
         sql.insert("recall_postings", _POSTING_COLUMNS, postings)
         sql.insert(
