@@ -19,6 +19,7 @@ from .base import (
     TranscriptMark,
     TranscriptMessage,
 )
+from .pg_vectors import PgVectorQueries
 from .postgres_conn import (
     DECODE,
     PostgresDatabase,
@@ -27,7 +28,7 @@ from .postgres_conn import (
     json_param,
     to_utc,
 )
-from .recall_index import Doc, RecallQueries, index_docs
+from .recall_index import Doc, index_docs
 from .recall_rank import search_hits
 
 
@@ -50,7 +51,7 @@ _INSERT = (
 )
 
 
-class PostgresTranscriptIndex(PostgresDatabase, RecallQueries):
+class PostgresTranscriptIndex(PostgresDatabase, PgVectorQueries):
     """The transcript index (:class:`~.base.TranscriptIndex`) and its recall index."""
 
     search_candidates: int
