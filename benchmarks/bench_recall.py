@@ -54,14 +54,14 @@ home, url, query = sys.argv[1], sys.argv[2] or None, sys.argv[3]
 if url:  # the driver's import (0.2-0.6 s) is the same for any library: not counted
     import psycopg, psycopg_pool  # noqa: E401, F401  (the store imports them when opened)
     import markus_memory.storage.postgres, markus_memory.storage.pg_documents  # noqa: E401
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 mem = open_agent("bench", settings=Settings(home=Path(home), database_url=url))
 opened = time.perf_counter()
 hits = mem.recall_conversation(query, limit=10)
-done = time.perf_counter()
+done, cpu = time.perf_counter(), time.process_time() - cpu
 mem.close()
 print(json.dumps({"open_ms": (opened - started) * 1e3, "first_ms": (done - opened) * 1e3,
-                  "total_ms": (done - started) * 1e3, "hits": len(hits)}))
+                  "total_ms": (done - started) * 1e3, "cpu_ms": cpu * 1e3, "hits": len(hits)}))
 """
 
 
@@ -79,15 +79,18 @@ def cold(home: Path, url: str | None, queries: list[str], processes: int) -> lis
     return runs
 
 
-def warm(home: Path, url: str | None, queries: list[str]) -> list[float]:
+def warm(home: Path, url: str | None, queries: list[str]) -> tuple[list[float], list[float]]:
+    """Wall and CPU (this thread's) ms of each recall after the first. On SQLite everything
+    runs in this thread, so the CPU time is what the recall costs on an idle machine."""
     with open_agent("bench", settings=Settings(home=home, database_url=url)) as mem:
         mem.recall_conversation(queries[0], limit=10)
-        latencies = []
+        latencies, cpu = [], []
         for query in queries:
-            started = time.perf_counter()
+            started, thread = time.perf_counter(), time.thread_time()
             mem.recall_conversation(query, limit=10, neighbours=1)
             latencies.append((time.perf_counter() - started) * 1000)
-    return latencies
+            cpu.append((time.thread_time() - thread) * 1000)
+    return latencies, cpu
 
 
 EB3B962_FULL_TEXT = {
@@ -141,13 +144,13 @@ def fresh_store(url: str | None, tag: str) -> Iterator[Any]:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
-def record(url: str | None, texts: list[str], variant: str) -> float:
-    """µs per message for a fresh store to record ``texts`` as the background writer does
-    (batches of ``MAX_BATCH``, one transaction each): ``recall index`` as now; ``no index``
-    without the recall-index writes; ``eb3b962`` without them but with the full-text index that
-    commit kept on every message (FTS5 and its trigger / a ``tsvector`` column and its GIN
-    index, whose pending list is merged within the time): the append path before the recall
-    index."""
+def record(url: str | None, texts: list[str], variant: str) -> tuple[float, float]:
+    """µs per message (wall, and CPU of this thread) for a fresh store to record ``texts`` as
+    the background writer does (batches of ``MAX_BATCH``, one transaction each): ``recall
+    index`` as now; ``no index`` without the recall-index writes; ``eb3b962`` without them but
+    with the full-text index that commit kept on every message (FTS5 and its trigger / a
+    ``tsvector`` column and its GIN index, whose pending list is merged within the time): the
+    append path before the recall index."""
     from markus_memory.search.transcript_writer import MAX_BATCH
     from markus_memory.storage import postgres_transcripts, sqlite_transcripts
     from markus_memory.storage.base import TranscriptMessage
@@ -164,25 +167,32 @@ def record(url: str | None, texts: list[str], variant: str) -> float:
             with store.write() as conn:
                 for statement in EB3B962_FULL_TEXT["sqlite" if url is None else "postgres"]:
                     conn.execute(statement)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         for at in range(0, len(messages), MAX_BATCH):
             batch = messages[at : at + MAX_BATCH]
             store.import_transcript("ingest", "s", batch, synced_at=batch[-1].created_at)
         if variant == "eb3b962" and url is not None:  # the GIN pending list, merged later
             with store.write() as conn:
                 conn.execute("SELECT gin_clean_pending_list('idx_transcript_search')")
-        return (time.perf_counter() - started) / len(messages) * 1e6
+        wall, cpu = time.perf_counter() - started, time.thread_time() - cpu
+        return wall / len(messages) * 1e6, cpu / len(messages) * 1e6
 
 
-def ingest_ratio(url: str | None, rounds: int = 5, messages: int = 2_048) -> dict[str, float]:
-    """Median µs per message of each of :data:`VARIANTS`, run in turn ``rounds`` times."""
+def ingest_ratio(
+    url: str | None, rounds: int = 5, messages: int = 2_048
+) -> dict[str, tuple[float, float]]:
+    """Median µs per message (wall, CPU) of each of :data:`VARIANTS`, run in turn ``rounds``
+    times."""
     chat = fixture.Chat(seed=3)
     texts = [chat.text() for _ in range(messages)]
-    costs: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    costs: dict[str, list[tuple[float, float]]] = {v: [] for v in VARIANTS}
     for _ in range(rounds):
         for variant in VARIANTS:
             costs[variant].append(record(url, texts, variant))
-    return {v: statistics.median(c) for v, c in costs.items()}
+    return {
+        v: (statistics.median(w for w, _ in c), statistics.median(u for _, u in c))
+        for v, c in costs.items()
+    }
 
 
 def append_into(home: Path, url: str | None, messages: int = 2_000) -> tuple[list[float], float]:
@@ -208,6 +218,11 @@ def append_into(home: Path, url: str | None, messages: int = 2_000) -> tuple[lis
     return appends, total
 
 
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} / {five:.1f} on {os.cpu_count()} cores"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
@@ -227,31 +242,39 @@ def main(argv: list[str] | None = None) -> int:
             f"recall-{args.messages}", ["bench"], args.messages, pg_url=pg
         )
         runs = cold(home, url, queries, args.processes)
-        latencies = warm(home, url, queries)
+        latencies, cpu = warm(home, url, queries)
         appends, background_us = append_into(home, url)
         costs = ingest_ratio(url)
         first = statistics.median(r["first_ms"] for r in runs)
-        total = statistics.median(r["total_ms"] for r in runs)
-        print(f"[{backend}] {args.messages} messages (fixture {home.name})")
+        total = sorted(r["total_ms"] for r in runs)
+        print(f"[{backend}] {args.messages} messages (fixture {home.name}; {load()})")
         print(
-            f"  cold: open + first recall median {total:.1f} ms (first recall {first:.1f} ms) "
-            f"over {len(runs)} processes"
+            f"  cold: open + first recall median {statistics.median(total):.1f} ms (first recall "
+            f"{first:.1f} ms; slowest {total[-1]:.1f} ms; CPU of the process "
+            f"{statistics.median(r['cpu_ms'] for r in runs):.1f} ms) over {len(runs)} processes"
         )
         print(
             f"  warm: recall median {statistics.median(latencies):.2f} ms  "
-            f"p95 {percentile(latencies, 0.95):.2f} ms over {len(latencies)} queries"
+            f"p95 {percentile(latencies, 0.95):.2f} ms over {len(latencies)} queries (CPU of "
+            f"this thread: median {statistics.median(cpu):.2f} ms  p95 {percentile(cpu, 0.95):.2f})"
         )
         print(
             f"  ingest into it: append median {statistics.median(appends):.1f} us  "
             f"p95 {percentile(appends, 0.95):.1f} us; recorded + indexed in the background "
             f"{background_us:.0f} us/message"
         )
-        now, before, bare = costs["recall index"], costs["eb3b962"], costs["no index"]
+        (now, now_cpu), (before, before_cpu) = costs["recall index"], costs["eb3b962"]
+        bare = costs["no index"][0]
         print(
             f"  write cost per message, fresh store, same process: {now:.0f} us with the recall "
             f"index; {before:.0f} us as at eb3b962 (full-text index, no recall index): "
             f"{now / before:.2f}x; {bare:.0f} us with no index at all: {now / bare:.2f}x"
         )
+        if url is None:  # in this thread: the ratio of CPU does not depend on the load
+            print(
+                f"    CPU of this thread: {now_cpu:.0f} us vs {before_cpu:.0f} us as at eb3b962: "
+                f"{now_cpu / before_cpu:.2f}x"
+            )
         if built_us is not None:
             print(f"  fixture built now: {built_us:.0f} us/message (bulk import)")
     return 0
