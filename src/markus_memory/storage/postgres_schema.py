@@ -346,6 +346,16 @@ def m011_recall_postings_covering(conn: psycopg.Connection[Any]) -> None:
     )
 
 
+@migrations()
+def m012_recall_keys_by_id(conn: psycopg.Connection[Any]) -> None:
+    # Recall fetches the keys of its candidates by id (recall_fetch.turns_by_id): read off this
+    # index (index-only once vacuumed) instead of a heap page per candidate.
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS idx_transcript_id_keys ON transcript_messages"
+        "(id) INCLUDE (agent_id, session_id, seq, role, speaker)"
+    )
+
+
 # Also rebuilt by benchmarks/_pg_activities.py after its bulk load.
 ACTIVITY_SEARCH_AGENT_INDEX = (
     "CREATE INDEX IF NOT EXISTS idx_activity_search_agent_doc "

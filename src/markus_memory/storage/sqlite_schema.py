@@ -319,3 +319,11 @@ def m011_recall_postings_covering(conn: sqlite3.Connection) -> None:
     # postings table has no rowid, so its key already holds every column; the migration is
     # recorded so that both backends keep the same migration set.
     del conn
+
+
+@migrations()
+def m012_recall_keys_by_id(conn: sqlite3.Connection) -> None:
+    # PostgreSQL m012 adds a covering index of the recall keys by id. Nothing to change here:
+    # the id is the rowid, so a row found by id is read with its keys; the migration is
+    # recorded so that both backends keep the same migration set.
+    del conn
