@@ -243,26 +243,6 @@ class PostgresSql(DialectSql):
 
         return POSTGRES
 
-    def insert(
-        self,
-        table: str,
-        columns: Sequence[tuple[str, str]],
-        rows: Sequence[Sequence[Any]],
-        conflict: str = "",
-    ) -> None:
-        """As :meth:`DialectSql.insert`; rows without a conflict clause go by ``COPY`` (the
-        recall postings of a batch: about half the cost of an ``INSERT`` of the same rows)."""
-        if conflict or not rows:
-            super().insert(table, columns, rows, conflict)
-            return
-        names = ", ".join(name for name, _ in columns)
-        with (
-            self.conn.cursor() as cursor,
-            cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy,
-        ):
-            for row in rows:
-                copy.write_row(row)
-
 
 class PostgresDatabase:
     """One PostgreSQL database (the schema of the URL's search_path) with the Markus schema."""
