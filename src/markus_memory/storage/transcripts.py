@@ -23,7 +23,8 @@ from .base import (
     TranscriptMark,
     TranscriptMessage,
 )
-from .recall_index import Doc, RecallQueries, index_docs, search_hits
+from .recall_index import Doc, RecallQueries, index_docs
+from .recall_rank import search_hits
 
 if TYPE_CHECKING:
     from .dialect import Dialect
