@@ -28,6 +28,7 @@ from .postgres_conn import (
     to_utc,
 )
 from .recall_index import Doc, RecallQueries, index_docs, search_hits
+from .recall_time import RecallTimeQueries
 
 
 def _transcript_row(m: TranscriptMessage) -> tuple[Any, ...]:
@@ -49,7 +50,7 @@ _INSERT = (
 )
 
 
-class PostgresTranscriptIndex(PostgresDatabase, RecallQueries):
+class PostgresTranscriptIndex(PostgresDatabase, RecallQueries, RecallTimeQueries):
     """The transcript index (:class:`~.base.TranscriptIndex`) and its recall index."""
 
     search_candidates: int

@@ -21,6 +21,7 @@ from .base import (
     TranscriptMessage,
 )
 from .recall_index import Doc, RecallQueries, index_docs, search_hits
+from .recall_time import RecallTimeQueries
 from .sqlite_conn import (
     DECODE,
     SqliteDatabase,
@@ -77,7 +78,7 @@ def _raise_mark(
     )
 
 
-class SqliteTranscriptIndex(SqliteDatabase, RecallQueries):
+class SqliteTranscriptIndex(SqliteDatabase, RecallQueries, RecallTimeQueries):
     """The transcript index (:class:`~.base.TranscriptIndex`) and its recall index."""
 
     @contextmanager
