@@ -29,7 +29,7 @@ from .stages import (
     session_boost,
     smooth,
 )
-from .temporal import named_times, temporal_boost, time_windows
+from .temporal import named_times, temporal_boost
 
 __all__ = ["ConversationIndex", "RankedTurn", "RankingOptions", "RecallStore", "Turn"]
 
@@ -181,7 +181,6 @@ class ConversationIndex:
             speakers = self.store.recall_speakers(self.agent_id)
             named = {word for word in words if word in speakers}
             lexical = self._bm25(words, named, filters)
-            lexical = self._said_then(query, lexical, filters)
             lexical = boost_speakers(lexical, pool, named, options.speaker_boost)
             lexical = smooth(lexical, pool, options)
             dense = self._dense(query, filters)
@@ -194,18 +193,6 @@ class ConversationIndex:
             order = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[:limit]
             full = self.store.recall_turns(self.agent_id, order)
             return [RankedTurn(turn_of(full[rowid]), scores[rowid]) for rowid in order]
-
-    def _said_then(self, query: str, scores: Scores, filters: Filters) -> Scores:
-        """A question naming a time takes the turns said in it as candidates (at score 0;
-        the time stage and the neighbour and session stages rank them)."""
-        limit = self.options.window_turns
-        if limit <= 0 or self.options.date_boost <= 0:
-            return scores
-        out = dict(scores)
-        for window in time_windows(named_times(query), filters):
-            for rowid in self.store.recall_said_within(self.agent_id, window, limit):
-                out.setdefault(rowid, 0.0)
-        return out
 
     def _dated(self, query: str, scores: Scores) -> Scores:
         """The time stage (``search.temporal``) over the candidates' text and time."""

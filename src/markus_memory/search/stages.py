@@ -78,7 +78,6 @@ class RankingOptions:
     max_postings: int = 5_000
     turn_speaker_boost: float = 0.5
     date_boost: float = 0.5
-    window_turns: int = 0
 
 
 class Pool:

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
-from datetime import date, datetime, time, timedelta, timezone
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 from functools import lru_cache
 from typing import TypeVar
-
-from ..storage.base import RecallFilters
 
 K = TypeVar("K")
 
@@ -94,20 +92,6 @@ def named_times(text: str) -> list[Interval]:
         for year in _YEAR.findall(lowered):
             found.append(Interval(date(int(year), 1, 1), date(int(year), 12, 31)))
     return found
-
-
-def time_windows(times: Iterable[Interval], filters: RecallFilters) -> list[RecallFilters]:
-    """``filters`` narrowed to each of ``times`` (whole days, UTC); windows outside the
-    filters' own time bounds are left out."""
-    out = []
-    for interval in times:
-        start = datetime.combine(interval.start, time.min, timezone.utc)
-        end = datetime.combine(interval.end, time.max, timezone.utc)
-        since = max(start, filters.since) if filters.since else start
-        until = min(end, filters.until) if filters.until else end
-        if since <= until:
-            out.append(replace(filters, since=since, until=until))
-    return out
 
 
 def _month_number(name: str) -> int:

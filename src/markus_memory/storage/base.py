@@ -495,11 +495,6 @@ class RecallIndex(Protocol):
         newest: int | None = None,
     ) -> Iterable[list[tuple[int, bytes]]]: ...
 
-    def recall_said_within(self, agent_id: str, filters: RecallFilters, limit: int) -> list[int]:
-        """Ids of the agent's messages with text said inside ``filters``' time bounds (and
-        passing its other filters), oldest first, at most ``limit``."""
-        ...
-
 
 class TranscriptStore(TranscriptIndex, RecallIndex, Protocol):
     """The transcript side of an episodic store: records, marks and the recall index."""

@@ -28,7 +28,6 @@ from .postgres_conn import (
     to_utc,
 )
 from .recall_index import Doc, RecallQueries, index_docs, search_hits
-from .recall_time import RecallTimeQueries
 
 
 def _transcript_row(m: TranscriptMessage) -> tuple[Any, ...]:
@@ -50,7 +49,7 @@ _INSERT = (
 )
 
 
-class PostgresTranscriptIndex(PostgresDatabase, RecallQueries, RecallTimeQueries):
+class PostgresTranscriptIndex(PostgresDatabase, RecallQueries):
     """The transcript index (:class:`~.base.TranscriptIndex`) and its recall index."""
 
     search_candidates: int

@@ -21,7 +21,6 @@ from .base import (
     TranscriptMessage,
 )
 from .recall_index import Doc, RecallQueries, index_docs, search_hits
-from .recall_time import RecallTimeQueries
 from .sqlite_conn import (
     DECODE,
     SqliteDatabase,
@@ -78,7 +77,7 @@ def _raise_mark(
     )
 
 
-class SqliteTranscriptIndex(SqliteDatabase, RecallQueries, RecallTimeQueries):
+class SqliteTranscriptIndex(SqliteDatabase, RecallQueries):
     """The transcript index (:class:`~.base.TranscriptIndex`) and its recall index."""
 
     @contextmanager
