@@ -28,6 +28,7 @@ from .stages import (
     fuse,
     session_boost,
     smooth,
+    without_speaker,
 )
 from .temporal import named_times, temporal_boost
 
@@ -183,7 +184,8 @@ class ConversationIndex:
             lexical = self._bm25(words, named, filters)
             lexical = boost_speakers(lexical, pool, named, options.speaker_boost)
             lexical = smooth(lexical, pool, options)
-            dense = self._dense(query, filters)
+            embedded = without_speaker(query, named) if options.dense_strip_speaker else query
+            dense = self._dense(embedded, filters)
             dense = boost_speakers(dense, pool, named, options.dense_speaker_boost, roles=False)
             if options.smooth_dense:
                 dense = smooth(dense, pool, options)
