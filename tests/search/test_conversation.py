@@ -181,7 +181,7 @@ def test_vectors_fuse_with_bm25_and_find_paraphrase_free_matches() -> None:
     assert ns(dense_only)[0] == 7
 
 
-def test_query_naming_one_speaker_is_embedded_without_the_name() -> None:
+def test_query_naming_one_speaker_is_embedded_in_the_first_person() -> None:
     pytest.importorskip("numpy")
 
     class Recording(FakeEmbedder):
@@ -193,13 +193,13 @@ def test_query_naming_one_speaker_is_embedded_without_the_name() -> None:
             self.seen.extend(texts)
             return super().embed(texts)
 
-    for strip, query, embedded in [
-        (True, "What did Melanie say about camping?", "What did say about camping?"),
+    for first_person, query, embedded in [
+        (True, "What did Melanie say about camping?", "What did I say about camping?"),
         (True, "Did Caroline tell Melanie about it?", "Did Caroline tell Melanie about it?"),
         (False, "What did Melanie say about camping?", "What did Melanie say about camping?"),
     ]:
         fake = Recording()
-        options = RankingOptions(**PLAIN, vector_weight=1.0, dense_strip_speaker=strip)
+        options = RankingOptions(**PLAIN, vector_weight=1.0, dense_first_person=first_person)
         idx = new_index(embedder=fake, options=options)
         idx.add(turns())
         idx.search(query)

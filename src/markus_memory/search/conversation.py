@@ -26,9 +26,9 @@ from .stages import (
     Turn,
     boost_speakers,
     fuse,
+    in_first_person,
     session_boost,
     smooth,
-    without_speaker,
 )
 from .temporal import named_times, temporal_boost
 
@@ -184,7 +184,7 @@ class ConversationIndex:
             lexical = self._bm25(words, named, filters)
             lexical = boost_speakers(lexical, pool, named, options.speaker_boost)
             lexical = smooth(lexical, pool, options)
-            embedded = without_speaker(query, named) if options.dense_strip_speaker else query
+            embedded = in_first_person(query, named) if options.dense_first_person else query
             dense = self._dense(embedded, filters)
             dense = boost_speakers(dense, pool, named, options.dense_speaker_boost, roles=False)
             if options.smooth_dense:
