@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from markus_memory import open_agent
-from markus_memory._fs import AgentLock
+from markus_memory._lock import AgentLock
 from markus_memory.config import AgentPaths, Limits, Settings, utc_now
 from markus_memory.layers.sessions import SessionStore
 

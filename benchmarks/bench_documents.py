@@ -20,8 +20,8 @@ from urllib.parse import quote
 import psycopg
 
 from markus_memory._docs import DocumentStore
-from markus_memory._fs import AgentLock
 from markus_memory._fs_docs import FileDocuments
+from markus_memory._lock import AgentLock
 from markus_memory.config import AgentPaths, Limits, utc_now
 from markus_memory.layers.knowledge import KnowledgeFile
 from markus_memory.layers.notebook import Notebook

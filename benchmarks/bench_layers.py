@@ -21,7 +21,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from markus_memory._fs import AgentLock, atomic_write_text
+from markus_memory._fs import atomic_write_text
+from markus_memory._lock import AgentLock
 from markus_memory.config import AgentPaths, Limits, utc_now
 from markus_memory.layers.knowledge import KnowledgeFile, Observation
 

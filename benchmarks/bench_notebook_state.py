@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from markus_memory._fs import AgentLock, atomic_write_text
+from markus_memory._fs import atomic_write_text
+from markus_memory._lock import AgentLock
 from markus_memory.config import AgentPaths, Limits, utc_now
 from markus_memory.layers.notebook import Notebook
 from markus_memory.layers.state import StateFile

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from markus_memory._fs import AgentLock
+from markus_memory._lock import AgentLock
 from markus_memory.config import AgentPaths, Limits, utc_now
 from markus_memory.layers.sessions import SessionStore
 

@@ -1,6 +1,7 @@
 """LoCoMo retrieval benchmark for recall_conversation, with the Markus keyword search as baseline.
 
 Usage: python benchmarks/locomo.py PATH/locomo.json [--out results.json] [--no-vectors] [--loo]
+[--database-url postgresql://...]
 
 Every conversation becomes one agent (one session per LoCoMo session, its turns appended as
 messages at the session's date with ``metadata = {dia_id, speaker}``) through the public API.
@@ -12,7 +13,8 @@ closes each agent after ingest and reopens it: its index is backfilled from the 
 (what every new process sees), so it must match ``bm25``. A table then gives recall@10 per
 conversation and per question category for every run. ``--loo`` adds the
 leave-one-conversation-out check of each ranking knob (tuned on the other conversations,
-scored on the one left out; see ``_locomo_loo.py``).
+scored on the one left out; see ``_locomo_loo.py``). ``--database-url`` keeps the
+transcripts in that PostgreSQL database instead of SQLite (each run under its own agent ids).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def run_memory(
     embedder: object | None,
     *,
     reopen: bool = False,
+    database_url: str | None = None,
 ) -> tuple[dict[str, object], list[Result]]:
     """Ingest each conversation and ask its questions; with ``reopen`` the agent is closed
     after ingest and reopened, so recall backfills its index from the episodic store."""
@@ -63,11 +66,9 @@ def run_memory(
     for conv in conversations:
         clock = _Clock()
         started = time.perf_counter()
-        mem = open_agent(
-            f"locomo-{conv.sample_id}",
-            settings=Settings(home=home, clock=clock),
-            embedder=embedder,  # type: ignore[arg-type]
-        )
+        settings = Settings(home=home, clock=clock, database_url=database_url)
+        agent = f"locomo-{home.name}-{conv.sample_id}"
+        mem = open_agent(agent, settings=settings, embedder=embedder)  # type: ignore[arg-type]
         for turn in conv.turns:
             clock.now = turn.date
             sid = f"session_{turn.session}"
@@ -78,11 +79,7 @@ def run_memory(
             mem.sessions.append(sid, {"role": role, "content": turn.text, "metadata": metadata})
         if reopen:
             mem.close()
-            mem = open_agent(
-                f"locomo-{conv.sample_id}",
-                settings=Settings(home=home, clock=clock),
-                embedder=embedder,  # type: ignore[arg-type]
-            )
+            mem = open_agent(agent, settings=settings, embedder=embedder)  # type: ignore[arg-type]
         mem.recall_conversation("index warm-up", limit=1)  # builds the index: part of ingest
         ingest += time.perf_counter() - started
         for question in conv.questions:
@@ -138,20 +135,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/locomo.json"))
     parser.add_argument("--no-vectors", action="store_true", help="skip the hybrid run")
     parser.add_argument("--loo", action="store_true", help="leave-one-out check of each knob")
+    parser.add_argument("--database-url", help="transcripts in this PostgreSQL (default SQLite)")
     args = parser.parse_args(argv)
+    url = args.database_url
     conversations = load(args.path)
     report: dict[str, object] = {"data": str(args.path), "categories": CATEGORIES}
     tables: dict[str, list[Result]] = {}
     embedder = _embedder(not args.no_vectors)
     with tempfile.TemporaryDirectory() as tmp:
         report["markus_keyword"], tables["markus_keyword"] = run_markus(conversations)
-        report["bm25"], tables["bm25"] = run_memory(conversations, Path(tmp) / "bm25", None)
+        report["bm25"], tables["bm25"] = run_memory(
+            conversations, Path(tmp) / "bm25", None, database_url=url
+        )
         report["bm25_reopened"], _ = run_memory(
-            conversations, Path(tmp) / "reopened", None, reopen=True
+            conversations, Path(tmp) / "reopened", None, reopen=True, database_url=url
         )
         if embedder is not None:
             report["hybrid"], tables["hybrid"] = run_memory(
-                conversations, Path(tmp) / "hybrid", embedder
+                conversations, Path(tmp) / "hybrid", embedder, database_url=url
             )
             report["hybrid"]["embedder"] = getattr(embedder, "model", "?")  # type: ignore[index]
     base = report["markus_keyword"]["recall_any@10"]  # type: ignore[index]

@@ -77,6 +77,33 @@ def test_item13_linked_daily_log_and_session_files_are_refused(tmp_path: Path) -
 
 
 @posix_only
+@pytest.mark.parametrize("folder", ["sessions", "daily-logs"])
+def test_item13_linked_agent_folder_is_refused_not_written_through(
+    tmp_path: Path, folder: str
+) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    with _agent(tmp_path) as mem:
+        directory = mem.sessions.directory if folder == "sessions" else mem.daily_log.directory
+        assert directory.name == folder
+        if directory.exists():
+            directory.rmdir()
+        directory.symlink_to(outside, target_is_directory=True)
+        with pytest.raises(SymlinkError, match="symbolic link.*real directory"):
+            if folder == "sessions":
+                mem.sessions.append("sess_1_abc", {"role": "user", "content": "through?"})
+            else:
+                mem.daily_log.write("through the linked folder?")
+        with pytest.raises(SymlinkError):
+            if folder == "sessions":
+                mem.sessions.list()
+            else:
+                mem.daily_log.read()
+        assert directory.is_symlink()
+    assert list(outside.iterdir()) == []
+
+
+@posix_only
 def test_item13_linked_lock_file_is_refused_and_nothing_is_created_outside(tmp_path: Path) -> None:
     home = tmp_path / "home"
     agent_dir = home / "agents" / "alice"

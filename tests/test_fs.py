@@ -12,15 +12,14 @@ from pathlib import Path
 import pytest
 
 from markus_memory._fs import (
-    MAX_IDLE_LOCK_FDS,
     STALE_TEMP_SECONDS,
-    AgentLock,
     atomic_write_text,
     read_text,
     signature,
     validate_id,
     validate_key,
 )
+from markus_memory._lock import MAX_IDLE_LOCK_FDS, AgentLock
 from markus_memory.errors import CorruptFileError, InvalidIdError, LockTimeoutError
 
 

@@ -1,16 +1,15 @@
-"""Safe files: identifier validation, atomic writes, exact reads and the per-agent lock.
+"""Safe files: identifier validation, atomic writes and exact reads.
 
-Every markdown write follows one protocol (see docs/ARCHITECTURE.md): take :class:`AgentLock`,
-re-read the file with :func:`read_text`, change the parsed model, render, and
-:func:`atomic_write_text` (temp file in the same directory, fsync, ``os.replace``, fsync of the
-directory). A crash at any instant leaves either the old or the new file, never a torn one; the
-temp files killed writers leave behind are swept when an agent is opened (:func:`sweep_temps`)
-and by the next write of the same path.
+Every markdown write follows one protocol (see docs/ARCHITECTURE.md): take the agent's
+:class:`~._lock.AgentLock`, re-read the file with :func:`read_text`, change the parsed model,
+render, and :func:`atomic_write_text` (temp file in the same directory, fsync, ``os.replace``,
+fsync of the directory). A crash at any instant leaves either the old or the new file, never a
+torn one; the temp files killed writers leave behind are swept when an agent is opened
+(:func:`sweep_temps`) and by the next write of the same path.
 
 Agent files are opened without following symbolic links (:func:`open_file`): a link planted in
 an agent directory is refused with :class:`~.errors.SymlinkError`, never read, written through
-or replaced. Reading needs no write access: in a read-only home the agent lock is taken on the
-existing lock file opened read-only, or skipped when there is none (nobody can write there).
+or replaced.
 """
 
 from __future__ import annotations
@@ -19,15 +18,12 @@ import errno
 import os
 import secrets
 import sys
-import threading
 import time
 import unicodedata
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from .errors import CorruptFileError, InvalidIdError, LockTimeoutError, SymlinkError
+from .errors import CorruptFileError, InvalidIdError, SymlinkError
 
 MAX_ID_CHARS = 128
 MAX_ID_BYTES = 128
@@ -39,8 +35,6 @@ MAX_KEY_CHARS = 200
 # A temp file of a path older than this belongs to no live writer (writes hold the agent lock and
 # take milliseconds), so the next write of that path removes it.
 STALE_TEMP_SECONDS = 10.0
-# Lock files kept open while idle; beyond this the least recently used idle one is closed.
-MAX_IDLE_LOCK_FDS = 64
 
 
 def _check_common(kind: str, value: object, max_chars: int) -> str:
@@ -253,214 +247,3 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 def atomic_write_text(path: Path, text: str) -> None:
     """:func:`atomic_write_bytes` of UTF-8 text, written exactly (no newline translation)."""
     atomic_write_bytes(path, text.encode("utf-8"))
-
-
-class _PathLock:
-    """The state of one lock file within this process: every AgentLock on the path shares it.
-
-    ``fd`` stays open between acquisitions (opening and closing the lock file was about half the
-    cost of a session append); it is locked only while ``depth`` > 0.
-    """
-
-    def __init__(self) -> None:
-        self.rlock = threading.RLock()
-        self.depth = 0
-        self.fd: int | None = None
-        self.unlocked = False  # held without a file lock: a read-only home without one
-
-    def close_fd(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
-class AgentLock:
-    """A reentrant lock shared by threads of this process and by other processes.
-
-    Other processes are excluded with ``flock`` on ``<agent dir>/.lock`` (``msvcrt`` on
-    Windows); threads of this process with an ``RLock`` shared by every ``AgentLock`` on the
-    same path, so one thread may nest acquisitions through any handle.
-    """
-
-    _registry: dict[str, _PathLock] = {}
-    _registry_guard = threading.Lock()
-    # Idle states with an open fd, least recently used first (guarded by _registry_guard).
-    _idle: dict[int, _PathLock] = {}
-
-    def __init__(self, lock_path: Path, timeout: float = 30.0) -> None:
-        self.path = lock_path
-        self.timeout = timeout
-        with AgentLock._registry_guard:
-            key = os.path.realpath(lock_path)
-            self._state = AgentLock._registry.setdefault(key, _PathLock())
-
-    def _os_lock(self, deadline: float) -> None:
-        """Take the file lock on the state's (kept open) fd, reopening a removed lock file."""
-        state = self._state
-        with AgentLock._registry_guard:
-            AgentLock._idle.pop(id(state), None)
-        state.unlocked = False
-        while True:
-            if state.fd is None:
-                _register_fork_hook()
-                state.fd = _open_lock_file(self.path)
-                if state.fd is None:  # read-only, no lock file: nobody can write here
-                    state.unlocked = True
-                    return
-            self._lock_until(state.fd, deadline)
-            try:
-                same = _same_file(state.fd, self.path)
-            except BaseException:
-                _unlock_fd(state.fd)  # never leave an idle fd holding the lock
-                raise
-            if same:
-                return
-            # The lock file was removed or replaced while our fd was open: a lock on the old
-            # inode would exclude nobody, so lock the file now at the path instead.
-            _unlock_fd(state.fd)
-            state.close_fd()
-
-    def _lock_until(self, fd: int, deadline: float) -> None:
-        delay = 0.0005
-        while True:
-            try:
-                _lock_fd(fd)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LockTimeoutError(
-                        f"could not lock {self.path} within {self.timeout:g} s"
-                    ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.02)
-
-    def acquire(self) -> None:
-        deadline = time.monotonic() + self.timeout
-        state = self._state
-        if not state.rlock.acquire(timeout=self.timeout):
-            raise LockTimeoutError(f"could not lock {self.path} within {self.timeout:g} s")
-        if state.depth == 0:
-            try:
-                self._os_lock(deadline)
-            except BaseException:
-                self._park(state)
-                state.rlock.release()
-                raise
-        state.depth += 1
-
-    def release(self) -> None:
-        state = self._state
-        state.depth -= 1
-        if state.depth == 0 and state.fd is not None:
-            _unlock_fd(state.fd)
-            self._park(state)
-        state.rlock.release()
-
-    @staticmethod
-    def _park(state: _PathLock) -> None:
-        """Keep an idle state's fd open, closing the least recently used beyond the bound."""
-        if state.fd is None:
-            return
-        with AgentLock._registry_guard:
-            idle = AgentLock._idle
-            idle.pop(id(state), None)
-            idle[id(state)] = state
-            for key in list(idle)[: max(0, len(idle) - MAX_IDLE_LOCK_FDS)]:
-                victim = idle[key]
-                # Never block here (lock order); a busy state is closed on a later release.
-                if victim.rlock.acquire(blocking=False):
-                    try:
-                        if victim.depth == 0:
-                            victim.close_fd()
-                            del idle[key]
-                    finally:
-                        victim.rlock.release()
-
-    @classmethod
-    def _after_fork_in_child(cls) -> None:
-        # A forked child shares the parent's open file descriptions, and flock belongs to the
-        # description: locking through an inherited fd would not exclude the parent. Idle fds
-        # are closed (without unlocking: the parent's lock state is not ours to change), and
-        # idle thread locks renewed (a parent thread may have been acquiring one).
-        cls._registry_guard = threading.Lock()
-        for state in cls._registry.values():
-            if state.depth == 0:
-                state.close_fd()
-                state.rlock = threading.RLock()
-        cls._idle = {}
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        self.acquire()
-        try:
-            yield
-        finally:
-            self.release()
-
-    def __enter__(self) -> AgentLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-def _open_lock_file(path: Path) -> int | None:
-    """The lock file opened for writing (created if need be), else read-only (``flock`` works
-    on either), else None when the home is read-only and has no lock file."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return open_file(path, os.O_RDWR | os.O_CREAT)
-    except SymlinkError:
-        raise
-    except OSError as exc:
-        if exc.errno not in READ_ONLY_ERRNOS:
-            raise
-    try:
-        return open_file(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-
-
-def _same_file(fd: int, path: Path) -> bool:
-    try:
-        at_path = os.lstat(path)
-    except FileNotFoundError:
-        return False
-    held = os.fstat(fd)
-    return (held.st_ino, held.st_dev) == (at_path.st_ino, at_path.st_dev)
-
-
-_fork_hook = threading.Lock()
-_fork_hook_registered = False
-
-
-def _register_fork_hook() -> None:
-    """Register the after-fork cleanup once, when the first lock file is opened."""
-    global _fork_hook_registered
-    with _fork_hook:
-        if not _fork_hook_registered and hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=AgentLock._after_fork_in_child)
-        _fork_hook_registered = True
-
-
-if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-    import msvcrt
-
-    def _lock_fd(fd: int) -> None:
-        try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        except OSError as exc:
-            raise BlockingIOError from exc
-
-    def _unlock_fd(fd: int) -> None:
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-
-else:
-    import fcntl
-
-    def _lock_fd(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-
-    def _unlock_fd(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_UN)

@@ -8,16 +8,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ._docs import LAYER_DOCUMENTS, ROLE_DIR, DocumentVersion, is_document_name
-from ._fs import (
-    AgentLock,
-    _lock_fd,
-    _unlock_fd,
-    atomic_write_text,
-    open_file,
-    read_bytes,
-    read_text,
-    signature,
-)
+from ._fs import atomic_write_text, open_file, read_bytes, read_text, signature
+from ._lock import AgentLock, lock_fd, unlock_fd
 from .errors import BusyError, CorruptFileError
 
 
@@ -87,13 +79,13 @@ class FileDocuments:
         fd = open_file(path, os.O_RDWR | os.O_CREAT)
         try:
             try:
-                _lock_fd(fd)
+                lock_fd(fd)
             except BlockingIOError:
                 raise BusyError(f"{task} is already running for the agent in {self.root}") from None
             try:
                 yield
             finally:
-                _unlock_fd(fd)
+                unlock_fd(fd)
         finally:
             os.close(fd)
 

@@ -14,8 +14,8 @@ import sqlite3
 from typing import Literal
 
 from ._docs import DocumentStore
-from ._fs import AgentLock
 from ._fs_docs import FileDocuments
+from ._lock import AgentLock
 from .config import AgentPaths, Settings
 from .errors import MarkusMemoryError
 from .search import index as search_index

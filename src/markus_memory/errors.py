@@ -73,10 +73,18 @@ class SymlinkError(CorruptFileError):
     that a link planted in an agent directory can neither read nor write outside it."""
 
     def __init__(self, path: Path) -> None:
+        if path.is_dir():
+            fix = (
+                "Replace it with a real directory holding the files (e.g. "
+                'cp -a "$(readlink -f DIR)" DIR.new && rm DIR && mv DIR.new DIR)'
+            )
+        else:
+            fix = (
+                "Replace it with the file itself "
+                '(e.g. cp --remove-destination "$(readlink -f FILE)" FILE)'
+            )
         super().__init__(
-            path,
-            "is a symbolic link; agent files are never opened through links. Replace it with "
-            'the file itself (e.g. cp --remove-destination "$(readlink -f FILE)" FILE)',
+            path, f"is a symbolic link; agent files are never opened through links. {fix}"
         )
 
 

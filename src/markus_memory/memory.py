@@ -10,7 +10,8 @@ from pathlib import Path
 from types import TracebackType
 
 from ._docs import DocumentStore
-from ._fs import AgentLock, sweep_temps, validate_id
+from ._fs import sweep_temps, validate_id
+from ._lock import AgentLock
 from .backend import Backend, open_backend
 from .config import AgentPaths, Settings
 from .errors import ClosedError, MarkusMemoryError, MigrationError

@@ -89,3 +89,21 @@ def test_item21_invalid_utf8_notebook_explained_and_repaired(
     shown = invoke("notebook", "show", "-a", "al").output
     assert "kept €" in shown and "hello \ufffd world" in shown
     invoke("notebook", "set", "k", "v", "-a", "al")
+
+
+def test_item13_doctor_reports_a_linked_sessions_folder_and_reads_nothing_through_it(
+    invoke: Invoke, isolated_home: Path
+) -> None:
+    with open_agent("al") as mem:
+        mem.knowledge.save_observation("Deploys run on Fridays.")
+        root = mem.paths.root
+    elsewhere = isolated_home.parent / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "s9.json").write_bytes(b"garbage{")
+    if (root / "sessions").exists():
+        (root / "sessions").rmdir()
+    (root / "sessions").symlink_to(elsewhere, target_is_directory=True)
+    out = invoke("doctor", code=1).output
+    assert "sessions/ is a symbolic link" in out
+    assert "s9.json" not in out  # nothing inside the link was read
+    assert (root / "sessions").is_symlink() and (elsewhere / "s9.json").exists()

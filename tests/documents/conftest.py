@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from markus_memory._docs import DocumentStore
-from markus_memory._fs import AgentLock
 from markus_memory._fs_docs import FileDocuments
+from markus_memory._lock import AgentLock
 from tests.postgres_support import new_agent_id, postgres_url
 
 __all__ = ["postgres_url"]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from markus_memory._fs import AgentLock
+from markus_memory._lock import AgentLock
 from markus_memory.config import AgentPaths, Limits
 from markus_memory.layers.knowledge import KnowledgeFile
 from tests.clocks import FakeClock

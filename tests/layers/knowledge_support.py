@@ -6,7 +6,7 @@ import dataclasses
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from markus_memory._fs import AgentLock
+from markus_memory._lock import AgentLock
 from markus_memory.config import AgentPaths, Clock, Limits
 from markus_memory.layers.knowledge import KnowledgeFile
 

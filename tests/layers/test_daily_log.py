@@ -4,7 +4,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from markus_memory._fs import AgentLock
+from markus_memory._lock import AgentLock
 from markus_memory.config import AgentPaths, Limits
 from markus_memory.errors import CorruptFileError, InvalidIdError, InvalidInputError
 from markus_memory.layers.daily_log import DailyLog

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from markus_memory._fs import AgentLock, atomic_write_text, read_text
+from markus_memory._fs import atomic_write_text, read_text
+from markus_memory._lock import AgentLock
 from markus_memory.config import utc_now
 from markus_memory.layers.knowledge import parse_knowledge, render_knowledge
 

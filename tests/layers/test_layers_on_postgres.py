@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from markus_memory._docs import DocumentStore
-from markus_memory._fs import AgentLock
+from markus_memory._lock import AgentLock
 from markus_memory.config import AgentPaths, Limits
 from markus_memory.errors import InvalidInputError
 from markus_memory.layers.knowledge import KnowledgeFile

@@ -24,7 +24,8 @@ PRELUDE = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from markus_memory._fs import AgentLock, atomic_write_text, read_text
+    from markus_memory._fs import atomic_write_text, read_text
+    from markus_memory._lock import AgentLock
     from markus_memory.config import AgentPaths, Limits, utc_now
     from markus_memory.layers.notebook import Notebook
     root = Path(sys.argv[1])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from markus_memory._fs import AgentLock
+from markus_memory._lock import AgentLock
 from markus_memory.config import AgentPaths, Limits
 from markus_memory.layers.sessions import SessionStore
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from markus_memory._fs import AgentLock
+from markus_memory._lock import AgentLock
 from markus_memory._markdown import split_h2
 from markus_memory.config import AgentPaths, Limits
 from markus_memory.errors import CorruptFileError, InvalidIdError, InvalidInputError

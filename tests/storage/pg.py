@@ -41,11 +41,12 @@ def with_search_path(url: str, schema: str) -> str:
 
 
 @contextmanager
-def postgres_schema_url(prefix: str = "markus_test") -> Iterator[str]:
-    """A URL on a fresh schema ``<prefix>_<random>``; the schema is dropped on exit."""
+def postgres_schema_url(prefix: str = "markus_test", server: str | None = None) -> Iterator[str]:
+    """A URL on a fresh schema ``<prefix>_<random>`` of ``server`` (default the test server);
+    the schema is dropped on exit."""
     import psycopg
 
-    url = server_url()
+    url = server or server_url()
     schema = f"{prefix}_{secrets.token_hex(6)}"
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")

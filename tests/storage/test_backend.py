@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from markus_memory._fs import AgentLock
 from markus_memory._fs_docs import FileDocuments
+from markus_memory._lock import AgentLock
 from markus_memory.backend import open_backend
 from markus_memory.config import AgentPaths, Settings
 from markus_memory.errors import InvalidInputError

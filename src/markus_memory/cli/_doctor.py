@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from .._fs import AgentLock, read_text
+from .._fs import read_text
+from .._lock import AgentLock
 from ..backend import DATA_DB_MIGRATIONS
 from ..config import AgentPaths, Settings
 from ..errors import CorruptFileError, MarkusMemoryError
@@ -67,10 +68,19 @@ def agent_checks(settings: Settings, name: str) -> list[Check]:
                 "stale backup; set MARKUS_DATABASE_URL, or import the agent back with --replace"
             )
             checks.append(Check(name, "markdown files are current", False, detail))
+        linked = [f for f in (paths.sessions_dir, paths.daily_logs_dir) if f.is_symlink()]
         for folder in (paths.sessions_dir, paths.daily_logs_dir):
-            if folder.exists() and not folder.is_dir():
+            if folder in linked:
+                detail = (
+                    f"{folder} is a symbolic link: nothing is read or written through it; "
+                    "replace it with a real directory holding the files"
+                )
+                checks.append(Check(name, f"{folder.name}/ is a symbolic link", False, detail))
+            elif folder.exists() and not folder.is_dir():
                 detail = f"{folder} is a file where a directory belongs: move it away"
                 checks.append(Check(name, f"{folder.name}/ is a directory", False, detail))
+        if linked:
+            return checks
         count, problems = session_problems(paths.sessions_dir)  # read only: nothing moves
         if not problems:
             checks.append(Check(name, f"{count} session file(s) parse", True))

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from .._docs import DocumentStore
-from .._fs import AgentLock
+from .._lock import AgentLock
 from ..backend import open_backend
 from ..config import AgentPaths, Settings
 from ..errors import MarkusMemoryError

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
-from .._fs import AgentLock, open_file, read_text, validate_id
+from .._fs import open_file, read_text, refuse_symlink, validate_id
+from .._lock import AgentLock
 from ..config import AgentPaths, Clock, Limits
 from ..errors import InvalidInputError
 
@@ -71,6 +72,8 @@ class DailyLog:
         return self._clock().astimezone(timezone.utc)
 
     def path_for(self, day: date | str | None = None) -> Path:
+        """The log file of ``day``; SymlinkError if the logs folder is a link."""
+        refuse_symlink(self.directory)
         return self.directory / f"{_day(day, self._now().date()).isoformat()}.md"
 
     def write(self, summary: str) -> DailyLogEntry:

@@ -22,8 +22,9 @@ from datetime import datetime
 from typing import TypeVar
 
 from .._docs import DocumentStore
-from .._fs import AgentLock, validate_key
+from .._fs import validate_key
 from .._fs_docs import FileDocuments
+from .._lock import AgentLock
 from .._markdown import sanitize_h2
 from ..config import AgentPaths, Clock, Limits, from_epoch_ms
 from ..errors import InvalidInputError

@@ -33,8 +33,9 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 from .._docs import DocumentStore
-from .._fs import MAX_ID_CHARS, AgentLock
+from .._fs import MAX_ID_CHARS
 from .._fs_docs import FileDocuments
+from .._lock import AgentLock
 from .._markdown import Section, escape_body, join_h2, split_h2
 from ..config import OBSERVATION_TYPES, AgentPaths, from_epoch_ms, parse_iso
 from ..errors import CorruptFileError, MigrationError

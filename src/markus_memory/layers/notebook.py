@@ -40,8 +40,9 @@ from datetime import datetime, timezone
 from typing import Literal
 
 from .._docs import DocumentStore
-from .._fs import AgentLock, validate_key
+from .._fs import validate_key
 from .._fs_docs import FileDocuments
+from .._lock import AgentLock
 from .._markdown import escape_body, h2_name, meta_line, render_meta, unescape_body
 from ..config import AgentPaths, Clock, Limits, iso_ms, parse_iso
 from ..errors import CorruptFileError, InvalidInputError, RefusedError

@@ -21,8 +21,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .._docs import ROLE_DIR, DocumentStore, DocumentVersion
-from .._fs import AgentLock, read_text
+from .._fs import read_text
 from .._fs_docs import FileDocuments
+from .._lock import AgentLock
 from ..config import AgentPaths, Clock, Limits
 from ..errors import InvalidInputError, NotFoundError
 

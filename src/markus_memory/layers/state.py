@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
 from .._docs import DocumentStore
-from .._fs import AgentLock, validate_key
+from .._fs import validate_key
 from .._fs_docs import FileDocuments
+from .._lock import AgentLock
 from .._markdown import (
     Section,
     escape_body,

@@ -1,9 +1,9 @@
 """The transcript retrieval engine: rank one agent's conversation turns inside its store.
 
-The store ranks (BM25 over the agent's postings with the agent's own statistics; vectors
-scored in bounded chunks) and returns candidates; the re-ranking stages of
-:mod:`.stages` run over those candidates only, fetching turns by key. Nothing proportional to
-the history is held in memory and nothing is rebuilt when a process starts.
+The store ranks (BM25 over the agent's postings with the agent's own statistics; the nearest
+vectors, ``recall_nearest``) and returns candidates; the re-ranking stages of :mod:`.stages`
+run over those candidates only, fetching turns by key. Nothing proportional to the history
+is held in memory and nothing is rebuilt when a process starts.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ class ConversationIndex:
             lexical = boost_speakers(lexical, pool, named, options.speaker_boost)
             lexical = smooth(lexical, pool, options)
             embedded = in_first_person(query, named) if options.dense_first_person else query
-            dense = self._dense(embedded, filters)
+            dense = self._dense(embedded, filters, lexical)
             dense = boost_speakers(dense, pool, named, options.dense_speaker_boost, roles=False)
             if options.smooth_dense:
                 dense = smooth(dense, pool, options)
@@ -237,24 +237,18 @@ class ConversationIndex:
         )
         return dict(ranked)
 
-    def _dense(self, query: str, filters: Filters) -> Scores:
+    def _dense(self, query: str, filters: Filters, lexical: Scores) -> Scores:
+        """Cosine scores of the nearest turns, found by the store (in the database, or in
+        bounded chunks; a store may bound the search to the ``lexical`` candidates and its
+        newest turns)."""
         embedder = self._embedder
         if embedder is None or self.options.vector_weight <= 0:
             return {}
         import numpy as np
 
         key = model_key(embedder.model, embedder.dimension)
-        vector = np.asarray(embedder.embed([query])[0], dtype=np.float32)
-        best_ids: list[int] = []
-        best_sims = np.empty(0, dtype=np.float32)
-        count = self.options.candidates
-        for chunk in self.store.recall_vectors(self.agent_id, key, filters):
-            matrix = np.frombuffer(b"".join(blob for _, blob in chunk), dtype=np.float32)
-            sims = np.concatenate([best_sims, matrix.reshape(len(chunk), -1) @ vector])
-            ids = best_ids + [rowid for rowid, _ in chunk]
-            if len(ids) > count:
-                top = np.argpartition(-sims, count - 1)[:count]
-                best_ids, best_sims = [ids[int(i)] for i in top], sims[top]
-            else:
-                best_ids, best_sims = ids, sims
-        return {rowid: float(sim) for rowid, sim in zip(best_ids, best_sims, strict=True)}
+        vector = np.asarray(embedder.embed([query])[0], dtype=np.float32).tobytes()
+        nearest = self.store.recall_nearest(
+            self.agent_id, key, vector, self.options.candidates, filters, candidates=list(lexical)
+        )
+        return dict(nearest)

@@ -495,6 +495,22 @@ class RecallIndex(Protocol):
         newest: int | None = None,
     ) -> Iterable[list[tuple[int, bytes]]]: ...
 
+    def recall_nearest(
+        self,
+        agent_id: str,
+        model: str,
+        vector: bytes,
+        limit: int,
+        filters: RecallFilters | None = None,
+        *,
+        candidates: Sequence[int] = (),
+    ) -> list[tuple[int, float]]:
+        """The agent's ``limit`` nearest ``model`` vectors (float32 bytes) to ``vector`` among
+        its messages passing ``filters``, as ``(id, dot product)`` best first. A backend that
+        cannot search vectors in the database may score only ``candidates`` (the query's
+        lexical candidates) and its newest vectors."""
+        ...
+
 
 class TranscriptStore(TranscriptIndex, RecallIndex, Protocol):
     """The transcript side of an episodic store: records, marks and the recall index."""

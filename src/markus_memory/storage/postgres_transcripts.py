@@ -19,6 +19,7 @@ from .base import (
     TranscriptMark,
     TranscriptMessage,
 )
+from .pg_vectors import PgVectorQueries
 from .postgres_conn import (
     DECODE,
     PostgresDatabase,
@@ -27,7 +28,7 @@ from .postgres_conn import (
     json_param,
     to_utc,
 )
-from .recall_index import Doc, RecallQueries, index_docs, search_hits
+from .recall_index import Doc, index_docs, search_hits
 
 
 def _transcript_row(m: TranscriptMessage) -> tuple[Any, ...]:
@@ -49,7 +50,7 @@ _INSERT = (
 )
 
 
-class PostgresTranscriptIndex(PostgresDatabase, RecallQueries):
+class PostgresTranscriptIndex(PostgresDatabase, PgVectorQueries):
     """The transcript index (:class:`~.base.TranscriptIndex`) and its recall index."""
 
     search_candidates: int

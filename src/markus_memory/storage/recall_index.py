@@ -34,6 +34,7 @@ from .base import (
 from .base import (
     RecallStats as Stats,
 )
+from .vector_scan import BYTES, VectorCodec, nearest_in_chunks
 
 K1 = 1.2
 B = 0.75
@@ -336,13 +337,19 @@ def _qualified(column: str) -> str:
     return f"t.{column}"
 
 
-def save_vectors(sql: Sql, agent_id: str, model: str, rows: Sequence[tuple[int, bytes]]) -> None:
+def save_vectors(
+    sql: Sql,
+    agent_id: str,
+    model: str,
+    rows: Sequence[tuple[int, bytes]],
+    codec: VectorCodec = BYTES,
+) -> None:
     agent = agent_key(agent_id)
     sql.many(
-        "INSERT INTO recall_vectors (doc, agent, model, vector) VALUES (?, ?, ?, ?) "
+        f"INSERT INTO recall_vectors (doc, agent, model, vector) VALUES (?, ?, ?, {codec.param}) "
         "ON CONFLICT (doc) DO UPDATE SET agent = excluded.agent, model = excluded.model, "
         "vector = excluded.vector",
-        [(doc, agent, model, blob) for doc, blob in rows],
+        [(doc, agent, model, codec.encode(blob)) for doc, blob in rows],
     )
 
 
@@ -366,6 +373,7 @@ def vector_chunks(
     *,
     ids: Sequence[int] | None = None,
     newest: int | None = None,
+    codec: VectorCodec = BYTES,
 ) -> Iterator[list[tuple[int, bytes]]]:
     """The agent's ``model`` vectors that pass ``filters``, ``VECTOR_CHUNK`` at a time (keyset
     pages, so no more than one chunk is ever held); only ``ids`` when given; only the
@@ -390,13 +398,13 @@ def vector_chunks(
     last = floor
     while True:
         rows = sql.rows(
-            f"SELECT v.doc, v.vector FROM recall_vectors v{join} WHERE v.agent = ? "
+            f"SELECT v.doc, {codec.column} FROM recall_vectors v{join} WHERE v.agent = ? "
             f"AND v.model = ? AND v.doc > ?{restrict}{where} ORDER BY v.doc LIMIT ?",
             (agent, model, last, *values, *extra, VECTOR_CHUNK),
         )
         if not rows:
             return
-        yield [(int(r[0]), bytes(r[1])) for r in rows]
+        yield [(int(r[0]), codec.decode(r[1])) for r in rows]
         if len(rows) < VECTOR_CHUNK:
             return
         last = int(rows[-1][0])
@@ -489,11 +497,15 @@ class RecallQueries:
             rows = turns_around(sql, agent_id, spans, filters or Filters(), self._when)
         return {int(r[0]): self._message(r[1:]) for r in rows}
 
+    def _vector_codec(self) -> VectorCodec:
+        """How this store's vector column is written and read."""
+        return BYTES
+
     def save_recall_vectors(
         self, agent_id: str, model: str, rows: Sequence[tuple[int, bytes]]
     ) -> None:
         with self._recall(write=True) as sql:
-            save_vectors(sql, agent_id, model, rows)
+            save_vectors(sql, agent_id, model, rows, self._vector_codec())
 
     def unvectored(self, agent_id: str, model: str, limit: int) -> list[tuple[int, str]]:
         with self._recall() as sql:
@@ -510,8 +522,30 @@ class RecallQueries:
     ) -> Iterator[list[tuple[int, bytes]]]:
         with self._recall() as sql:
             yield from vector_chunks(
-                sql, agent_id, model, filters or Filters(), self._when, ids=ids, newest=newest
+                sql,
+                agent_id,
+                model,
+                filters or Filters(),
+                self._when,
+                ids=ids,
+                newest=newest,
+                codec=self._vector_codec(),
             )
+
+    def recall_nearest(
+        self,
+        agent_id: str,
+        model: str,
+        vector: bytes,
+        limit: int,
+        filters: Filters | None = None,
+        *,
+        candidates: Sequence[int] = (),
+    ) -> list[tuple[int, float]]:
+        """The agent's ``limit`` nearest ``model`` vectors to ``vector`` among its messages
+        passing ``filters``, best first: every vector, scored in chunks (a backend that can
+        search in the database overrides this; ``candidates`` are ids it may be bounded to)."""
+        return nearest_in_chunks(self.recall_vectors(agent_id, model, filters), vector, limit)
 
     def count_recall_vectors(self, agent_id: str, model: str | None = None) -> int:
         with self._recall() as sql:

@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._docs import DocumentStore, is_document_name
-from .._fs import AgentLock, atomic_write_bytes, read_bytes, validate_id
+from .._fs import atomic_write_bytes, read_bytes, validate_id
 from .._fs_docs import FileDocuments
+from .._lock import AgentLock
 from ..backend import open_backend
 from ..config import AgentPaths, Settings, iso_ms
 from ..errors import InvalidInputError, NotFoundError, RefusedError

