@@ -4,13 +4,15 @@ Messages are synthetic chat (a Zipf-distributed vocabulary of 20,000 made-up wor
 a message) recorded straight into the episodic store through ``import_transcript`` (the same
 path the background writer uses, so the recall index is built exactly as in use), one
 transaction per session. SQLite fixtures live under ``benchmarks/.cache/<name>/`` (an agent home
-with its ``data.db``); PostgreSQL fixtures in a schema ``bench_<name>`` of the server. A marker
+with its ``data.db``; ``MARKUS_BENCH_CACHE`` names another directory, so several checkouts can
+share one build); PostgreSQL fixtures in a schema ``bench_<name>`` of the server. A marker
 written last says the fixture is complete; an interrupted build starts again.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import random
 import time
 from collections.abc import Iterator
@@ -20,7 +22,7 @@ from urllib.parse import quote
 
 from markus_memory.storage.base import EpisodicStore, TranscriptMessage
 
-CACHE = Path(__file__).parent / ".cache"
+CACHE = Path(os.environ.get("MARKUS_BENCH_CACHE") or Path(__file__).parent / ".cache")
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
 

@@ -28,13 +28,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+
 from benchmarks.search_fixture import Fixture, build  # noqa: E402
 from markus_memory.config import Settings  # noqa: E402
 from markus_memory.layers.knowledge import CuratedSection, Observation  # noqa: E402
 from markus_memory.memory import AgentMemory  # noqa: E402
-from markus_memory.search.index import open_index  # noqa: E402
 from markus_memory.search.keyword import keyword_search, tokenize  # noqa: E402
 from markus_memory.search.memory_search import MemorySearcher  # noqa: E402
+from markus_memory.storage.knowledge_schema import open_sqlite_index  # noqa: E402
 
 ROUNDS = 15
 
@@ -84,7 +85,7 @@ def main(real: Any = None) -> None:
     three_word = ["deploy billing service"]
     obs, secs = fixture.observations, fixture.sections
     tmp = Path(tempfile.mkdtemp())
-    index = open_index(tmp / "data.db")
+    index = open_sqlite_index(tmp / "data.db")
     version = "v1"
     embedder, label = HashEmbedder(), "fake hash embedder, 384 dims"
     if real is not None:

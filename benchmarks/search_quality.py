@@ -1,31 +1,35 @@
 """Retrieval quality of memory_search variants on the labelled synthetic store.
 
-Run: ``python benchmarks/search_quality.py``. Prints MRR@10, hit@1 and hit@5 for the original
-keyword ranking, BM25 with and without stemming / stop words, and keyword+BM25 fusion.
+Run: ``python benchmarks/search_quality.py [--minilm]``. Prints MRR@10, hit@1 and hit@5 for
+the original keyword ranking, the store's BM25 (the knowledge index in a fresh ``data.db``,
+terms from the one analyser) and keyword+BM25 fusion; with ``--minilm`` the vector variants.
+``benchmarks/knowledge_backends.py`` measures the same on PostgreSQL.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+
 from benchmarks.search_fixture import Fixture, build  # noqa: E402
+from markus_memory.search.corpus import Corpus  # noqa: E402
 from markus_memory.search.embedders import Embedder  # noqa: E402
-from markus_memory.search.index import STOP_WORDS, SearchIndex, create_schema  # noqa: E402
 from markus_memory.search.keyword import tokenize  # noqa: E402
 from markus_memory.search.memory_search import (  # noqa: E402
     BM25_WEIGHT,
     KEYWORD_WEIGHT,
-    Corpus,
     MemorySearcher,
     fuse_rrf,
 )
-from markus_memory.search.vectors import embed_matrix  # noqa: E402
+from markus_memory.search.vectors import embed_matrix, model_key  # noqa: E402
+from markus_memory.storage.knowledge_index import KnowledgeIndex  # noqa: E402
+from markus_memory.storage.knowledge_schema import open_sqlite_index  # noqa: E402
 
 Ranker = Callable[[str], list[str]]
 
@@ -52,10 +56,8 @@ def evaluate(fixture: Fixture, ranker: Ranker, *, paraphrase: bool = False) -> Q
     return Quality(rr / n, h1 / n, h5 / n)
 
 
-def bm25_index(fixture: Fixture, tokenizer: str, stop_words: frozenset[str]) -> SearchIndex:
-    conn = sqlite3.connect(":memory:", isolation_level=None)
-    create_schema(conn, tokenizer)
-    index = SearchIndex(conn, stop_words=stop_words)
+def bm25_index(fixture: Fixture) -> KnowledgeIndex:
+    index = open_sqlite_index(Path(tempfile.mkdtemp()) / "data.db")
     index.sync("a", Corpus(fixture.observations, fixture.sections).docs)
     return index
 
@@ -68,22 +70,10 @@ def rankers(fixture: Fixture, embedder: Embedder | None = None) -> dict[str, Ran
         return [i for i, _ in corpus.keyword(query, tokenize(query), 0.25)]
 
     out["keyword (original)"] = keyword
-    variants = {
-        "bm25 porter+stop": ("porter unicode61 remove_diacritics 2", STOP_WORDS),
-        "bm25 porter": ("porter unicode61 remove_diacritics 2", frozenset()),
-        "bm25 plain+stop": ("unicode61 remove_diacritics 2", STOP_WORDS),
-        "bm25 plain": ("unicode61 remove_diacritics 2", frozenset()),
-    }
-    indexes = {name: bm25_index(fixture, tok, stop) for name, (tok, stop) in variants.items()}
-    for name, index in indexes.items():
-        out[name] = _bm25_ranker(index, corpus)
-    for name in ("bm25 porter+stop", "bm25 porter", "bm25 plain+stop"):
-        out[f"rrf(keyword, {name})"] = _fused(keyword, out[name], 1.0)
-    for weight in (0.5, 0.25):
-        out[f"rrf(keyword x{weight}, bm25 porter+stop)"] = _fused(
-            keyword, out["bm25 porter+stop"], weight
-        )
-    default = indexes["bm25 porter+stop"]
+    default = bm25_index(fixture)
+    out["bm25"] = _bm25_ranker(default, corpus)
+    for weight in (1.0, 0.5, 0.25):
+        out[f"rrf(keyword x{weight}, bm25)"] = _fused(keyword, out["bm25"], weight)
     out["MemorySearcher default"] = lambda q: [
         h.id
         for h in MemorySearcher("a", default).search(q, fixture.observations, fixture.sections).hits
@@ -108,14 +98,15 @@ def _searcher_ranker(searcher: MemorySearcher, fixture: Fixture) -> Ranker:
 
 def _vector_ranking(searcher: MemorySearcher, fixture: Fixture, query: str) -> list[str]:
     corpus = searcher.corpus(fixture.observations, fixture.sections, "v")
-    vectors = searcher._vector_set(corpus, "v")
-    assert searcher.embedder is not None
-    top = vectors.top(embed_matrix(searcher.embedder, [query])[0], 60, 0.0)
+    assert searcher.embedder is not None and searcher.vectors is not None
+    vector = embed_matrix(searcher.embedder, [query])[0]
+    key = model_key(searcher.embedder)
+    top = searcher.vectors.nearest(searcher.agent_id, key, vector, corpus.digests, 60)
     return corpus.owners([doc_id for doc_id, _ in top])
 
 
-def _bm25_ranker(index: SearchIndex, corpus: Corpus) -> Ranker:
-    return lambda q: corpus.owners([i for i, _ in index.bm25("a", tokenize(q), 60)])
+def _bm25_ranker(index: KnowledgeIndex, corpus: Corpus) -> Ranker:
+    return lambda q: corpus.owners([i for i, _ in index.rank("a", q, 60)])
 
 
 def _fused(first: Ranker, second: Ranker, weight: float) -> Ranker:

@@ -24,7 +24,8 @@ from .layers.procedural import Role
 from .layers.sessions import AppendedMessage, CompactResult, Session, SessionInfo
 from .layers.state import StateEntry
 from .memory import AgentMemory, open_agent
-from .search.memory_search import SearchHit, SearchResult
+from .search.corpus import SearchHit
+from .search.memory_search import SearchResult
 from .search.recall import ContextTurn, ConversationHit
 
 __version__ = "0.1.0"

@@ -18,12 +18,11 @@ from ._fs_docs import FileDocuments
 from ._lock import AgentLock
 from .config import AgentPaths, Settings
 from .errors import MarkusMemoryError
-from .search import index as search_index
-from .search.index import KnowledgeIndex, open_index
-from .storage import sqlite_schema
+from .storage import knowledge_schema, sqlite_schema
 from .storage.audit import MIGRATIONS as dream_migrations
 from .storage.audit import AuditLog, open_audit_log
 from .storage.base import EpisodicStore
+from .storage.knowledge_index import KnowledgeIndex
 from .storage.migrations import Migrations
 from .storage.sqlite import SqliteStore
 
@@ -31,7 +30,7 @@ log = logging.getLogger(__name__)
 
 DATA_DB_MIGRATIONS: tuple[Migrations[sqlite3.Connection], ...] = (
     sqlite_schema.migrations,
-    search_index.migrations,
+    knowledge_schema.sqlite_migrations,
     dream_migrations,
 )
 """The one registry of the migration sets that live in ``<home>/data.db`` (the episodic
@@ -91,11 +90,9 @@ class Backend:
         be opened, and ``memory_search`` falls back to keyword search."""
         try:
             if self.kind == "postgres":
-                from .search.pg_index import PostgresSearchIndex  # the [postgres] extra
-
-                return PostgresSearchIndex(self.url)
+                return knowledge_schema.open_postgres_index(self.url)  # the [postgres] extra
             self.settings.home.mkdir(parents=True, exist_ok=True)
-            return open_index(self.settings.database_path)
+            return knowledge_schema.open_sqlite_index(self.settings.database_path)
         except (OSError, sqlite3.Error, MarkusMemoryError) as exc:
             log.warning("search index unavailable, keyword search only: %s", exc)
             return None

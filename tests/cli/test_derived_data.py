@@ -49,7 +49,7 @@ def works(home: Path) -> None:
 
 @pytest.mark.parametrize(
     "tables",
-    [("search_fts",), ("activity_fts",), ("recall_postings", "recall_terms")],
+    [("search_postings",), ("activity_fts",), ("recall_postings", "recall_terms")],
 )
 def test_item8_doctor_reports_a_dropped_derived_table_and_fix_rebuilds_it(
     invoke: Invoke, isolated_home: Path, tables: tuple[str, ...]
@@ -69,7 +69,7 @@ def test_item8_reindex_rebuilds_every_derived_table_from_the_files(
     invoke: Invoke, isolated_home: Path
 ) -> None:
     populated(isolated_home)
-    drop(isolated_home, "search_fts", "search_docs", "activity_fts", "recall_postings")
+    drop(isolated_home, "search_postings", "search_docs", "activity_fts", "recall_postings")
     result = invoke("reindex", "--json")
     assert as_json(result) == [{"agent": "alice", "documents": 1}]
     works(isolated_home)

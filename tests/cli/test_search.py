@@ -59,12 +59,12 @@ def test_reindex_rebuilds_a_damaged_index(invoke: Invoke, isolated_home: Path) -
     assert index["ok"] and index["detail"].endswith("documents")
     with sqlite3.connect(isolated_home / "data.db") as conn:
         conn.execute(
-            "DELETE FROM search_fts WHERE rowid IN (SELECT rowid FROM search_docs"
+            "DELETE FROM search_postings WHERE doc IN (SELECT doc FROM search_docs"
             " WHERE agent_id = 'al' AND doc_id LIKE 'obs_%')"
         )
     report = as_json(invoke("doctor", "--json", code=1))
     (bad,) = [c for c in report["checks"] if not c["ok"]]
-    assert "2 without full-text rows" in bad["detail"]
+    assert "2 without their full-text postings" in bad["detail"]
     assert as_json(invoke("reindex", "--json")) == [{"agent": "al", "documents": 3}]
     assert as_json(invoke("doctor", "--json"))["ok"] is True
 

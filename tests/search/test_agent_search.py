@@ -63,7 +63,7 @@ def test_item30_trimming_and_deletion_leave_no_ghost_hits(isolated_home: Path) -
         )
         mem.rebuild_search_index()  # every observation gets a vector, so trimming must drop some
         index = mem._memory_searcher().index
-        assert index is not None and len(index.vectors("alice", "fake:256")) == 480
+        assert index is not None and len(index.vector_digests("alice", "fake:256")) == 480
         assert ids(mem, "marker3") != []
         for i in range(480, 510):  # the buffer keeps the newest 500
             mem.knowledge.save_observation(
@@ -75,8 +75,9 @@ def test_item30_trimming_and_deletion_leave_no_ghost_hits(isolated_home: Path) -
             assert set(ids(mem, query, limit=50)) <= live, query
         mem.knowledge.remove_observations(["obs_0509"])
         assert "obs_0509" not in ids(mem, "marker509")
-        raw = index.conn.execute("SELECT doc_id FROM search_vectors WHERE agent_id = 'alice'")
-        assert {row[0] for row in raw} <= live - {"obs_0509"}  # the rows are gone, not hidden
+        with index.database.read() as conn:
+            raw = conn.execute("SELECT doc_id FROM search_vectors WHERE agent_id = 'alice'")
+            assert {row[0] for row in raw} <= live - {"obs_0509"}  # gone, not hidden
 
 
 def test_rebuild_and_reopen(isolated_home: Path) -> None:

@@ -7,15 +7,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from markus_memory.errors import InvalidInputError
-from markus_memory.search.index import SearchIndex, open_index
+from markus_memory.search.corpus import chunks
 from markus_memory.search.memory_search import MemorySearcher, SearchResult, fuse_rrf
+from markus_memory.storage.knowledge_index import KnowledgeIndex
+from markus_memory.storage.knowledge_schema import open_sqlite_index
 
 from .fakes import FakeEmbedder, FakeKnowledge, Sec, WrongWidthEmbedder
 
 
 @pytest.fixture
-def index(tmp_path: Path) -> SearchIndex:
-    return open_index(tmp_path / "data.db")
+def index(tmp_path: Path) -> KnowledgeIndex:
+    return open_sqlite_index(tmp_path / "data.db")
 
 
 @pytest.fixture
@@ -39,7 +41,7 @@ def ids(result: SearchResult) -> list[str]:
 
 
 def test_empty_query_lists_recent_observations(
-    index: SearchIndex, knowledge: FakeKnowledge
+    index: KnowledgeIndex, knowledge: FakeKnowledge
 ) -> None:
     searcher = MemorySearcher("a", index)
     result = run(searcher, knowledge, "   ", limit=2)
@@ -58,7 +60,7 @@ def test_keyword_only_without_index_matches_the_original(knowledge: FakeKnowledg
     assert result.hits[1].tags == ("crypto",)
 
 
-def test_bm25_fusion_and_type_filter(index: SearchIndex, knowledge: FakeKnowledge) -> None:
+def test_bm25_fusion_and_type_filter(index: KnowledgeIndex, knowledge: FakeKnowledge) -> None:
     searcher = MemorySearcher("a", index)
     result = run(searcher, knowledge, "deploy")
     assert result.method == "bm25" and result.search_method == "keyword"
@@ -69,19 +71,23 @@ def test_bm25_fusion_and_type_filter(index: SearchIndex, knowledge: FakeKnowledg
     assert "curated_crypto" not in ids(run(searcher, knowledge, "seed", type="note"))
 
 
-def test_limit_applies_and_must_be_positive(index: SearchIndex, knowledge: FakeKnowledge) -> None:
+def test_limit_applies_and_must_be_positive(
+    index: KnowledgeIndex, knowledge: FakeKnowledge
+) -> None:
     searcher = MemorySearcher("a", index)
     assert len(run(searcher, knowledge, "deploy seed dark", limit=2).hits) == 2
     with pytest.raises(InvalidInputError):
         run(searcher, knowledge, "x", limit=0)
 
 
-def test_query_without_tokens_returns_nothing(index: SearchIndex, knowledge: FakeKnowledge) -> None:
+def test_query_without_tokens_returns_nothing(
+    index: KnowledgeIndex, knowledge: FakeKnowledge
+) -> None:
     assert run(MemorySearcher("a", index), knowledge, "?").hits == []
 
 
 def test_hand_edit_is_picked_up_at_next_search(
-    index: SearchIndex, knowledge: FakeKnowledge
+    index: KnowledgeIndex, knowledge: FakeKnowledge
 ) -> None:
     searcher = MemorySearcher("a", index, FakeEmbedder())
     assert "obs_000001" in ids(run(searcher, knowledge, "dark mode"))
@@ -91,7 +97,7 @@ def test_hand_edit_is_picked_up_at_next_search(
 
 
 def test_item30_no_ghost_hits_after_trimming_and_deletion(
-    index: SearchIndex,
+    index: KnowledgeIndex,
 ) -> None:
     k = FakeKnowledge()
     for i in range(520):
@@ -106,12 +112,12 @@ def test_item30_no_ghost_hits_after_trimming_and_deletion(
         result = run(searcher, k, query, limit=50)
         assert set(ids(result)) <= live, query
     assert index.doc_ids("a") == live
-    vector_ids = {doc_id for doc_id, _ in index.vectors("a", "fake:256")}
+    vector_ids = {d for chunk in index.vector_chunks("a", "fake:256") for d, _, _ in chunk}
     assert vector_ids == live
 
 
 def test_embedding_inside_search_is_bounded_and_backfills(
-    index: SearchIndex,
+    index: KnowledgeIndex,
 ) -> None:
     k = FakeKnowledge()
     for i in range(150):
@@ -120,17 +126,17 @@ def test_embedding_inside_search_is_bounded_and_backfills(
     searcher = MemorySearcher("a", index, embedder, embed_budget=64)
     assert run(searcher, k, "token149").method == "hybrid"
     assert embedder.texts_embedded == 64 + 1  # the 64 newest documents, then the query
-    stored = {doc_id for doc_id, _ in index.vectors("a", "fake:256")}
+    stored = set(index.vector_digests("a", "fake:256"))
     assert "obs_000149" in stored and "obs_000000" not in stored
     run(searcher, k, "token1")
     run(searcher, k, "token2")
-    assert len(index.vectors("a", "fake:256")) == 150
+    assert len(index.vector_digests("a", "fake:256")) == 150
     run(searcher, k, "token3")
     assert embedder.texts_embedded == 150 + 4  # nothing embedded twice
 
 
 def test_hybrid_uses_vectors_and_reports_methods(
-    index: SearchIndex, knowledge: FakeKnowledge
+    index: KnowledgeIndex, knowledge: FakeKnowledge
 ) -> None:
     searcher = MemorySearcher("a", index, FakeEmbedder(), min_similarity=0.1)
     result = run(searcher, knowledge, "deploy")
@@ -140,7 +146,7 @@ def test_hybrid_uses_vectors_and_reports_methods(
 
 
 def test_vectors_are_embedded_once_per_document_version(
-    index: SearchIndex, knowledge: FakeKnowledge
+    index: KnowledgeIndex, knowledge: FakeKnowledge
 ) -> None:
     embedder = FakeEmbedder()
     searcher = MemorySearcher("a", index, embedder)
@@ -155,7 +161,7 @@ def test_vectors_are_embedded_once_per_document_version(
 
 
 def test_model_or_dimension_change_reembeds_and_never_mixes(
-    index: SearchIndex, knowledge: FakeKnowledge
+    index: KnowledgeIndex, knowledge: FakeKnowledge
 ) -> None:
     docs = len(knowledge.observations) + len(knowledge.sections)
     run(MemorySearcher("a", index, FakeEmbedder("m1", 64)), knowledge, "deploy")
@@ -166,11 +172,11 @@ def test_model_or_dimension_change_reembeds_and_never_mixes(
     other = FakeEmbedder("m2", 64)
     run(MemorySearcher("a", index, other), knowledge, "deploy")
     assert other.texts_embedded == docs + 1
-    models = {row[0] for row in index.conn.execute("SELECT DISTINCT model FROM search_vectors")}
-    assert models == {"m2:64"}
+    assert index.vector_digests("a", "m1:32") == {}
+    assert len(index.vector_digests("a", "m2:64")) == docs
 
 
-def test_broken_embedder_degrades_to_bm25(index: SearchIndex, knowledge: FakeKnowledge) -> None:
+def test_broken_embedder_degrades_to_bm25(index: KnowledgeIndex, knowledge: FakeKnowledge) -> None:
     for embedder in (FakeEmbedder(fail=True), WrongWidthEmbedder()):
         result = run(MemorySearcher("a", index, embedder), knowledge, "deploy")
         assert result.method == "bm25"
@@ -179,8 +185,9 @@ def test_broken_embedder_degrades_to_bm25(index: SearchIndex, knowledge: FakeKno
 
 
 def test_broken_index_degrades_to_keyword(tmp_path: Path, knowledge: FakeKnowledge) -> None:
-    index = open_index(tmp_path / "x.db")
-    index.conn.execute("DROP TABLE search_fts")
+    index = open_sqlite_index(tmp_path / "x.db")
+    with index.database.write() as conn:
+        conn.execute("DROP TABLE search_postings")
     result = run(MemorySearcher("a", index), knowledge, "seed")
     assert result.method == "keyword" and result.fallback is not None
     assert ids(result) == ["curated_crypto", "obs_000002"]
@@ -204,20 +211,18 @@ def test_any_query_never_raises(query: str, type: str | None) -> None:
         assert type is None or hit.type == type
 
 
-_INDEX: list[SearchIndex] = []
+_INDEX: list[KnowledgeIndex] = []
 
 
-def _shared_index() -> SearchIndex:
+def _shared_index() -> KnowledgeIndex:
     if not _INDEX:
-        from markus_memory.search.index import connect, ensure_schema
+        import tempfile
 
-        conn = connect(":memory:")
-        ensure_schema(conn)
-        _INDEX.append(SearchIndex(conn))
+        _INDEX.append(open_sqlite_index(Path(tempfile.mkdtemp()) / "data.db"))
     return _INDEX[0]
 
 
-def test_long_curated_section_found_by_a_late_chunk(index: SearchIndex) -> None:
+def test_long_curated_section_found_by_a_late_chunk(index: KnowledgeIndex) -> None:
     filler = "\n".join(f"- routine entry {i} about services and deploys" for i in range(60))
     k = FakeKnowledge(sections=[Sec("architecture", filler + "\n- events flow through Kafka")])
     for i in range(30):
@@ -228,7 +233,7 @@ def test_long_curated_section_found_by_a_late_chunk(index: SearchIndex) -> None:
     assert {d.split("#")[0] for d in index.doc_ids("a")} >= {"curated_architecture"}
 
 
-def test_keyword_hits_back_up_bm25_for_substrings(index: SearchIndex) -> None:
+def test_keyword_hits_back_up_bm25_for_substrings(index: KnowledgeIndex) -> None:
     k = FakeKnowledge()
     k.add("PostgreSQL 15 runs the warehouse")
     k.add("the postgres role is read-only")
@@ -238,8 +243,6 @@ def test_keyword_hits_back_up_bm25_for_substrings(index: SearchIndex) -> None:
 
 
 def test_chunks_cut_at_line_ends() -> None:
-    from markus_memory.search.memory_search import chunks
-
     body = "\n".join(["x" * 150] * 7)
     pieces = chunks(body, 400)
     assert "\n".join(pieces) == body

@@ -7,7 +7,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from markus_memory.storage.base import EpisodicStore, TranscriptMessage
-from markus_memory.storage.recall_index import Filters, turns_around
+from markus_memory.storage.base import RecallFilters as Filters
+from markus_memory.storage.recall_fetch import turns_around
 
 from .conftest import StoreFactory
 from .test_conformance import act
@@ -22,6 +23,7 @@ class Explain:
         self.sql = sql
         self.postgres = postgres
         self.plans: list[str] = []
+        self.dialect = sql.dialect
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         prefix = "EXPLAIN " if self.postgres else "EXPLAIN QUERY PLAN "

@@ -15,7 +15,7 @@ from ..backend import DATA_DB_MIGRATIONS
 from ..config import AgentPaths, Settings
 from ..errors import CorruptFileError, MarkusMemoryError
 from ..memory import open_agent
-from ..search import index as search_index
+from ..storage.knowledge_schema import open_sqlite_index
 from ..storage.migrations import SqliteMigrationTarget
 from ..storage.sqlite import SqliteStore
 from ..storage.sqlite_conn import damaged, open_sqlite, sqlite_error
@@ -174,7 +174,7 @@ def fix_one(settings: Settings, item: Check) -> str:
         open_agent(item.subject, settings=settings).close()
     elif item.check == "schema current":
         SqliteStore(settings.database_path).close()
-        search_index.open_index(settings.database_path).conn.close()
+        open_sqlite_index(settings.database_path).close()
     elif item.check.startswith("search index"):
         with open_agent(item.subject, settings=settings) as mem:
             mem.rebuild_search_index()

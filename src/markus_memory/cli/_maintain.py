@@ -15,8 +15,7 @@ from ..backend import open_backend
 from ..config import AgentPaths, Settings
 from ..errors import MarkusMemoryError
 from ..memory import open_agent
-from ..search import index as search_index
-from ..search.index import SEARCH_TABLES
+from ..storage.knowledge_schema import SEARCH_TABLES, recreate_sqlite
 from ..storage.migrations import BOOKKEEPING_TABLE
 from ..storage.recall_index import RECALL_TABLES
 from ..storage.sqlite import SqliteStore
@@ -95,7 +94,7 @@ COMMANDS: tuple[click.Command, ...] = (migrate,)
 
 # -- derived data: what doctor checks and reindex rebuilds ------------------------------------
 
-FTS_TABLES = ("activity_fts", "search_fts")
+FTS_TABLES = ("activity_fts",)
 
 
 @dataclass(frozen=True)
@@ -171,7 +170,7 @@ def rebuild_derived(
                 store.rebuild_derived()
             finally:
                 store.close()
-            search_index.recreate_schema(path)
+            recreate_sqlite(path)
         except (MarkusMemoryError, sqlite3.Error) as exc:
             problems.append(f"{path}: {exc}")
     elif backend.kind == "postgres":

@@ -10,8 +10,10 @@ import click
 from .._fs import signature
 from ..config import Settings
 from ..memory import open_agent, open_store
-from ..search.memory_search import METHOD_RECENT, Corpus
-from ..storage.sqlite_conn import open_sqlite
+from ..search.corpus import Corpus
+from ..search.memory_search import METHOD_RECENT
+from ..storage.knowledge_index import index_state
+from ..storage.sqlite_conn import SqliteSql, open_sqlite
 from ._common import (
     Check,
     agent_option,
@@ -129,24 +131,17 @@ def index_checks(settings: Settings, agent: str) -> list[Check]:
     try:
         if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_state'").fetchone():
             return [Check(agent, "search index", True, "not built yet (first search builds it)")]
-        state = conn.execute(
-            "SELECT version FROM search_state WHERE agent_id = ?", (agent,)
-        ).fetchone()
-        if state is None:
-            return [Check(agent, "search index", True, "not built yet (first search builds it)")]
-        if state[0] != version:
-            return [Check(agent, "search index", True, "behind knowledge.md (next search syncs)")]
-        rows = conn.execute(
-            "SELECT d.doc_id, d.digest, f.rowid FROM search_docs d "
-            "LEFT JOIN search_fts f ON f.rowid = d.rowid WHERE d.agent_id = ?",
-            (agent,),
-        ).fetchall()
+        state = index_state(SqliteSql(conn), agent)
     except sqlite3.Error as exc:
         return [Check(agent, "search index", False, str(exc), fixable=True)]
     finally:
         conn.close()
-    have = {str(r[0]): str(r[1]) for r in rows}
-    unsearchable = sum(1 for r in rows if r[2] is None)
+    if state.version is None:
+        return [Check(agent, "search index", True, "not built yet (first search builds it)")]
+    if state.version != version:
+        return [Check(agent, "search index", True, "behind knowledge.md (next search syncs)")]
+    have = state.digests
+    unsearchable = state.unsearchable
     problems = []
     if have.keys() - wanted.keys():
         problems.append(f"{len(have.keys() - wanted.keys())} extra")
@@ -156,7 +151,7 @@ def index_checks(settings: Settings, agent: str) -> list[Check]:
     if changed:
         problems.append(f"{changed} stale")
     if unsearchable:
-        problems.append(f"{unsearchable} without full-text rows")
+        problems.append(f"{unsearchable} without their full-text postings")
     detail = ", ".join(problems) + " (fix: reindex)" if problems else f"{len(have)} documents"
     return [Check(agent, "search index matches knowledge.md", not problems, detail, fixable=True)]
 

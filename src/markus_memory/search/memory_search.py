@@ -5,48 +5,39 @@ reads them from the knowledge layer) together with an opaque ``version`` of that
 signature). Per version it prepares the corpus once and keeps the derived indexes in sync.
 
 Every query runs the original keyword scoring (substring OR-match, phrase bonus, curated boost).
-With a :class:`SearchIndex` the BM25 ranking is fused with it; with an :class:`Embedder` the
-cosine ranking joins the fusion. An index or embedder failure degrades to what still works and
-says so in :attr:`SearchResult.fallback`; it never raises to the caller.
+With the store's knowledge index (:mod:`markus_memory.storage.knowledge_index`) the BM25
+ranking is fused with it; with an :class:`Embedder` the cosine ranking joins the fusion. An
+index or embedder failure degrades to what still works and says so in
+:attr:`SearchResult.fallback`; it never raises to the caller.
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Literal
 
 from ..config import Settings
 from ..errors import InvalidInputError, MarkusMemoryError
+from ..storage.knowledge_index import KnowledgeIndex
+from .corpus import Corpus, SearchHit
 from .embedders import Embedder
 from .hybrid import RRF_K as RRF_K_DEFAULT
 from .hybrid import ranked, rrf
-from .index import IndexDoc, KnowledgeIndex
 from .keyword import (
-    CURATED_TYPE,
     DEFAULT_CURATED_BOOST,
     DEFAULT_PREVIEW_CHARS,
-    SOURCE_CURATED,
     SOURCE_OBSERVATION,
-    Haystacks,
     ObservationLike,
     SectionLike,
-    Source,
-    curated_ids,
-    observation_haystack,
-    preview,
-    section_haystack,
     tokenize,
 )
-from .vectors import VectorSet, embed_matrix, model_key, sync_vectors
+from .vectors import StoredVectors, embed_matrix, model_key, sync_vectors
 
 log = logging.getLogger(__name__)
 
 RRF_K = RRF_K_DEFAULT
-CHUNK_CHARS = 400
 # Fusion weights of the keyword, BM25 and vector rankings. On the labelled store in
 # benchmarks/search_quality.py the original keyword ranking fused at weight 1 lowers MRR@10 from
 # 0.958 (BM25 alone) to 0.938; at 0.25 it keeps 0.958 and still contributes the hits BM25 cannot
@@ -74,21 +65,6 @@ METHOD_HYBRID: SearchMethod = "hybrid"
 
 
 @dataclass(frozen=True)
-class SearchHit:
-    """One result of :meth:`MemorySearcher.search` (``source`` is ``"curated"`` for sections)."""
-
-    id: str
-    type: str
-    content: str
-    timestamp: datetime | None
-    tags: tuple[str, ...]
-    source: Source
-    score: float
-    section: str | None = None
-    similarity: float | None = None
-
-
-@dataclass(frozen=True)
 class SearchResult:
     """Hits best first, and how they were found."""
 
@@ -106,113 +82,6 @@ class SearchResult:
             lexical = any(hit.similarity is None for hit in self.hits)
             return "semantic+keyword" if lexical else "semantic"
         return "keyword"
-
-
-@dataclass(frozen=True)
-class _Entry:
-    hit: SearchHit
-    hay: str
-
-
-class Corpus:
-    """One version of an agent's searchable documents, prepared for scoring and indexing."""
-
-    def __init__(
-        self,
-        observations: Sequence[ObservationLike],
-        sections: Sequence[SectionLike],
-        *,
-        preview_chars: int = DEFAULT_PREVIEW_CHARS,
-    ) -> None:
-        self.observations = list(observations)
-        self.entries: dict[str, _Entry] = {}
-        self.docs: list[IndexDoc] = []
-        self.owner: dict[str, str] = {}
-        self._haystacks: Haystacks | None = None
-        self._entry_list: list[_Entry] | None = None
-        for obs in self.observations:
-            text = observation_haystack(obs)
-            hit = SearchHit(
-                obs.id,
-                obs.type,
-                obs.content,
-                obs.timestamp,
-                tuple(obs.tags),
-                SOURCE_OBSERVATION,
-                0.0,
-            )
-            if obs.id not in self.entries:
-                self.entries[obs.id] = _Entry(hit, text.lower())
-                self.docs.append(IndexDoc(obs.id, SOURCE_OBSERVATION, text))
-                self.owner[obs.id] = obs.id
-        for hit_id, section in curated_ids(sections):
-            text = section_haystack(section)
-            hit = SearchHit(
-                hit_id,
-                CURATED_TYPE,
-                preview(text, preview_chars),
-                None,
-                (),
-                SOURCE_CURATED,
-                0.0,
-                section=section.name.strip(),
-            )
-            if hit_id not in self.entries:
-                self.entries[hit_id] = _Entry(hit, text.lower())
-                for n, chunk in enumerate(chunks(section.body.strip())):
-                    chunk_id = f"{hit_id}#{n}"
-                    header = "## " + section.name.strip() + "\n"
-                    self.docs.append(IndexDoc(chunk_id, SOURCE_CURATED, header + chunk))
-                    self.owner[chunk_id] = hit_id
-
-    @property
-    def _order(self) -> list[_Entry]:
-        if self._entry_list is None:
-            self._entry_list = list(self.entries.values())
-        return self._entry_list
-
-    def owners(self, ranked: Sequence[str]) -> list[str]:
-        """Index document ids (curated chunks) mapped to hit ids, first occurrence kept."""
-        seen: set[str] = set()
-        out: list[str] = []
-        for doc_id in ranked:
-            owner = self.owner.get(doc_id)
-            if owner is not None and owner not in seen:
-                seen.add(owner)
-                out.append(owner)
-        return out
-
-    def keyword(self, query: str, tokens: Sequence[str], boost: float) -> list[tuple[str, float]]:
-        """The original keyword ranking: ``(id, score)``, score desc, ties by id."""
-        if self._haystacks is None:
-            self._haystacks = Haystacks([entry.hay for entry in self.entries.values()])
-        scored: list[tuple[str, float]] = []
-        for which, score in self._haystacks.scores(tokens, query).items():
-            entry = self._order[which]
-            extra = boost if entry.hit.source == SOURCE_CURATED else 0.0
-            scored.append((entry.hit.id, score + extra))
-        scored.sort(key=lambda item: (-item[1], item[0]))
-        return scored
-
-
-def chunks(body: str, size: int = CHUNK_CHARS) -> list[str]:
-    """A curated body cut at line ends into pieces of about ``size`` characters (at least one).
-
-    BM25 length normalisation buries a 3000-char section under short observations, and an
-    embedding model reads only its first ~256 tokens; chunks are scored on their own and the
-    section takes its best chunk.
-    """
-    pieces: list[str] = []
-    current: list[str] = []
-    length = 0
-    for line in body.split("\n"):
-        if current and length + len(line) > size:
-            pieces.append("\n".join(current))
-            current, length = [], 0
-        current.append(line)
-        length += len(line) + 1
-    pieces.append("\n".join(current))
-    return pieces
 
 
 def fuse_rrf(
@@ -255,6 +124,7 @@ class MemorySearcher:
     ) -> None:
         self.agent_id = agent_id
         self.index = index
+        self.vectors = None if index is None else StoredVectors(index)
         self.embedder = embedder
         self.curated_boost = curated_boost
         self.preview_chars = preview_chars
@@ -263,7 +133,8 @@ class MemorySearcher:
         self.weights = weights
         self.embed_budget = embed_budget
         self._corpus: tuple[str, Corpus] | None = None
-        self._vectors: tuple[str, str, VectorSet] | None = None
+        self._embedded: tuple[str, str] | None = None
+        """(version, model key) whose every document has its stored vector."""
 
     def close(self) -> None:
         if self.index is not None:
@@ -288,16 +159,16 @@ class MemorySearcher:
             return
         self.index.sync(self.agent_id, corpus.docs, version)
         if self.embedder is not None:
-            self._vector_set(corpus, version)
+            self._embed(corpus, version)
 
     def rebuild(self, corpus: Corpus, version: str | None) -> None:
         """Re-derive every index of this agent from ``corpus``."""
         if self.index is None:
             return
-        self._vectors = None
+        self._embedded = None
         self.index.rebuild(self.agent_id, corpus.docs, version)
         if self.embedder is not None:
-            self._vector_set(corpus, version)
+            self._embed(corpus, version)
 
     def search(
         self,
@@ -333,13 +204,12 @@ class MemorySearcher:
         similarity: dict[str, float] = {}
         if self.index is not None:
             try:
-                self.index.sync(self.agent_id, corpus.docs, version)
-                bm25 = self.index.bm25(self.agent_id, tokens, depth * 2)
+                bm25 = self.index.search(self.agent_id, corpus.docs, version, text, depth * 2)
                 ranked = corpus.owners([doc_id for doc_id, _ in bm25])
                 rankings.append([i for i in ranked if allowed(i)][:depth])
                 weights.append(self.weights[1])
                 method = METHOD_BM25
-            except (sqlite3.Error, MarkusMemoryError) as exc:
+            except MarkusMemoryError as exc:
                 log.warning("BM25 index unavailable, keyword search only: %s", exc)
                 fallback = f"bm25 unavailable: {exc}"
         if self.embedder is not None and self.index is not None and method == METHOD_BM25:
@@ -374,19 +244,15 @@ class MemorySearcher:
             )
         return SearchResult(hits, method, text, fallback)
 
-    def _vector_set(
-        self, corpus: Corpus, version: str | None, budget: int | None = None
-    ) -> VectorSet:
-        assert self.index is not None and self.embedder is not None
+    def _embed(self, corpus: Corpus, version: str | None, budget: int | None = None) -> None:
+        """Store the vectors ``corpus`` lacks (at most ``budget``); a complete version is not
+        checked again."""
+        assert self.vectors is not None and self.embedder is not None
         key = model_key(self.embedder)
-        cached = self._vectors
-        if version is not None and cached is not None and cached[:2] == (version, key):
-            return cached[2]
-        vectors = sync_vectors(self.index, self.agent_id, self.embedder, corpus.docs, budget)
-        self._vectors = None
-        if version is not None and vectors.complete:
-            self._vectors = (version, key, vectors)
-        return vectors
+        if version is not None and self._embedded == (version, key):
+            return
+        complete = sync_vectors(self.vectors, self.agent_id, self.embedder, corpus.docs, budget)
+        self._embedded = (version, key) if version is not None and complete else None
 
     def _semantic(
         self,
@@ -397,10 +263,15 @@ class MemorySearcher:
         allowed: Callable[[str], bool],
     ) -> dict[str, float]:
         assert self.embedder is not None
-        vectors = self._vector_set(corpus, version, self.embed_budget)
+        assert self.vectors is not None
+        self._embed(corpus, version, self.embed_budget)
         query = embed_matrix(self.embedder, [text])[0]
         best: dict[str, float] = {}
-        for doc_id, sim in vectors.top(query, depth * 2, self.min_similarity):
+        key = model_key(self.embedder)
+        found = self.vectors.nearest(self.agent_id, key, query, corpus.digests, depth * 2)
+        for doc_id, sim in found:
+            if sim < self.min_similarity:
+                break
             owner = corpus.owner.get(doc_id)
             if owner is not None and owner not in best and allowed(owner):
                 best[owner] = sim  # best-first, so a section keeps its best chunk

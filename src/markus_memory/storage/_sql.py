@@ -48,13 +48,22 @@ class DialectSql:
         conflict: str = "",
     ) -> None:
         """Many rows at once; on PostgreSQL one statement whatever their number (each column
-        travels as one typed array)."""
+        travels as one typed array), or ``COPY`` without a conflict clause (the recall postings
+        of a batch: about half the cost of an ``INSERT``)."""
         if not rows:
             return
         names = ", ".join(name for name, _ in columns)
         if not self.dialect.identity:  # SQLite
             marks = ", ".join("?" * len(columns))
             self.many(f"INSERT INTO {table} ({names}) VALUES ({marks}) {conflict}", rows)
+            return
+        if not conflict:
+            with (
+                self.conn.cursor() as cursor,
+                cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy,
+            ):
+                for row in rows:
+                    copy.write_row(row)
             return
         arrays = ", ".join(f"?::{kind}[]" for _, kind in columns)
         values = [[row[i] for row in rows] for i in range(len(columns))]

@@ -82,6 +82,25 @@ class Dialect:
             return f"{column} IN ({','.join('?' * len(values))})", list(values)
         return f"{column} = ANY(?)", [list(values)]
 
+    def values(
+        self, name: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]
+    ) -> tuple[str, list[Any]]:
+        """A common table expression ``name(columns)`` holding ``rows`` (non-empty), and its
+        params; ``columns`` are ``(name, SQL type)`` pairs. SQLite gets a ``VALUES`` list; on
+        PostgreSQL each column travels as one typed array (``unnest``), so the statement's text
+        and its parameter count stay the same whatever the number of rows (no parsing and
+        planning of hundreds of parameters)."""
+        names = ", ".join(column for column, _ in columns)
+        if self.name == "sqlite":
+            marks = ", ".join(
+                "?" if kind == "text" else f"CAST(? AS {kind})" for _, kind in columns
+            )
+            values = ", ".join([f"({marks})"] * len(rows))
+            return f"{name}({names}) AS (VALUES {values})", [v for row in rows for v in row]
+        arrays = ", ".join(f"?::{kind}[]" for _, kind in columns)
+        params = [[row[i] for row in rows] for i in range(len(columns))]
+        return f"{name}({names}) AS (SELECT * FROM unnest({arrays}))", params
+
     def unindexed(self, column: str) -> str:
         """``column`` in a condition the planner must not answer from an index on it (SQLite
         would otherwise walk every row of the agent; PostgreSQL plans by cost)."""

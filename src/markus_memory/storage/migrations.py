@@ -115,10 +115,14 @@ class Migrations(Generic[C]):
         :class:`StorageError`; the ones before it stay applied.
         """
         target.ensure_bookkeeping()
+        with target.transaction() as conn:
+            done = target.applied(conn, self.name)
         newly: list[str] = []
         for migration in self._migrations:
             if migration.name == stop_before:
                 break
+            if migration.name in done:  # recorded once, applied for good: one look for all
+                continue
             with target.transaction() as conn:
                 # Re-read inside the write transaction: another process may have applied it
                 # between our last look and taking the lock.

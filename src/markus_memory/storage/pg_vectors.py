@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from .base import RecallFilters
 from .postgres_conn import MIGRATION_LOCK_KEY
-from .recall_index import VECTOR_CHUNK, RecallQueries, Sql, agent_key
+from .recall_fetch import Sql
+from .recall_index import VECTOR_CHUNK, RecallQueries
+from .recall_rank import agent_key
 from .vector_scan import BYTES, VectorCodec, nearest_in_chunks
 
 if TYPE_CHECKING:

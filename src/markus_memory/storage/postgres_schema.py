@@ -334,6 +334,28 @@ def m010_activity_search_agent_terms(conn: psycopg.Connection[Any]) -> None:
     conn.execute(ACTIVITY_SEARCH_AGENT_INDEX)
 
 
+@migrations()
+def m011_recall_postings_covering(conn: psycopg.Connection[Any]) -> None:
+    # A term's newest postings are read with their tf and len off the key (an index-only walk
+    # once vacuumed): without them in the key, each posting cost a heap page of its own, since
+    # a term's postings are spread over every batch that used it (recall_rank.rank).
+    conn.execute("ALTER TABLE recall_postings DROP CONSTRAINT recall_postings_pkey")
+    conn.execute(
+        "ALTER TABLE recall_postings ADD CONSTRAINT recall_postings_pkey "
+        "PRIMARY KEY (agent, term, doc) INCLUDE (tf, len)"
+    )
+
+
+@migrations()
+def m012_recall_keys_by_id(conn: psycopg.Connection[Any]) -> None:
+    # Recall fetches the keys of its candidates by id (recall_fetch.turns_by_id): read off this
+    # index (index-only once vacuumed) instead of a heap page per candidate.
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS idx_transcript_id_keys ON transcript_messages"
+        "(id) INCLUDE (agent_id, session_id, seq, role, speaker)"
+    )
+
+
 # Also rebuilt by benchmarks/_pg_activities.py after its bulk load.
 ACTIVITY_SEARCH_AGENT_INDEX = (
     "CREATE INDEX IF NOT EXISTS idx_activity_search_agent_doc "

@@ -28,7 +28,8 @@ from .postgres_conn import (
     json_param,
     to_utc,
 )
-from .recall_index import Doc, index_docs, search_hits
+from .recall_index import Doc, index_docs
+from .recall_rank import search_hits
 
 
 def _transcript_row(m: TranscriptMessage) -> tuple[Any, ...]:

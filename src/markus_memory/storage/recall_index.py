@@ -1,14 +1,13 @@
 """The conversation recall index inside the store: postings, statistics and vectors per agent.
 
-One implementation for SQLite and PostgreSQL (the SQL differs only in placeholders, which
-:class:`Sql` translates). Every transcript message with text is analysed once, when it is
-stored (:mod:`markus_memory.analysis`), into rows of ``recall_postings`` (agent, term, message,
-term frequency, message length); ``recall_terms`` holds each agent's document frequency per
-term and ``recall_agents`` its message and token counts, all maintained in the transaction that
-stores the message. Ranking is Okapi BM25 with the same constants and idf as SQLite FTS5's
-``bm25()``, computed from the *agent's own* statistics: one ``data.db`` (or one PostgreSQL
-schema) holds many agents, and another agent's history must not change how this one ranks.
-Only the candidates leave the database; the re-ranking stages fetch rows by key.
+One implementation for SQLite and PostgreSQL (the SQL is written once with ``?`` placeholders
+and goes through a :class:`~.recall_fetch.Sql`). Every transcript message with text is analysed
+once, when it is stored (:mod:`markus_memory.analysis`), into rows of ``recall_postings``
+(agent, term, message, term frequency, message length); ``recall_terms`` holds each agent's
+document frequency per term and ``recall_agents`` its message and token counts, all maintained
+in the transaction that stores the message. Ranking (:mod:`.recall_rank`) is BM25 over the
+agent's own statistics; only the candidates leave the database, and the re-ranking stages
+fetch rows by key (:mod:`.recall_fetch`).
 """
 
 from __future__ import annotations
@@ -18,59 +17,20 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from itertools import repeat
+from operator import itemgetter
+from typing import Any
 
-from ..analysis import analyse, query_terms, query_tokens, term_key, words
-from .base import (
-    MAX_QUERY_CHARS,
-    MAX_QUERY_TERMS,
-    TranscriptHit,
-    TranscriptMessage,
-    TurnKey,
-)
-from .base import (
-    RecallFilters as Filters,
-)
-from .base import (
-    RecallStats as Stats,
-)
+from ..analysis import analyse, term_key, words
+from .base import RecallFilters as Filters
+from .base import RecallStats as Stats
+from .base import TranscriptMessage, TurnKey
+from .recall_fetch import Sql, turns_around, turns_by_id
+from .recall_rank import agent_key, rank, speakers, stats
 from .vector_scan import BYTES, VectorCodec, nearest_in_chunks
 
-K1 = 1.2
-B = 0.75
 VECTOR_CHUNK = 4096
 """Vectors scored per round trip: memory stays bounded whatever the history."""
-
-TURN_COLUMNS = "id, agent_id, session_id, seq, role, content, created_at, speaker, metadata"
-"""``id`` then the columns of a :class:`~.base.TranscriptMessage` row."""
-KEY_COLUMNS = "id, session_id, seq, role, speaker"
-"""What the re-ranking stages use of a message (no text, time or metadata)."""
-
-
-def agent_key(agent_id: str) -> int:
-    """The agent's 63-bit key in the recall tables."""
-    return term_key("\x00agent\x00" + agent_id)
-
-
-class Sql(Protocol):
-    """What the recall index needs from a connection inside a transaction (``?`` placeholders)."""
-
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
-
-    def run(self, sql: str, params: Sequence[Any] = ()) -> int: ...
-
-    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
-
-    def insert(
-        self,
-        table: str,
-        columns: Sequence[tuple[str, str]],
-        rows: Sequence[Sequence[Any]],
-        conflict: str = "",
-    ) -> None:
-        """``INSERT INTO table … {conflict}`` of many rows at once; ``columns`` are
-        ``(name, SQL type)`` pairs (PostgreSQL sends each column as one typed array)."""
-        ...
 
 
 def schema(blob: str, without_rowid: str) -> list[str]:
@@ -127,13 +87,12 @@ def index_docs(sql: Sql, agent_id: str, docs: Sequence[Doc], *, sign: int = 1) -
         length = sum(freqs.values())
         count += 1
         tokens += length
-        for term, tf in freqs.items():
-            key = term_key(term)
-            postings.append((agent, key, doc.id, tf, length))
-            df[key] += 1
+        keys = list(map(term_key, freqs))
+        postings.extend(zip(repeat(agent), keys, repeat(doc.id), freqs.values(), repeat(length)))
+        df.update(keys)
     if not count:
         return
-    postings.sort()
+    postings.sort(key=itemgetter(1))  # by term; docs stay in id order (a stable sort)
     if sign > 0:
         sql.insert("recall_postings", _POSTING_COLUMNS, postings)
         sql.insert(
@@ -169,172 +128,6 @@ def clear(sql: Sql, agent_id: str | None = None) -> None:
             sql.run(f"DELETE FROM {table}")
         else:
             sql.run(f"DELETE FROM {table} WHERE agent = ?", (agent_key(agent_id),))
-
-
-def stats(sql: Sql, agent_id: str, keys: Iterable[int]) -> Stats:
-    agent = agent_key(agent_id)
-    row = sql.rows("SELECT docs, tokens FROM recall_agents WHERE agent = ?", (agent,))
-    docs, tokens = (int(row[0][0]), int(row[0][1])) if row else (0, 0)
-    wanted = sorted(set(keys))
-    df: dict[int, int] = {}
-    if wanted and docs:
-        marks = ",".join("?" * len(wanted))
-        for term, n in sql.rows(
-            f"SELECT term, docs FROM recall_terms WHERE agent = ? AND term IN ({marks})",
-            (agent, *wanted),
-        ):
-            df[int(term)] = int(n)
-    return Stats(docs, tokens, df)
-
-
-def speakers(sql: Sql, agent_id: str) -> set[str]:
-    """Every word of a speaker name (or role) among the agent's indexed messages."""
-    rows = sql.rows("SELECT word FROM recall_speakers WHERE agent = ?", (agent_key(agent_id),))
-    return {str(r[0]) for r in rows}
-
-
-def rank(
-    sql: Sql,
-    agent_id: str,
-    weights: Mapping[int, float],
-    *,
-    avgdl: float,
-    per_term: int,
-    limit: int,
-    filters: Filters,
-    when: Callable[[datetime], Any],
-) -> list[tuple[int, float]]:
-    """The agent's best ``limit`` messages for the weighted terms by BM25, as (id, score).
-
-    Each term contributes at most its ``per_term`` newest postings (the bound on the cost of
-    a query over a very long history); ties go to the older message.
-    """
-    if not weights or limit <= 0 or avgdl <= 0:
-        return []
-    agent = agent_key(agent_id)
-    parts, params = [], []
-    for n, (key, weight) in enumerate(weights.items()):
-        parts.append(
-            f"SELECT * FROM (SELECT doc, tf, len, CAST(? AS DOUBLE PRECISION) AS w "
-            f"FROM recall_postings WHERE agent = ? AND term = ? ORDER BY doc DESC LIMIT ?) q{n}"
-        )
-        params.extend([weight, agent, key, per_term])
-    where, extra = filters.sql(when)
-    join = "" if filters.empty else " JOIN transcript_messages t ON t.id = p.doc WHERE 1 = 1"
-    score = (
-        f"SUM(p.w * p.tf * {K1 + 1} / (p.tf + {K1} * ({1 - B} + {B} * "
-        "CAST(p.len AS DOUBLE PRECISION) / ?)))"
-    )
-    rows = sql.rows(
-        f"SELECT p.doc, {score} AS score FROM ({' UNION ALL '.join(parts)}) p{join}{where} "
-        "GROUP BY p.doc ORDER BY score DESC, p.doc LIMIT ?",
-        (avgdl, *params, *extra, limit),
-    )
-    return [(int(r[0]), float(r[1])) for r in rows]
-
-
-def weighted_terms(
-    query: str, stats_of: Callable[[list[int]], Stats]
-) -> tuple[dict[int, float], Stats]:
-    """BM25 weights of a query's terms (the idf of each, once per query word with that term)
-    and the statistics they came from; terms the agent never used are left out."""
-    if not isinstance(query, str):
-        return {}, Stats(0, 0, {})
-    text = query[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")
-    counts = Counter(term_key(t) for t in query_tokens(query_terms(text)[:MAX_QUERY_TERMS]))
-    found = stats_of(list(counts))
-    return {key: found.idf(key) * n for key, n in counts.items() if found.df.get(key)}, found
-
-
-def search_hits(
-    sql: Sql,
-    agent_id: str,
-    query: str,
-    filters: Filters,
-    limit: int,
-    when: Callable[[datetime], Any],
-    message: Callable[[Sequence[Any]], TranscriptMessage],
-    per_term: int,
-) -> list[TranscriptHit]:
-    """A plain transcript search: the agent's messages by BM25 for ``query``, best first;
-    each term counts only its ``per_term`` newest messages (the cost bound)."""
-    weights, found = weighted_terms(query, lambda keys: stats(sql, agent_id, keys))
-    ranked = rank(
-        sql,
-        agent_id,
-        weights,
-        avgdl=found.avgdl,
-        per_term=per_term,
-        limit=limit,
-        filters=filters,
-        when=when,
-    )
-    rows = {int(r[0]): message(r[1:]) for r in turns_by_id(sql, agent_id, [d for d, _ in ranked])}
-    return [
-        TranscriptHit(m.agent_id, m.session_id, m.seq, m.role, m.content, m.created_at, score)
-        for doc, score in ranked
-        if (m := rows.get(doc)) is not None
-    ]
-
-
-def turns_by_id(
-    sql: Sql, agent_id: str, ids: Sequence[int], *, keys_only: bool = False
-) -> list[tuple[Any, ...]]:
-    """``TURN_COLUMNS`` rows (``KEY_COLUMNS`` with ``keys_only``) of the agent's messages
-    among ``ids``."""
-    columns = ", ".join(
-        _qualified(c) for c in (KEY_COLUMNS if keys_only else TURN_COLUMNS).split(", ")
-    )
-    out: list[tuple[Any, ...]] = []
-    for start in range(0, len(ids), 500):
-        chunk = list(ids[start : start + 500])
-        values = ", ".join(["(CAST(? AS BIGINT))"] * len(chunk))
-        # The id list drives the join (CROSS JOIN keeps SQLite from scanning the agent).
-        out.extend(
-            sql.rows(
-                f"WITH wanted(id) AS (VALUES {values}) SELECT {columns} FROM wanted "
-                "CROSS JOIN transcript_messages t WHERE t.id = wanted.id AND t.agent_id = ?",
-                (*chunk, agent_id),
-            )
-        )
-    return out
-
-
-def turns_around(
-    sql: Sql,
-    agent_id: str,
-    spans: Sequence[tuple[str, int, int]],
-    filters: Filters,
-    when: Callable[[datetime], Any],
-    *,
-    keys_only: bool = False,
-) -> list[tuple[Any, ...]]:
-    """``TURN_COLUMNS`` rows of the agent's messages in ``(session, first seq, last seq)``
-    spans that pass ``filters``; with ``keys_only``, ``KEY_COLUMNS`` rows of those with
-    text."""
-    out: list[tuple[Any, ...]] = []
-    where, extra = filters.sql(when)
-    columns = ", ".join(
-        _qualified(c) for c in (KEY_COLUMNS if keys_only else TURN_COLUMNS).split(", ")
-    )
-    if keys_only:
-        where += " AND trim(t.content) <> ''"
-    for start in range(0, len(spans), 200):
-        chunk = spans[start : start + 200]
-        values = ", ".join(["(?, CAST(? AS INTEGER), CAST(? AS INTEGER))"] * len(chunk))
-        out.extend(
-            sql.rows(
-                f"WITH span(sid, lo, hi) AS (VALUES {values}) SELECT DISTINCT {columns} "
-                "FROM span CROSS JOIN transcript_messages t WHERE t.agent_id = ? "
-                f"AND t.session_id = span.sid AND t.seq BETWEEN span.lo AND span.hi{where}",
-                (*(v for span in chunk for v in span), agent_id, *extra),
-            )
-        )
-    return out
-
-
-def _qualified(column: str) -> str:
-    return f"t.{column}"
 
 
 def save_vectors(

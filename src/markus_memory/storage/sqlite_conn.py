@@ -146,6 +146,15 @@ class SqliteSql(DialectSql):
 
         return SQLITE
 
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cursor = self.conn.cursor()
+        cursor.row_factory = None  # plain tuples: no ``sqlite3.Row`` made and copied per row
+        try:
+            found: list[tuple[Any, ...]] = cursor.execute(sql, tuple(params)).fetchall()
+            return found
+        finally:
+            cursor.close()
+
 
 DAMAGED = (
     "{path} is damaged ({detail}). Derived data can be rebuilt from the memory files: move "

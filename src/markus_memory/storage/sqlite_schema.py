@@ -311,3 +311,19 @@ def m010_activity_search_agent_terms(conn: sqlite3.Connection) -> None:
     # FTS5 activity index already ranks one agent's matches (slotted rowids, m004); the
     # migration is recorded so that both backends keep the same migration set.
     del conn
+
+
+@migrations()
+def m011_recall_postings_covering(conn: sqlite3.Connection) -> None:
+    # PostgreSQL m011 puts tf and len into the postings key. Nothing to change here: the
+    # postings table has no rowid, so its key already holds every column; the migration is
+    # recorded so that both backends keep the same migration set.
+    del conn
+
+
+@migrations()
+def m012_recall_keys_by_id(conn: sqlite3.Connection) -> None:
+    # PostgreSQL m012 adds a covering index of the recall keys by id. Nothing to change here:
+    # the id is the rowid, so a row found by id is read with its keys; the migration is
+    # recorded so that both backends keep the same migration set.
+    del conn

@@ -20,7 +20,8 @@ from .base import (
     TranscriptMark,
     TranscriptMessage,
 )
-from .recall_index import Doc, RecallQueries, index_docs, search_hits
+from .recall_index import Doc, RecallQueries, index_docs
+from .recall_rank import search_hits
 from .sqlite_conn import (
     DECODE,
     SqliteDatabase,

@@ -1,0 +1,123 @@
+"""How the recall index reaches its store, and the messages it fetches by key.
+
+A :class:`Sql` is one connection inside a transaction, spelled with ``?`` placeholders (the
+backend's :class:`~._sql.DialectSql` translates them). The re-ranking stages never read the
+whole history: they fetch the rows of their candidates by id, and the turns around them by
+position, with the functions here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .base import RecallFilters as Filters
+
+if TYPE_CHECKING:
+    from .dialect import Dialect
+
+TURN_COLUMNS = "id, agent_id, session_id, seq, role, content, created_at, speaker, metadata"
+"""``id`` then the columns of a :class:`~.base.TranscriptMessage` row."""
+KEY_COLUMNS = "id, session_id, seq, role, speaker"
+"""What the re-ranking stages use of a message (no text, time or metadata)."""
+
+
+class Sql(Protocol):
+    """What the recall index needs from a connection inside a transaction (``?`` placeholders)."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int: ...
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
+    def insert(
+        self,
+        table: str,
+        columns: Sequence[tuple[str, str]],
+        rows: Sequence[Sequence[Any]],
+        conflict: str = "",
+    ) -> None:
+        """``INSERT INTO table … {conflict}`` of many rows at once; ``columns`` are
+        ``(name, SQL type)`` pairs (PostgreSQL sends each column as one typed array)."""
+        ...
+
+
+def turns_by_id(
+    sql: Sql, agent_id: str, ids: Sequence[int], *, keys_only: bool = False
+) -> list[tuple[Any, ...]]:
+    """``TURN_COLUMNS`` rows (``KEY_COLUMNS`` with ``keys_only``) of the agent's messages
+    among ``ids``."""
+    columns = ", ".join(
+        _qualified(c) for c in (KEY_COLUMNS if keys_only else TURN_COLUMNS).split(", ")
+    )
+    out: list[tuple[Any, ...]] = []
+    for start in range(0, len(ids), 500):
+        wanted, params = sql.dialect.values(
+            "wanted", [("id", "bigint")], [(i,) for i in ids[start : start + 500]]
+        )
+        # The id list drives the join (CROSS JOIN keeps SQLite from scanning the agent).
+        out.extend(
+            sql.rows(
+                f"WITH {wanted} SELECT {columns} FROM wanted CROSS JOIN transcript_messages t "
+                "WHERE t.id = wanted.id AND t.agent_id = ?",
+                (*params, agent_id),
+            )
+        )
+    return out
+
+
+def turns_around(
+    sql: Sql,
+    agent_id: str,
+    spans: Sequence[tuple[str, int, int]],
+    filters: Filters,
+    when: Callable[[datetime], Any],
+    *,
+    keys_only: bool = False,
+) -> list[tuple[Any, ...]]:
+    """``TURN_COLUMNS`` rows of the agent's messages in ``(session, first seq, last seq)``
+    spans that pass ``filters``; with ``keys_only``, ``KEY_COLUMNS`` rows of those with
+    text."""
+    out: list[tuple[Any, ...]] = []
+    where, extra = filters.sql(when)
+    columns = ", ".join(
+        _qualified(c) for c in (KEY_COLUMNS if keys_only else TURN_COLUMNS).split(", ")
+    )
+    if keys_only:
+        where += " AND trim(t.content) <> ''"
+    merged = _merged(spans)  # disjoint: no row comes twice
+    for start in range(0, len(merged), 200):
+        span, params = sql.dialect.values(
+            "span",
+            [("sid", "text"), ("lo", "integer"), ("hi", "integer")],
+            merged[start : start + 200],
+        )
+        out.extend(
+            sql.rows(
+                f"WITH {span} SELECT {columns} "
+                "FROM span CROSS JOIN transcript_messages t WHERE t.agent_id = ? "
+                f"AND t.session_id = span.sid AND t.seq BETWEEN span.lo AND span.hi{where}",
+                (*params, agent_id, *extra),
+            )
+        )
+    return out
+
+
+def _merged(spans: Sequence[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """``spans`` with those that overlap or touch in one session joined."""
+    out: list[tuple[str, int, int]] = []
+    for sid, lo, hi in sorted(spans):
+        if out and out[-1][0] == sid and lo <= out[-1][2] + 1:
+            out[-1] = (sid, out[-1][1], max(out[-1][2], hi))
+        else:
+            out.append((sid, lo, hi))
+    return out
+
+
+def _qualified(column: str) -> str:
+    return f"t.{column}"

@@ -1,0 +1,160 @@
+"""Okapi BM25 over an agent's postings, inside the store.
+
+The constants and idf are those of SQLite FTS5's ``bm25()``, computed from the *agent's own*
+statistics (``recall_terms``, ``recall_agents``): one ``data.db`` (or one PostgreSQL schema)
+holds many agents, and another agent's history must not change how this one ranks. Only the
+candidates leave the database.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ..analysis import query_terms, query_tokens, term_key
+from .base import MAX_QUERY_CHARS, MAX_QUERY_TERMS, TranscriptHit, TranscriptMessage
+from .base import RecallFilters as Filters
+from .base import RecallStats as Stats
+from .recall_fetch import Sql, turns_by_id
+
+K1 = 1.2
+B = 0.75
+
+
+def agent_key(agent_id: str) -> int:
+    """The agent's 63-bit key in the recall tables."""
+    return term_key("\x00agent\x00" + agent_id)
+
+
+def stats(sql: Sql, agent_id: str, keys: Iterable[int]) -> Stats:
+    """The agent's message and token counts and the document frequency of each of ``keys``
+    it used, in one statement."""
+    agent = agent_key(agent_id)
+    wanted = sorted(set(keys))
+    terms = ""
+    params: list[Any] = []
+    if wanted:
+        among, params = sql.dialect.any_of("term", wanted)
+        terms = f" UNION ALL SELECT 1, term, docs FROM recall_terms WHERE agent = ? AND {among}"
+    docs = tokens = 0
+    df: dict[int, int] = {}
+    for kind, a, b in sql.rows(
+        f"SELECT 0, docs, tokens FROM recall_agents WHERE agent = ?{terms}",
+        (agent, *([agent, *params] if wanted else [])),
+    ):
+        if kind:
+            df[int(a)] = int(b)
+        else:
+            docs, tokens = int(a), int(b)
+    return Stats(docs, tokens, df if docs else {})
+
+
+def speakers(sql: Sql, agent_id: str) -> set[str]:
+    """Every word of a speaker name (or role) among the agent's indexed messages."""
+    rows = sql.rows("SELECT word FROM recall_speakers WHERE agent = ?", (agent_key(agent_id),))
+    return {str(r[0]) for r in rows}
+
+
+def rank(
+    sql: Sql,
+    agent_id: str,
+    weights: Mapping[int, float],
+    *,
+    avgdl: float,
+    per_term: int,
+    limit: int,
+    filters: Filters,
+    when: Callable[[datetime], Any],
+) -> list[tuple[int, float]]:
+    """The agent's best ``limit`` messages for the weighted terms by BM25, as (id, score).
+
+    Each term contributes at most its ``per_term`` newest postings (the bound on the cost of
+    a query over a very long history); ties go to the older message.
+    """
+    if not weights or limit <= 0 or avgdl <= 0:
+        return []
+    agent = agent_key(agent_id)
+    where, extra = filters.sql(when)
+    join = "" if filters.empty else " JOIN transcript_messages t ON t.id = p.doc WHERE 1 = 1"
+    # A posting's share is w·tf·(k1+1) / (tf + k1·(1-b) + k1·b·len/avgdl): the constants are
+    # folded here, so the database does one multiplication, one division and two additions.
+    norm = [K1 * (1 - B), K1 * B / avgdl]
+    share = "? * n.tf / (n.tf + ? + ? * n.len)"
+    newest = "FROM recall_postings WHERE agent = ? AND term = {} ORDER BY doc DESC LIMIT ?"
+    params: list[Any] = []
+    if sql.dialect.name == "postgres":
+        # One statement text for any number of terms: the terms and weights travel as two
+        # arrays, and each term's newest postings come from a LATERAL walk of the key.
+        query, params = sql.dialect.values(
+            "q",
+            [("term", "bigint"), ("w", "float8")],
+            [(k, w * (K1 + 1)) for k, w in weights.items()],
+        )
+        postings = (
+            f"WITH {query} SELECT n.doc, {share.replace('?', 'q.w', 1)} AS s FROM q CROSS JOIN "
+            f"LATERAL (SELECT doc, tf, len {newest.format('q.term')}) n"
+        )
+        params.extend([*norm, agent, per_term])
+    else:
+        parts = []
+        for key, weight in weights.items():
+            parts.append(
+                f"SELECT n.doc, {share} AS s FROM (SELECT doc, tf, len {newest.format('?')}) n"
+            )
+            params.extend([weight * (K1 + 1), *norm, agent, key, per_term])
+        postings = " UNION ALL ".join(parts)
+    if len(weights) == 1:  # each message once: nothing to add up
+        ranked = f"SELECT p.doc, p.s FROM ({postings}) p{join}{where} ORDER BY p.s DESC, p.doc"
+    else:
+        ranked = (
+            f"SELECT p.doc, SUM(p.s) AS score FROM ({postings}) p{join}{where} GROUP BY p.doc "
+            "ORDER BY score DESC, p.doc"
+        )
+    rows = sql.rows(f"{ranked} LIMIT ?", (*params, *extra, limit))
+    return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def weighted_terms(
+    query: str, stats_of: Callable[[list[int]], Stats]
+) -> tuple[dict[int, float], Stats]:
+    """BM25 weights of a query's terms (the idf of each, once per query word with that term)
+    and the statistics they came from; terms the agent never used are left out."""
+    if not isinstance(query, str):
+        return {}, Stats(0, 0, {})
+    text = query[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")
+    counts = Counter(term_key(t) for t in query_tokens(query_terms(text)[:MAX_QUERY_TERMS]))
+    found = stats_of(list(counts))
+    return {key: found.idf(key) * n for key, n in counts.items() if found.df.get(key)}, found
+
+
+def search_hits(
+    sql: Sql,
+    agent_id: str,
+    query: str,
+    filters: Filters,
+    limit: int,
+    when: Callable[[datetime], Any],
+    message: Callable[[Sequence[Any]], TranscriptMessage],
+    per_term: int,
+) -> list[TranscriptHit]:
+    """A plain transcript search: the agent's messages by BM25 for ``query``, best first;
+    each term counts only its ``per_term`` newest messages (the cost bound)."""
+    weights, found = weighted_terms(query, lambda keys: stats(sql, agent_id, keys))
+    ranked = rank(
+        sql,
+        agent_id,
+        weights,
+        avgdl=found.avgdl,
+        per_term=per_term,
+        limit=limit,
+        filters=filters,
+        when=when,
+    )
+    rows = {int(r[0]): message(r[1:]) for r in turns_by_id(sql, agent_id, [d for d, _ in ranked])}
+    return [
+        TranscriptHit(m.agent_id, m.session_id, m.seq, m.role, m.content, m.created_at, score)
+        for doc, score in ranked
+        if (m := rows.get(doc)) is not None
+    ]

@@ -1,0 +1,84 @@
+"""The recall SQL gives the same answers on both backends whatever the size of its input."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from datetime import datetime, timezone
+
+from markus_memory.analysis import analyse, term_key
+from markus_memory.storage.base import EpisodicStore, TranscriptMessage
+
+from .conftest import StoreFactory
+
+T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+TEXTS = [
+    "the lake was cold and the lake was deep",
+    "we went camping by the lake",
+    "camping gear: tent, stove, lake map",
+    "nothing to see here",
+    "cold coffee at the camping site",
+]
+
+
+def _fill(store: EpisodicStore, texts: list[str], session: str = "s1") -> None:
+    batch = [
+        TranscriptMessage("alice", session, i, "user", text, T0, None, None)
+        for i, text in enumerate(texts)
+    ]
+    store.import_transcript("alice", session, batch, synced_at=T0)
+
+
+def test_values_hold_every_row_of_a_long_input(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    rows = [(f"s{i}", i, -i) for i in range(700)]
+    with store._recall() as sql:  # type: ignore[attr-defined]
+        cte, params = sql.dialect.values(
+            "v", [("sid", "text"), ("lo", "integer"), ("hi", "bigint")], rows
+        )
+        found = sql.rows(f"WITH {cte} SELECT sid, lo, hi FROM v ORDER BY lo", params)
+    assert [tuple(r) for r in found] == rows
+
+
+def test_keys_by_id_and_around_come_once_each(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    _fill(store, [f"turn {i}" for i in range(1_200)])
+    ids = sorted(k.id for k in store.recall_keys_around("alice", [("s1", 0, 1_199)]))
+    assert len(ids) == 1_200
+    assert sorted(k.id for k in store.recall_keys("alice", ids)) == ids  # several chunks
+    # Overlapping and touching spans: each turn once, in no particular order.
+    spans = [("s1", 0, 4), ("s1", 3, 6), ("s1", 7, 8), ("s1", 20, 21), ("s2", 0, 3)]
+    seqs = sorted(k.index for k in store.recall_keys_around("alice", spans))
+    assert seqs == [*range(9), 20, 21]
+
+
+def _bm25(texts: list[str], terms: list[str]) -> dict[int, float]:
+    """FTS5's bm25 over ``texts`` for the index ``terms`` (seq -> score), computed here."""
+    docs = [analyse(t) for t in texts]
+    avgdl = sum(sum(d.values()) for d in docs) / len(docs)
+    out: dict[int, float] = {}
+    for term in terms:
+        n = sum(1 for d in docs if term in d)
+        idf = max(math.log((len(docs) - n + 0.5) / (n + 0.5)), 1e-6)
+        for seq, d in enumerate(docs):
+            if tf := d.get(term):
+                norm = 1.2 * (0.25 + 0.75 * sum(d.values()) / avgdl)
+                out[seq] = out.get(seq, 0.0) + idf * tf * 2.2 / (tf + norm)
+    return out
+
+
+def test_rank_scores_are_bm25_for_one_term_and_for_several(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    _fill(store, TEXTS)
+    seq_of = {k.id: k.index for k in store.recall_keys_around("alice", [("s1", 0, 9)])}
+    for query in ("camping", "lake cold", "lake camping coffee"):
+        terms = list(analyse(query))
+        counts = Counter(term_key(t) for t in terms)
+        stats = store.recall_stats("alice", counts)
+        weights = {key: stats.idf(key) * n for key, n in counts.items()}
+        ranked = store.recall_rank("alice", weights, avgdl=stats.avgdl, per_term=100, limit=10)
+        expected = _bm25(TEXTS, terms)
+        assert sorted(seq_of[doc] for doc, _ in ranked) == sorted(expected)
+        for doc, score in ranked:
+            assert math.isclose(score, expected[seq_of[doc]], rel_tol=1e-9)
+        assert [s for _, s in ranked] == sorted((s for _, s in ranked), reverse=True)
