@@ -29,6 +29,7 @@ KNOBS: dict[str, tuple[object, ...]] = {
 }
 VECTOR_KNOBS: dict[str, tuple[object, ...]] = {
     "vector_weight": (0.0, 0.2, 0.3, 0.5, 0.8),
+    "dense_first_person": (False, True),
 }
 
 

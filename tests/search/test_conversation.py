@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -179,6 +179,31 @@ def test_vectors_fuse_with_bm25_and_find_paraphrase_free_matches() -> None:
     assert ns(idx.search("adoption agencies", limit=1)) == [7]
     dense_only = idx.search("agencies adoption researching", session_id="s2", limit=2)
     assert ns(dense_only)[0] == 7
+
+
+def test_query_naming_one_speaker_is_embedded_in_the_first_person() -> None:
+    pytest.importorskip("numpy")
+
+    class Recording(FakeEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[str] = []
+
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            self.seen.extend(texts)
+            return super().embed(texts)
+
+    for first_person, query, embedded in [
+        (True, "What did Melanie say about camping?", "What did I say about camping?"),
+        (True, "Did Caroline tell Melanie about it?", "Did Caroline tell Melanie about it?"),
+        (False, "What did Melanie say about camping?", "What did Melanie say about camping?"),
+    ]:
+        fake = Recording()
+        options = RankingOptions(**PLAIN, vector_weight=1.0, dense_first_person=first_person)
+        idx = new_index(embedder=fake, options=options)
+        idx.add(turns())
+        idx.search(query)
+        assert fake.seen[-1] == embedded
 
 
 def test_model_change_reembeds_and_never_mixes_dimensions() -> None:

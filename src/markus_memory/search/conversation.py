@@ -26,6 +26,7 @@ from .stages import (
     Turn,
     boost_speakers,
     fuse,
+    in_first_person,
     session_boost,
     smooth,
 )
@@ -183,7 +184,8 @@ class ConversationIndex:
             lexical = self._bm25(words, named, filters)
             lexical = boost_speakers(lexical, pool, named, options.speaker_boost)
             lexical = smooth(lexical, pool, options)
-            dense = self._dense(query, filters, lexical)
+            embedded = in_first_person(query, named) if options.dense_first_person else query
+            dense = self._dense(embedded, filters, lexical)
             dense = boost_speakers(dense, pool, named, options.dense_speaker_boost, roles=False)
             if options.smooth_dense:
                 dense = smooth(dense, pool, options)
