@@ -8,7 +8,7 @@ position, with the functions here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -56,10 +56,7 @@ def turns_by_id(
         _qualified(c) for c in (KEY_COLUMNS if keys_only else TURN_COLUMNS).split(", ")
     )
     out: list[tuple[Any, ...]] = []
-    for start in range(0, len(ids), 500):
-        wanted, params = sql.dialect.values(
-            "wanted", [("id", "bigint")], [(i,) for i in ids[start : start + 500]]
-        )
+    for wanted, params in _id_chunks(sql, ids):
         # The id list drives the join (CROSS JOIN keeps SQLite from scanning the agent).
         out.extend(
             sql.rows(
@@ -115,10 +112,7 @@ def keys_near(
     where, extra = filters.sql(when)
     columns = ", ".join(_qualified(c) for c in KEY_COLUMNS.split(", "))
     out: list[tuple[Any, ...]] = []
-    for start in range(0, len(ids), 500):
-        wanted, params = sql.dialect.values(
-            "wanted", [("id", "bigint")], [(i,) for i in ids[start : start + 500]]
-        )
+    for wanted, params in _id_chunks(sql, ids):
         out.extend(
             sql.rows(
                 f"WITH {wanted}, hit AS (SELECT {columns} FROM wanted CROSS JOIN "
@@ -131,6 +125,14 @@ def keys_near(
             )
         )
     return out
+
+
+def _id_chunks(sql: Sql, ids: Sequence[int]) -> Iterator[tuple[str, list[Any]]]:
+    """A common table expression ``wanted(id)`` and its params for each 500 of ``ids``."""
+    for start in range(0, len(ids), 500):
+        yield sql.dialect.values(
+            "wanted", [("id", "bigint")], [(i,) for i in ids[start : start + 500]]
+        )
 
 
 def _merged(spans: Sequence[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
