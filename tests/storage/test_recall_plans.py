@@ -8,7 +8,7 @@ from typing import Any
 
 from markus_memory.storage.base import EpisodicStore, TranscriptMessage
 from markus_memory.storage.base import RecallFilters as Filters
-from markus_memory.storage.recall_fetch import turns_around
+from markus_memory.storage.recall_fetch import keys_near, turns_around
 
 from .conftest import StoreFactory
 from .test_conformance import act
@@ -48,10 +48,9 @@ def test_neighbour_keys_come_from_the_partial_keys_index(store_factory: StoreFac
         if postgres:  # a tiny table is scanned whole; ask whether the index can serve it
             sql.run("SET LOCAL enable_seqscan = off")
             sql.run("SET LOCAL enable_bitmapscan = off")
+        (hit,) = [r[0] for r in turns_around(sql, "alice", [("s1", 2, 2)], Filters(), store._when)]  # type: ignore[attr-defined]
         explain = Explain(sql, postgres)
-        rows = turns_around(
-            explain, "alice", [("s1", 0, 4)], Filters(), store._when, keys_only=True
-        )  # type: ignore[attr-defined]
+        rows = keys_near(explain, "alice", [hit], 2, Filters(), store._when)  # type: ignore[attr-defined]
     assert sorted(r[2] for r in rows) == [0, 2, 4]  # the turns without text are left out
     assert "idx_transcript_keys" in explain.plans[0]
     if postgres:

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 
 from markus_memory.analysis import analyse, term_key
 from markus_memory.storage.base import EpisodicStore, TranscriptMessage
+from markus_memory.storage.base import RecallFilters as Filters
 
 from .conftest import StoreFactory
 
@@ -40,16 +41,35 @@ def test_values_hold_every_row_of_a_long_input(store_factory: StoreFactory) -> N
     assert [tuple(r) for r in found] == rows
 
 
-def test_keys_by_id_and_around_come_once_each(store_factory: StoreFactory) -> None:
+def test_keys_by_id_and_near_ids_on_long_inputs(store_factory: StoreFactory) -> None:
     store = store_factory()
-    _fill(store, [f"turn {i}" for i in range(1_200)])
-    ids = sorted(k.id for k in store.recall_keys_around("alice", [("s1", 0, 1_199)]))
+    texts = [f"turn {i}" for i in range(1_200)]
+    texts[7] = "   "  # no text: never a neighbour
+    _fill(store, texts)
+    _fill(store, ["other session"] * 3, session="s2")
+    by_seq = {m.seq: i for i, m in store.recall_around("alice", [("s1", 0, 1_199)]).items()}
+    ids = sorted(by_seq.values())
     assert len(ids) == 1_200
     assert sorted(k.id for k in store.recall_keys("alice", ids)) == ids  # several chunks
-    # Overlapping and touching spans: each turn once, in no particular order.
-    spans = [("s1", 0, 4), ("s1", 3, 6), ("s1", 7, 8), ("s1", 20, 21), ("s2", 0, 3)]
-    seqs = sorted(k.index for k in store.recall_keys_around("alice", spans))
-    assert seqs == [*range(9), 20, 21]
+    near = store.recall_keys_near("alice", [by_seq[5], by_seq[6], by_seq[20]], 2)
+    assert {k.index for k in near} == {3, 4, 5, 6, 8, 18, 19, 20, 21, 22}
+    assert {k.session_id for k in near} == {"s1"}
+    asked = store.recall_keys_near("alice", [by_seq[7]], 1)  # an id asked for comes anyway
+    assert sorted(k.index for k in asked) == [6, 7, 8]
+    every = store.recall_keys_near("alice", ids, 1)  # several chunks
+    assert {k.id for k in every} == set(ids)
+
+
+def test_keys_near_ids_pass_the_filters(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    batch = [
+        TranscriptMessage("alice", "s1", i, "user" if i % 2 else "assistant", f"t{i}", T0)
+        for i in range(10)
+    ]
+    store.import_transcript("alice", "s1", batch, synced_at=T0)
+    by_seq = {m.seq: i for i, m in store.recall_around("alice", [("s1", 0, 9)]).items()}
+    near = store.recall_keys_near("alice", [by_seq[4]], 3, Filters(role="user"))
+    assert sorted(k.index for k in near) == [1, 3, 4, 5, 7]  # the asked id, then users only
 
 
 def _bm25(texts: list[str], terms: list[str]) -> dict[int, float]:
@@ -70,7 +90,7 @@ def _bm25(texts: list[str], terms: list[str]) -> dict[int, float]:
 def test_rank_scores_are_bm25_for_one_term_and_for_several(store_factory: StoreFactory) -> None:
     store = store_factory()
     _fill(store, TEXTS)
-    seq_of = {k.id: k.index for k in store.recall_keys_around("alice", [("s1", 0, 9)])}
+    seq_of = {i: m.seq for i, m in store.recall_around("alice", [("s1", 0, 9)]).items()}
     for query in ("camping", "lake cold", "lake camping coffee"):
         terms = list(analyse(query))
         counts = Counter(term_key(t) for t in terms)

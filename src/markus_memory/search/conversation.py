@@ -155,10 +155,10 @@ class ConversationIndex:
         def by_id(ids: list[int]) -> list[TurnKey]:
             return self.store.recall_keys(self.agent_id, ids)
 
-        def around(spans: list[tuple[str, int, int]]) -> list[TurnKey]:
-            return self.store.recall_keys_around(self.agent_id, spans, filters)
+        def near(ids: list[int], window: int) -> list[TurnKey]:
+            return self.store.recall_keys_near(self.agent_id, ids, window, filters)
 
-        return Pool(by_id, around)
+        return Pool(by_id, near)
 
     def search(
         self,

@@ -97,12 +97,13 @@ class Pool:
     def __init__(
         self,
         by_id: Callable[[list[int]], Iterable[TurnKey]],
-        around: Callable[[list[tuple[str, int, int]]], Iterable[TurnKey]],
+        near: Callable[[list[int], int], Iterable[TurnKey]],
     ) -> None:
         self._by_id = by_id
-        self._around = around
+        self._near = near
         self.turns: dict[int, TurnKey] = {}
         self._at: dict[tuple[str, int], int] = {}
+        self._around: dict[int, int] = {}  # id -> the widest window fetched around it
 
     def fetch(self, ids: Iterable[int]) -> None:
         missing = [i for i in ids if i not in self.turns]
@@ -119,23 +120,22 @@ class Pool:
 
     def neighbours(self, ids: Iterable[int], window: int) -> dict[int, list[tuple[int, int]]]:
         """For each id, its ``(distance, id)`` neighbours up to ``window`` away in its session
-        (those that pass the recall's filters)."""
+        (those that pass the recall's filters), fetched with the ids' own keys in one query."""
         ids = list(ids)
-        self.fetch(ids)
-        spans = sorted(
-            {(self.turns[i].session_id, self.turns[i].index) for i in ids if i in self.turns}
-        )
-        ranges = [(s, max(0, n - window), n + window) for s, n in spans]
-        if ranges:
-            self._add(self._around(ranges))
+        todo = [i for i in ids if self._around.get(i, -1) < window]
+        if todo:
+            self._add(self._near(todo, window))
+            self._around.update(dict.fromkeys(todo, window))
+        turns, at = self.turns, self._at
+        deltas = [d for d in range(-window, window + 1) if d]
         out: dict[int, list[tuple[int, int]]] = {}
         for rowid in ids:
-            turn = self.turns.get(rowid)
+            turn = turns.get(rowid)
             if turn is None:
                 continue
             near = []
-            for delta in (d for d in range(-window, window + 1) if d):
-                other = self._at.get((turn.session_id, turn.index + delta))
+            for delta in deltas:
+                other = at.get((turn.session_id, turn.index + delta))
                 if other is not None:
                     near.append((abs(delta), other))
             out[rowid] = near
@@ -207,8 +207,12 @@ def session_boost(scores: Scores, pool: Pool, weight: float) -> Scores:
     if not weight or not scores:
         return scores
     pool.fetch(scores)
+    session = {rowid: pool.turns[rowid].session_id for rowid in scores}
     best: dict[str, float] = {}
     for rowid, value in scores.items():
-        sid = pool[rowid].session_id
-        best[sid] = max(best.get(sid, 0.0), value)
-    return {rowid: value + weight * best[pool[rowid].session_id] for rowid, value in scores.items()}
+        sid = session[rowid]
+        if value > best.get(sid, 0.0):
+            best[sid] = value
+    return {
+        rowid: value + weight * best.get(session[rowid], 0.0) for rowid, value in scores.items()
+    }

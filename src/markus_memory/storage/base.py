@@ -364,9 +364,10 @@ class TranscriptIndex(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TurnKey:
-    """A message as recall's re-ranking stages see it: id, position and who spoke."""
+    """A message as recall's re-ranking stages see it: id, position and who spoke (not frozen:
+    a recall builds about a thousand, and a frozen dataclass costs seven times as much to make)."""
 
     id: int
     session_id: str
@@ -459,14 +460,16 @@ class RecallIndex(Protocol):
         """What the re-ranking stages need of the agent's messages among ``ids``."""
         ...
 
-    def recall_keys_around(
+    def recall_keys_near(
         self,
         agent_id: str,
-        spans: Sequence[tuple[str, int, int]],
+        ids: Sequence[int],
+        window: int,
         filters: RecallFilters | None = None,
     ) -> list[TurnKey]:
-        """:meth:`recall_keys` of the messages with text in ``(session, first seq, last
-        seq)`` spans that pass ``filters``."""
+        """:meth:`recall_keys` of the messages among ``ids`` and of those with text up to
+        ``window`` turns from one of them in its session that pass ``filters`` (a message
+        may come more than once)."""
         ...
 
     def recall_around(

@@ -8,7 +8,7 @@ position, with the functions here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -56,10 +56,7 @@ def turns_by_id(
         _qualified(c) for c in (KEY_COLUMNS if keys_only else TURN_COLUMNS).split(", ")
     )
     out: list[tuple[Any, ...]] = []
-    for start in range(0, len(ids), 500):
-        wanted, params = sql.dialect.values(
-            "wanted", [("id", "bigint")], [(i,) for i in ids[start : start + 500]]
-        )
+    for wanted, params in _id_chunks(sql, ids):
         # The id list drives the join (CROSS JOIN keeps SQLite from scanning the agent).
         out.extend(
             sql.rows(
@@ -77,19 +74,12 @@ def turns_around(
     spans: Sequence[tuple[str, int, int]],
     filters: Filters,
     when: Callable[[datetime], Any],
-    *,
-    keys_only: bool = False,
 ) -> list[tuple[Any, ...]]:
     """``TURN_COLUMNS`` rows of the agent's messages in ``(session, first seq, last seq)``
-    spans that pass ``filters``; with ``keys_only``, ``KEY_COLUMNS`` rows of those with
-    text."""
+    spans that pass ``filters``."""
     out: list[tuple[Any, ...]] = []
     where, extra = filters.sql(when)
-    columns = ", ".join(
-        _qualified(c) for c in (KEY_COLUMNS if keys_only else TURN_COLUMNS).split(", ")
-    )
-    if keys_only:
-        where += " AND trim(t.content) <> ''"
+    columns = ", ".join(_qualified(c) for c in TURN_COLUMNS.split(", "))
     merged = _merged(spans)  # disjoint: no row comes twice
     for start in range(0, len(merged), 200):
         span, params = sql.dialect.values(
@@ -106,6 +96,43 @@ def turns_around(
             )
         )
     return out
+
+
+def keys_near(
+    sql: Sql,
+    agent_id: str,
+    ids: Sequence[int],
+    window: int,
+    filters: Filters,
+    when: Callable[[datetime], Any],
+) -> list[tuple[Any, ...]]:
+    """``KEY_COLUMNS`` rows of the agent's messages among ``ids`` and of the messages with
+    text up to ``window`` turns from each in its session that pass ``filters``, in one
+    statement per 500 ids (a neighbour near two of them comes twice)."""
+    where, extra = filters.sql(when)
+    columns = ", ".join(_qualified(c) for c in KEY_COLUMNS.split(", "))
+    out: list[tuple[Any, ...]] = []
+    for wanted, params in _id_chunks(sql, ids):
+        out.extend(
+            sql.rows(
+                f"WITH {wanted}, hit AS (SELECT {columns} FROM wanted CROSS JOIN "
+                "transcript_messages t WHERE t.id = wanted.id AND t.agent_id = ?) "
+                f"SELECT {KEY_COLUMNS} FROM hit UNION ALL SELECT {columns} FROM hit CROSS JOIN "
+                "transcript_messages t WHERE t.agent_id = ? AND t.session_id = hit.session_id "
+                "AND t.seq BETWEEN hit.seq - ? AND hit.seq + ? AND t.seq <> hit.seq "
+                f"AND trim(t.content) <> ''{where}",
+                (*params, agent_id, agent_id, window, window, *extra),
+            )
+        )
+    return out
+
+
+def _id_chunks(sql: Sql, ids: Sequence[int]) -> Iterator[tuple[str, list[Any]]]:
+    """A common table expression ``wanted(id)`` and its params for each 500 of ``ids``."""
+    for start in range(0, len(ids), 500):
+        yield sql.dialect.values(
+            "wanted", [("id", "bigint")], [(i,) for i in ids[start : start + 500]]
+        )
 
 
 def _merged(spans: Sequence[tuple[str, int, int]]) -> list[tuple[str, int, int]]:

@@ -25,7 +25,7 @@ from ..analysis import analyse, term_key, words
 from .base import RecallFilters as Filters
 from .base import RecallStats as Stats
 from .base import TranscriptMessage, TurnKey
-from .recall_fetch import Sql, turns_around, turns_by_id
+from .recall_fetch import Sql, keys_near, turns_around, turns_by_id
 from .recall_rank import agent_key, rank, speakers, stats
 from .vector_scan import BYTES, VectorCodec, nearest_in_chunks
 
@@ -266,19 +266,18 @@ class RecallQueries:
     def recall_keys(self, agent_id: str, ids: Sequence[int]) -> list[TurnKey]:
         with self._recall() as sql:
             rows = turns_by_id(sql, agent_id, ids, keys_only=True)
-        return [TurnKey(int(r[0]), r[1], int(r[2]), r[3], r[4]) for r in rows]
+        return [TurnKey(*row) for row in rows]
 
-    def recall_keys_around(
+    def recall_keys_near(
         self,
         agent_id: str,
-        spans: Sequence[tuple[str, int, int]],
+        ids: Sequence[int],
+        window: int,
         filters: Filters | None = None,
     ) -> list[TurnKey]:
         with self._recall() as sql:
-            rows = turns_around(
-                sql, agent_id, spans, filters or Filters(), self._when, keys_only=True
-            )
-        return [TurnKey(int(r[0]), r[1], int(r[2]), r[3], r[4]) for r in rows]
+            rows = keys_near(sql, agent_id, ids, window, filters or Filters(), self._when)
+        return [TurnKey(*row) for row in rows]
 
     def recall_around(
         self,

@@ -199,7 +199,7 @@ def m008_activity_search_cjk(conn: sqlite3.Connection) -> None:
 @migrations()
 def m009_recall_neighbour_keys(conn: sqlite3.Connection) -> None:
     # Recall's neighbour stage reads the keys of the turns with text around each candidate
-    # (recall_index.turns_around): a compact index of just those, instead of the unique one.
+    # (recall_fetch.keys_near): a compact index of just those, instead of the unique one.
     conn.execute(
         "CREATE INDEX IF NOT EXISTS idx_transcript_keys ON transcript_messages"
         "(agent_id, session_id, seq, role, speaker) WHERE trim(content) <> ''"
