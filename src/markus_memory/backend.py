@@ -18,13 +18,15 @@ from ._fs_docs import FileDocuments
 from ._lock import AgentLock
 from .config import AgentPaths, Settings
 from .errors import MarkusMemoryError
-from .storage import knowledge_schema, sqlite_schema
+from .storage import knowledge_schema, kv, sqlite_schema
 from .storage.audit import MIGRATIONS as dream_migrations
 from .storage.audit import AuditLog, open_audit_log
 from .storage.base import EpisodicStore
 from .storage.knowledge_index import KnowledgeIndex
+from .storage.kv import KVTable
 from .storage.migrations import Migrations
 from .storage.sqlite import SqliteStore
+from .storage.sqlite_conn import SqliteDatabase
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +34,11 @@ DATA_DB_MIGRATIONS: tuple[Migrations[sqlite3.Connection], ...] = (
     sqlite_schema.migrations,
     knowledge_schema.sqlite_migrations,
     dream_migrations,
+    kv.sqlite_migrations,
 )
 """The one registry of the migration sets that live in ``<home>/data.db`` (the episodic
-store, the knowledge search index, the dream audit): ``doctor`` checks every one."""
+store, the knowledge search index, the dream audit, the LangGraph items): ``doctor`` checks
+every one."""
 
 
 class Backend:
@@ -96,6 +100,16 @@ class Backend:
         except (OSError, sqlite3.Error, MarkusMemoryError) as exc:
             log.warning("search index unavailable, keyword search only: %s", exc)
             return None
+
+    def kv_table(self, agent_id: str) -> KVTable:
+        """The LangGraph items of one agent, in the episodic store's database."""
+        if self.kind == "postgres":
+            from .storage.postgres_conn import PostgresDatabase  # the [postgres] extra
+
+            database = PostgresDatabase(self.url, extra_migrations=(kv.postgres_migrations,))
+            return KVTable(database, agent_id)
+        path = self.settings.database_path
+        return KVTable(SqliteDatabase(path, extra_migrations=(kv.sqlite_migrations,)), agent_id)
 
     def dream_audit(self, documents: DocumentStore) -> AuditLog:
         """The dream audit beside the documents a dream changes: in their PostgreSQL database

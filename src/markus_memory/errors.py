@@ -12,7 +12,10 @@ Every exception the package raises on purpose derives from :class:`MarkusMemoryE
     ├── LockTimeoutError         the per-agent lock could not be taken in time
     │   └── BusyError            an exclusive task (a dream) already runs for the agent elsewhere
     ├── StorageError             the database backend failed (SQLite or PostgreSQL)
-    │   └── BackendUnavailableError   the backend cannot be reached at all
+    │   ├── BackendUnavailableError   the backend cannot be reached at all
+    │   │   ├── DatabaseMissingError  the PostgreSQL server runs but has no such database
+    │   │   └── LoginRefusedError     the PostgreSQL server refused the user or password
+    │   └── SchemaMissingError   the schema named by the URL's search_path does not exist
     ├── MigrationError           a legacy migration failed; nothing was deleted
     ├── LLMError                 a chat or embedding model failed, timed out or answered garbage
     └── ExtraNotInstalledError   an optional dependency is missing (also an ImportError)
@@ -107,6 +110,19 @@ class StorageError(MarkusMemoryError):
 
 class BackendUnavailableError(StorageError):
     """The database server cannot be reached (refused, timed out, wrong URL)."""
+
+
+class DatabaseMissingError(BackendUnavailableError):
+    """The PostgreSQL server answers but has no database of the URL's name (create it, or fix
+    the name in the URL)."""
+
+
+class LoginRefusedError(BackendUnavailableError):
+    """The PostgreSQL server refused the URL's user or password."""
+
+
+class SchemaMissingError(StorageError):
+    """The database exists but the schema its ``search_path`` names does not (create it)."""
 
 
 class MigrationError(MarkusMemoryError):

@@ -74,6 +74,9 @@ def test_the_agent_asks_its_backend(tmp_path: Path, pg_url: str) -> None:
         assert index is not None and index.database.dialect.name == "postgres"
         index.close()
         assert isinstance(mem.backend.dream_audit(mem.documents), PostgresAuditLog)
+        items = mem.backend.kv_table(mem.agent_id)
+        assert items.dialect.name == "postgres"
+        items.close()
     assert not (tmp_path / "data.db").exists()
 
 
@@ -91,6 +94,7 @@ def test_every_migration_set_in_data_db_is_in_the_one_registry(tmp_path: Path) -
         mem.search("anything")
         mem.activities.start("task", "touch the episodic store")
         dream(mem)
+        mem.backend.kv_table(mem.agent_id).close()  # the LangGraph store's items
     conn = sqlite3.connect(tmp_path / "data.db")
     try:
         applied = {r[0] for r in conn.execute(f"SELECT migration_set FROM {BOOKKEEPING_TABLE}")}

@@ -445,6 +445,28 @@ def test_transcript_records_speaker_and_metadata_and_reads_back_in_order(
     assert store.transcript_messages("nobody") == []
 
 
+def test_transcript_sessions_read_back_in_byte_order_of_their_ids(store: EpisodicStore) -> None:
+    # SQLite compares text by its bytes; PostgreSQL's default collation would not.
+    for session in ("b", "B", "a-2", "a_1", "é"):
+        store.index_message("a1", session, 0, "user", f"in {session}", T0)
+    got = [m.session_id for m in store.transcript_messages("a1")]
+    assert got == sorted(got, key=lambda s: s.encode()) == ["B", "a-2", "a_1", "b", "é"]
+
+
+def test_re_recording_a_message_rewrites_it_in_place(store: EpisodicStore) -> None:
+    store.index_message("a1", "s1", 0, "user", "draft text", T0, speaker="Ann")
+    store.index_message(
+        "a1", "s1", 0, "assistant", "final text", T0 + timedelta(minutes=1), metadata={"k": 1}
+    )
+    assert store.transcript_messages("a1") == [
+        TranscriptMessage(
+            "a1", "s1", 0, "assistant", "final text", T0 + timedelta(minutes=1), None, {"k": 1}
+        )
+    ]
+    assert [h.content for h in store.search_transcript("a1", "text")] == ["final text"]
+    assert store.recall_speakers("a1") >= {"assistant"}
+
+
 def test_transcript_mark_advances_only_without_gaps(store: EpisodicStore) -> None:
     late = T0 + timedelta(hours=1)
     store.index_message("a1", "s1", 0, "user", "m0", T0 - timedelta(days=9), appended_at=T0)

@@ -10,24 +10,26 @@ from __future__ import annotations
 
 import errno
 import os
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import click
 
 from ..errors import (
     BusyError,
     CorruptFileError,
+    DatabaseMissingError,
     InvalidInputError,
     LLMError,
     LockTimeoutError,
+    LoginRefusedError,
     MarkusMemoryError,
     RefusedError,
+    SchemaMissingError,
     StorageError,
 )
 from ..layers.notebook import utf8_damage
+from ..storage.pg_diagnose import diagnose, one_line
 
 DEBUG_ENV = "MARKUS_DEBUG"
 
@@ -36,12 +38,6 @@ class InputError(click.ClickException):
     """A refused argument: printed as ``Error: …``, exit code 2 like click's usage errors."""
 
     exit_code = 2
-
-
-def one_line(text: str) -> str:
-    """``text`` on one line: the first line of a multi-line database message, spaces squeezed."""
-    first = text.strip().split("\n", 1)[0]
-    return " ".join(first.split())
 
 
 def debugging() -> bool:
@@ -131,65 +127,13 @@ def os_failure(exc: OSError) -> str:
 
 def storage_failure(exc: StorageError, urls: Iterable[str]) -> str:
     """A database failure; for PostgreSQL, one fresh connection tells a missing database, a
-    refused login, a missing schema and an unreachable server apart."""
+    refused login, a missing schema and an unreachable server apart (the API raises the first
+    three as their own errors already, explained)."""
+    if isinstance(exc, (DatabaseMissingError, LoginRefusedError, SchemaMissingError)):
+        return one_line(str(exc))
     for url in urls:
         if url.startswith(("postgresql://", "postgres://")):
-            found = diagnose_postgres(url)
+            found = diagnose(url)
             if found is not None:
-                return found
+                return one_line(str(found))
     return f"{one_line(str(exc))}; check the database (markus-memory doctor)"
-
-
-_QUOTED = re.compile(r'"([^"]*)"')
-
-
-def diagnose_postgres(url: str) -> str | None:
-    """What is wrong with the PostgreSQL server at ``url``, or None when it looks fine."""
-    try:
-        import psycopg
-    except ImportError:
-        return None
-    try:
-        params = psycopg.conninfo.conninfo_to_dict(url)
-    except psycopg.ProgrammingError as exc:
-        return f"invalid PostgreSQL URL: {one_line(str(exc))}; fix MARKUS_DATABASE_URL"
-    place = f"{params.get('host', 'localhost')}:{params.get('port', 5432)}"
-    dbname = str(params.get("dbname", params.get("user", "")))
-    try:
-        conn = psycopg.connect(url, connect_timeout=5, autocommit=True)
-    except psycopg.OperationalError as exc:
-        reason = one_line(re.split(r"FATAL:|failed:", str(exc).split("\n", 1)[0])[-1])
-        return _refusal(reason, place, dbname, params)
-    try:
-        row = conn.execute("SELECT current_schema()").fetchone()
-    except psycopg.Error:
-        return None
-    finally:
-        conn.close()
-    if row is None or row[0] is None:
-        return (
-            f"the schema named by search_path in the URL does not exist in database {dbname!r} "
-            f"at {place}: create it first (CREATE SCHEMA name) or remove the options from the URL"
-        )
-    return None
-
-
-def _refusal(reason: str, place: str, dbname: str, params: Mapping[str, Any]) -> str:
-    quoted = _QUOTED.findall(reason)
-    if "does not exist" in reason and reason.startswith("database"):
-        name = quoted[0] if quoted else dbname
-        return (
-            f"PostgreSQL at {place} is running but has no database {name!r}: create it "
-            f"(createdb -h {params.get('host', 'localhost')} -p {params.get('port', 5432)}"
-            f"{' -U ' + str(params['user']) if params.get('user') else ''} {name}) or fix the "
-            "database name in the URL"
-        )
-    if "authentication failed" in reason or (reason.startswith("role") and quoted):
-        return (
-            f"PostgreSQL at {place} refused the login: {reason}; fix the user or password "
-            "in the URL"
-        )
-    return (
-        f"PostgreSQL at {place} is unreachable ({reason}): start the server or fix the host "
-        "and port in the URL"
-    )

@@ -19,7 +19,7 @@ from ..storage.knowledge_schema import SEARCH_TABLES, recreate_sqlite
 from ..storage.migrations import BOOKKEEPING_TABLE
 from ..storage.recall_index import RECALL_TABLES
 from ..storage.sqlite import SqliteStore
-from ..storage.sqlite_conn import damaged
+from ..storage.sqlite_conn import damaged, open_sqlite
 from ..storage.sqlite_schema import ACTIVITY_SEARCH_TABLES
 from ._common import console, emit_json, existing_agent, json_option, progress, settings_of, table
 from ._inspect import agent_ids
@@ -197,7 +197,7 @@ def rebuild_derived(
 def integrity_problem(path: Path) -> str | None:
     """None when SQLite's quick check passes, else what it (or opening the file) says."""
     try:
-        conn = sqlite3.connect(path, isolation_level=None, timeout=5)
+        conn = open_sqlite(path)[0]
         try:
             rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
         finally:

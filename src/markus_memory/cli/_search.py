@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from .._fs import signature
+from ..backend import open_backend
 from ..config import Settings
 from ..memory import open_agent, open_store
 from ..search.corpus import Corpus
@@ -92,7 +93,8 @@ def reindex(ctx: click.Context, agent: str | None, as_json: bool) -> None:
     """
     settings = settings_of(ctx)
     agents = agent_ids(settings) if agent is None else [existing_agent(settings, agent)]
-    if settings.database_url:  # a server that cannot be used fails here, once, with its cause
+    # A server that cannot be used fails here, once, with its cause.
+    if open_backend(settings).kind == "postgres":
         open_store(settings).close()
     rows, problems = rebuild_derived(settings, agents)
     for problem in problems:

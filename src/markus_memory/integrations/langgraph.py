@@ -24,8 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ExtraNotInstalledError
-from ._kv import SEP, KVTable, Row, SqliteKV, Write
-from ._kv_postgres import PostgresKV
+from ..storage.kv import SEP, KVTable, Row, Write
 from ._tools import call, parameters, select_tools
 
 try:
@@ -79,12 +78,7 @@ class MarkusStore(BaseStore):
         self.embedder = embedder if embedder is not None else memory.embedder
         self.fields = tuple(fields)
         self.ttl_config = ttl
-        backend = memory.backend
-        self._table: KVTable = (
-            PostgresKV(backend.url, memory.agent_id)
-            if backend.kind == "postgres"
-            else SqliteKV(memory.settings.database_path, memory.agent_id)
-        )
+        self._table: KVTable = memory.backend.kv_table(memory.agent_id)
 
     # -- BaseStore ---------------------------------------------------------------------------
 

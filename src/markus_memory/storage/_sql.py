@@ -12,6 +12,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .dialect import Dialect
 
+SEARCH_CANDIDATES = 2000
+"""A search ranks (by bm25 or ``ts_rank``) only match sets up to this size (see
+:func:`.sqlite_conn.bounded_rank`); a larger one is ordered by recency."""
+
 
 class DialectSql:
     """``rows``/``run``/``many``/``insert`` on one connection (their SQL never holds a literal

@@ -18,10 +18,11 @@ from typing import Any, Literal, Protocol
 from . import postgres_conn as pg
 from . import sqlite_conn as lite
 from ._records import RowDecoder
+from ._sql import DialectSql
 from .migrations import Migrations
 
 
-def _same(value: str) -> str:
+def _same(value: Any) -> Any:
     return value
 
 
@@ -33,6 +34,8 @@ class Dialect:
     time: Callable[[datetime], Any]
     """A timezone-aware time as the backend stores it (ISO text with milliseconds, or a
     ``timestamptz`` truncated to milliseconds)."""
+    exact_time: Callable[[datetime], Any]
+    """A time kept to the microsecond (ISO text on SQLite, a ``timestamptz``)."""
     json: Callable[[Any], str | None]
     """A mapping as the parameter of a JSON column (None stays NULL)."""
     text: Callable[[str], str]
@@ -48,6 +51,13 @@ class Dialect:
     identity: bool
     """Whether a table needs an identity column to order its rows by insertion (SQLite's
     ``rowid`` does that by itself)."""
+    bind: Callable[[Any], DialectSql]
+    """A connection of this backend as the shared SQL modules use it (``?`` placeholders)."""
+    lock_rows: str
+    """What follows a SELECT whose rows the write transaction goes on to change (``FOR
+    UPDATE``; nothing on SQLite, whose write transaction holds the whole file)."""
+    greatest: str
+    """The function of the larger of two values (``MAX`` on SQLite, ``GREATEST``)."""
 
     def sql(self, statement: str) -> str:
         """``statement`` written with ``?`` placeholders, in this backend's style."""
@@ -81,6 +91,10 @@ class Dialect:
         if self.name == "sqlite":
             return f"{column} IN ({','.join('?' * len(values))})", list(values)
         return f"{column} = ANY(?)", [list(values)]
+
+    def bytewise(self, column: str) -> str:
+        """``column`` ordered by its bytes (SQLite's default; PostgreSQL's collation "C")."""
+        return column if self.name == "sqlite" else f'{column} COLLATE "C"'
 
     def values(
         self, name: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]
@@ -121,6 +135,7 @@ class Dialect:
 SQLITE = Dialect(
     "sqlite",
     lite.to_iso,
+    datetime.isoformat,
     lite.json_text,
     _same,
     lite.DECODE,
@@ -128,10 +143,14 @@ SQLITE = Dialect(
     json_cast="",
     time_type="TEXT",
     identity=False,
+    bind=lite.SqliteSql,
+    lock_rows="",
+    greatest="MAX",
 )
 POSTGRES = Dialect(
     "postgres",
     pg.to_utc,
+    _same,
     pg.json_param,
     pg.clean_text,
     pg.DECODE,
@@ -139,6 +158,9 @@ POSTGRES = Dialect(
     json_cast="::jsonb",
     time_type="TIMESTAMPTZ",
     identity=True,
+    bind=pg.PostgresSql,
+    lock_rows=" FOR UPDATE",
+    greatest="GREATEST",
 )
 
 
@@ -151,3 +173,4 @@ class Database(Protocol):
     def read(self) -> AbstractContextManager[Any]: ...
     def write(self) -> AbstractContextManager[Any]: ...
     def migrate(self, migrations: Migrations[Any]) -> list[str]: ...
+    def close(self) -> None: ...

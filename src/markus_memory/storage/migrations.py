@@ -36,6 +36,14 @@ from ..errors import InvalidInputError, StorageError
 C = TypeVar("C")
 
 BOOKKEEPING_TABLE = "_markus_migrations"
+BOOKKEEPING_DDL = (
+    f"CREATE TABLE IF NOT EXISTS {BOOKKEEPING_TABLE} ("
+    " migration_set TEXT NOT NULL,"
+    " name TEXT NOT NULL,"
+    " applied_at TEXT NOT NULL,"
+    " PRIMARY KEY (migration_set, name))"
+)
+"""The bookkeeping table, the same on every backend."""
 _NAME_RE = re.compile(r"^m\d{3,}_[A-Za-z0-9_]+$")
 
 
@@ -161,13 +169,7 @@ class SqliteMigrationTarget:
         self.conn = conn
 
     def ensure_bookkeeping(self) -> None:
-        self.conn.execute(
-            f"CREATE TABLE IF NOT EXISTS {BOOKKEEPING_TABLE} ("
-            " migration_set TEXT NOT NULL,"
-            " name TEXT NOT NULL,"
-            " applied_at TEXT NOT NULL,"
-            " PRIMARY KEY (migration_set, name))"
-        )
+        self.conn.execute(BOOKKEEPING_DDL)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

@@ -1,50 +1,38 @@
 """PostgresStore: the scale-out episodic backend (``[postgres]`` extra); activities and search.
 
 Selected by a URL (``MARKUS_DATABASE_URL`` / ``Settings.database_url``), never by code. Pools,
-timeouts and migrations live in :mod:`.postgres_conn`; mailbox and chat history in
-:mod:`.side_tables` (written once for both backends); the transcript index in
-:mod:`.postgres_transcripts`. Search is ``tsvector`` + GIN ranked by ``ts_rank`` with the same
-weights, the same all-terms-then-any-term rule and the same candidate bound as SQLite.
+timeouts and migrations live in :mod:`.postgres_conn`. Written once for both backends:
+activity reads and writes, mailbox and chat history, the transcript index (see
+:mod:`.sqlite`). What stays here is PostgreSQL's own: activity search as ``tsvector`` + GIN
+ranked by ``ts_rank`` (same weights, same all-terms-then-any-term rule and candidate bound as
+SQLite) and the insert of new transcript messages under their identity ids.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ._records import ACTIVITY_COLUMNS
+from ._sql import DialectSql
 from .activity_reads import ActivityReads
-from .base import (
-    Activity,
-    ActivityEnd,
-    ActivityHit,
-    JsonObject,
-    search_terms,
-)
-from .postgres_conn import (
-    CONNECT_TIMEOUT_S,
-    DECODE,
-    STATEMENT_TIMEOUT_MS,
-    clean_text,
-    json_value,
-    opt_utc,
-    to_utc,
-)
+from .activity_writes import ActivityWrites
+from .base import ActivityHit, TranscriptMessage, search_terms
+from .pg_vectors import PgVectorQueries
+from .postgres_conn import DECODE, PostgresDatabase
 from .postgres_schema import (
     ACTIVITY_RANK_WEIGHTS,
     activity_document_sql,
     headline_sql,
     tsquery_sql,
 )
-from .postgres_transcripts import PostgresTranscriptIndex
+from .recall_index import Doc
 from .side_tables import SideTables
-from .sqlite_conn import SEARCH_CANDIDATES
+from .transcripts import TranscriptTables, stored_message
 
 if TYPE_CHECKING:
     import psycopg
 
-    from .migrations import Migrations
 
 _REINDEX_SQL = (
     "INSERT INTO activity_search (activity_id, agent_id, started_at, document, headline) "
@@ -64,107 +52,44 @@ _REINDEX_SQL = (
 )
 
 
-class PostgresStore(PostgresTranscriptIndex, ActivityReads, SideTables):
+class PostgresStore(
+    PostgresDatabase, PgVectorQueries, TranscriptTables, ActivityReads, ActivityWrites, SideTables
+):
     """Activities, mailbox, chat history and the transcript index in one PostgreSQL schema."""
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        extra_migrations: Sequence[Migrations[psycopg.Connection[Any]]] = (),
-        search_candidates: int = SEARCH_CANDIDATES,
-        connect_timeout: float = CONNECT_TIMEOUT_S,
-        statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
-    ) -> None:
-        self.search_candidates = search_candidates
-        super().__init__(
-            url,
-            extra_migrations=extra_migrations,
-            connect_timeout=connect_timeout,
-            statement_timeout_ms=statement_timeout_ms,
+    # -- transcripts (TranscriptTables) ------------------------------------------------------
+
+    def _add_messages(
+        self, sql: DialectSql, agent_id: str, messages: Sequence[TranscriptMessage]
+    ) -> list[Doc]:
+        # One statement whatever the number of messages; a seq another writer inserted since
+        # it was read is skipped, and only the rows inserted come back to be indexed.
+        rows = [stored_message(self.dialect, m) for m in messages]
+        inserted = sql.rows(
+            "INSERT INTO transcript_messages (agent_id, session_id, seq, role, content, "
+            "created_at, speaker, metadata) "
+            "SELECT ?, ?, u.seq, u.role, u.content, u.created_at, u.speaker, u.metadata::jsonb "
+            "FROM unnest(?::int[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], "
+            "?::text[]) AS u(seq, role, content, created_at, speaker, metadata) "
+            "ON CONFLICT (agent_id, session_id, seq) DO NOTHING "
+            "RETURNING id, content, speaker, role",
+            (agent_id, rows[0][0], *([r[i] for r in rows] for i in range(1, 7))),
         )
+        return [Doc(*r) for r in inserted]
 
-    # -- activities ---------------------------------------------------------------------------
+    # -- activity search documents (ActivityWrites keeps them current) ------------------------
 
-    def insert_activity(self, activity: Activity) -> None:
-        with self.write() as conn:
-            conn.execute(
-                "INSERT INTO agent_activities (id, agent_id, mailbox_item_id, type, label, "
-                "task_id, started_at, ended_at, total_tokens, total_tools, success, summary, "
-                "keywords, created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                (
-                    activity.id,
-                    activity.agent_id,
-                    activity.mailbox_item_id,
-                    clean_text(activity.type),
-                    clean_text(activity.label),
-                    activity.task_id,
-                    to_utc(activity.started_at),
-                    opt_utc(activity.ended_at),
-                    activity.total_tokens,
-                    activity.total_tools,
-                    bool(activity.success),
-                    clean_text(activity.summary),
-                    clean_text(",".join(activity.keywords)),
-                    to_utc(activity.started_at),
-                ),
-            )
-            conn.execute(_REINDEX_SQL, (activity.id,))
+    def _index_activity(
+        self, conn: psycopg.Connection[Any], activity_id: str, *, fresh: bool = False
+    ) -> None:
+        del fresh  # one statement builds the document whether or not it exists
+        conn.execute(_REINDEX_SQL, (activity_id,))
 
-    def end_activity(self, agent_id: str, activity_id: str, end: ActivityEnd) -> bool:
-        with self.write() as conn:
-            updated = conn.execute(
-                "UPDATE agent_activities SET ended_at = %s, total_tokens = %s, "
-                "total_tools = %s, success = %s, summary = %s, keywords = %s "
-                "WHERE id = %s AND agent_id = %s",
-                (
-                    to_utc(end.ended_at),
-                    end.total_tokens,
-                    end.total_tools,
-                    bool(end.success),
-                    clean_text(end.summary),
-                    clean_text(",".join(end.keywords)),
-                    activity_id,
-                    agent_id,
-                ),
-            ).rowcount
-            if not updated:
-                return False
-            # As on SQLite: the document is rewritten once per episode, with its log text.
-            conn.execute(_REINDEX_SQL, (activity_id,))
-        return True
-
-    def append_log(
-        self,
-        agent_id: str,
-        activity_id: str,
-        type: str,
-        content: str,
-        metadata: JsonObject,
-        created_at: datetime,
-    ) -> int | None:
-        with self.write() as conn:
-            # The row lock serialises appends to one activity, so seq is assigned atomically.
-            owner = conn.execute(
-                "SELECT 1 FROM agent_activities WHERE id = %s AND agent_id = %s FOR UPDATE",
-                (activity_id, agent_id),
-            ).fetchone()
-            if owner is None:
-                return None
-            row = conn.execute(
-                "INSERT INTO agent_activity_logs (activity_id, seq, type, content, metadata, "
-                "created_at) SELECT %s, COALESCE(MAX(seq), 0) + 1, %s, %s, %s::jsonb, %s "
-                "FROM agent_activity_logs WHERE activity_id = %s RETURNING seq",
-                (
-                    activity_id,
-                    clean_text(type),
-                    clean_text(content),
-                    clean_text(json_value(metadata) or "{}"),
-                    to_utc(created_at),
-                    activity_id,
-                ),
-            ).fetchone()
-        return None if row is None else int(row[0])
+    def _drop_search_documents(
+        self, conn: psycopg.Connection[Any], params: tuple[Any, ...]
+    ) -> None:
+        """Nothing to do: ``activity_search`` rows go with their activity (ON DELETE CASCADE)."""
+        del conn, params
 
     def search_activities(self, agent_id: str, query: str, *, limit: int = 10) -> list[ActivityHit]:
         """All terms first (AND); if that finds fewer than ``limit``, any term (OR) fills up.
@@ -241,11 +166,3 @@ class PostgresStore(PostgresTranscriptIndex, ActivityReads, SideTables):
         seen = set(strong)
         ordered = strong + [i for i in probe[: self.search_candidates] if i not in seen]
         return [(activity_id, 0.0) for activity_id in ordered[:limit]]
-
-    def prune_activities(self, agent_id: str, *, before: datetime) -> int:
-        # Logs and search documents go with their activity (ON DELETE CASCADE).
-        with self.write() as conn:
-            return conn.execute(
-                "DELETE FROM agent_activities WHERE agent_id = %s AND started_at < %s",
-                (agent_id, to_utc(before)),
-            ).rowcount

@@ -22,13 +22,17 @@ from typing import TYPE_CHECKING, Any
 from ..config import POSTGRES_URL_SCHEMES
 from ..errors import (
     BackendUnavailableError,
+    DatabaseMissingError,
     ExtraNotInstalledError,
     InvalidInputError,
+    LoginRefusedError,
+    SchemaMissingError,
     StorageError,
 )
 from ._records import RowDecoder
-from ._sql import DialectSql
-from .migrations import BOOKKEEPING_TABLE, Migrations
+from ._sql import SEARCH_CANDIDATES, DialectSql
+from .migrations import BOOKKEEPING_DDL, BOOKKEEPING_TABLE, Migrations
+from .pg_diagnose import diagnose
 
 if TYPE_CHECKING:
     import psycopg
@@ -159,8 +163,12 @@ def _acquire_pool(conninfo: str, connect_timeout: float) -> ConnectionPool[Any]:
             pool.open(wait=True, timeout=connect_timeout)
         except psycopg_pool.PoolTimeout as exc:
             pool.close(timeout=0)
+            found = diagnose(conninfo, timeout=connect_timeout)
+            if isinstance(found, (DatabaseMissingError, LoginRefusedError)):
+                raise found from exc
             raise BackendUnavailableError(
-                f"PostgreSQL unreachable within {connect_timeout:g} s: {_redact(conninfo)}"
+                f"PostgreSQL unreachable within {connect_timeout:g} s: {_redact(conninfo)}: "
+                "start the server or fix the host and port in the URL"
             ) from exc
         _POOLS[key] = _SharedPool(pool, 1)
         return pool
@@ -201,13 +209,7 @@ class PostgresMigrationTarget:
 
     def ensure_bookkeeping(self) -> None:
         with self.transaction() as conn:
-            conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {BOOKKEEPING_TABLE} ("
-                " migration_set TEXT NOT NULL,"
-                " name TEXT NOT NULL,"
-                " applied_at TEXT NOT NULL,"
-                " PRIMARY KEY (migration_set, name))"
-            )
+            conn.execute(BOOKKEEPING_DDL)
 
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
@@ -252,10 +254,13 @@ class PostgresDatabase:
         url: str,
         *,
         extra_migrations: Sequence[Migrations[psycopg.Connection[Any]]] = (),
+        search_candidates: int = SEARCH_CANDIDATES,
         connect_timeout: float = CONNECT_TIMEOUT_S,
         statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
     ) -> None:
         from .postgres_schema import migrations as markus_migrations
+
+        self.search_candidates = search_candidates
 
         if not is_postgres_url(url):
             raise InvalidInputError("a PostgreSQL URL starts with postgresql:// or postgres://")
@@ -271,6 +276,12 @@ class PostgresDatabase:
             self.migrate(markus_migrations)
             for extra in extra_migrations:
                 self.migrate(extra)
+        except StorageError as exc:
+            self.close()
+            found = diagnose(self._conninfo, timeout=connect_timeout)
+            if isinstance(found, SchemaMissingError):
+                raise found from exc
+            raise
         except BaseException:
             self.close()
             raise

@@ -1,41 +1,41 @@
 """SqliteStore: the default episodic backend in ``<home>/data.db``; activities and their search.
 
-Connections, transactions and migrations live in :mod:`.sqlite_conn`; mailbox and chat history
-in :mod:`.side_tables` (written once for both backends); the transcript index in
-:mod:`.sqlite_transcripts`. Row-to-record mapping shared with PostgreSQL is in :mod:`._records`.
+Connections, transactions and migrations live in :mod:`.sqlite_conn`. Written once for both
+backends over the :class:`~.dialect.Dialect`: activity reads and writes (:mod:`.activity_reads`,
+:mod:`.activity_writes`), mailbox and chat history (:mod:`.side_tables`), the transcript index
+(:mod:`.transcripts`). What stays here is SQLite's own: the FTS5 activity search and its
+documents, and the ids of new transcript messages inside the agent's rowid span.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from datetime import datetime
-from pathlib import Path
+from typing import Any
 
 from ..analysis import with_cjk_pairs
 from ._records import ACTIVITY_COLUMNS
+from ._sql import DialectSql
 from .activity_reads import ActivityReads
+from .activity_writes import DOOMED, ActivityWrites
 from .base import (
     Activity,
-    ActivityEnd,
     ActivityHit,
-    JsonObject,
+    TranscriptMessage,
     search_terms,
 )
-from .migrations import Migrations
+from .recall_index import Doc
 from .side_tables import SideTables
 from .sqlite_conn import (
     DECODE,
-    SEARCH_CANDIDATES,
+    SqliteDatabase,
     agent_span,
     bounded_rank,
     fts_match,
-    json_text,
     next_rowid,
-    to_iso,
 )
-from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS
-from .sqlite_transcripts import SqliteTranscriptIndex
+from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS, fill_activity_search
+from .transcripts import TranscriptTables, stored_message
 
 
 def _cjk(*texts: str | None) -> tuple[str | None, ...]:
@@ -53,101 +53,72 @@ def _new_doc(conn: sqlite3.Connection, activity_id: str, agent_id: str) -> int:
     return rowid
 
 
-class SqliteStore(SqliteTranscriptIndex, ActivityReads, SideTables):
+def _log_text(conn: sqlite3.Connection, activity_id: str) -> str:
+    """The first MAX_INDEXED_LOG_CHARS of an activity's log, lines in order."""
+    logs: list[str] = []
+    size = 0
+    for (content,) in conn.execute(
+        "SELECT content FROM agent_activity_logs WHERE activity_id = ? ORDER BY seq",
+        (activity_id,),
+    ):
+        text = str(content or "")
+        logs.append(text)
+        size += len(text) + 1
+        if size >= MAX_INDEXED_LOG_CHARS:
+            break
+    return "\n".join(logs)[:MAX_INDEXED_LOG_CHARS]
+
+
+class SqliteStore(SqliteDatabase, TranscriptTables, ActivityReads, ActivityWrites, SideTables):
     """Activities, mailbox, chat history and the transcript index in one SQLite file."""
 
-    def __init__(
-        self,
-        path: Path | str,
-        *,
-        extra_migrations: Sequence[Migrations[sqlite3.Connection]] = (),
-        search_candidates: int = SEARCH_CANDIDATES,
-    ) -> None:
-        super().__init__(
-            path, extra_migrations=extra_migrations, search_candidates=search_candidates
+    # -- transcripts (TranscriptTables) ------------------------------------------------------
+
+    def _add_messages(
+        self, sql: DialectSql, agent_id: str, messages: Sequence[TranscriptMessage]
+    ) -> list[Doc]:
+        # The write transaction holds the file: nothing else can insert meanwhile, and the
+        # ids continue the agent's span (sqlite_schema m004), so its rows stay together.
+        first = next_rowid(sql.conn, "transcript_messages", "id", agent_id)
+        rows = [
+            (first + n, agent_id, *stored_message(self.dialect, m)) for n, m in enumerate(messages)
+        ]
+        sql.many(
+            "INSERT INTO transcript_messages (id, agent_id, session_id, seq, role, content, "
+            "created_at, speaker, metadata) VALUES (?,?,?,?,?,?,?,?,?)",
+            rows,
         )
+        return [Doc(r[0], r[5], r[7], r[4]) for r in rows]
 
-    # -- activities ---------------------------------------------------------------------------
-
-    def insert_activity(self, activity: Activity) -> None:
+    def rebuild_derived(self) -> int:
+        """Recreate and refill everything derived from the stored rows: the activity search
+        and the recall index (one transaction); the number of messages indexed."""
         with self.write() as conn:
-            conn.execute(
-                "INSERT INTO agent_activities (id, agent_id, mailbox_item_id, type, label, "
-                "task_id, started_at, ended_at, total_tokens, total_tools, success, summary, "
-                "keywords, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    activity.id,
-                    activity.agent_id,
-                    activity.mailbox_item_id,
-                    activity.type,
-                    activity.label,
-                    activity.task_id,
-                    to_iso(activity.started_at),
-                    None if activity.ended_at is None else to_iso(activity.ended_at),
-                    activity.total_tokens,
-                    activity.total_tools,
-                    int(activity.success),
-                    activity.summary,
-                    ",".join(activity.keywords),
-                    to_iso(activity.started_at),
-                ),
-            )
-            rowid = _new_doc(conn, activity.id, activity.agent_id)
-            conn.execute(
-                "INSERT INTO activity_fts (rowid, label, summary, keywords, logs) "
-                "VALUES (?, ?, ?, ?, '')",
-                (rowid, *_cjk(activity.label, activity.summary, ",".join(activity.keywords))),
-            )
+            fill_activity_search(conn)
+            sql = self.dialect.bind(conn)
+            self.recreate(sql, "BLOB", " WITHOUT ROWID")
+            return self.rebuild(sql)
 
-    def end_activity(self, agent_id: str, activity_id: str, end: ActivityEnd) -> bool:
-        keywords = ",".join(end.keywords)
-        with self.write() as conn:
-            updated = conn.execute(
-                "UPDATE agent_activities SET ended_at = ?, total_tokens = ?, total_tools = ?, "
-                "success = ?, summary = ?, keywords = ? WHERE id = ? AND agent_id = ?",
-                (
-                    to_iso(end.ended_at),
-                    end.total_tokens,
-                    end.total_tools,
-                    int(end.success),
-                    end.summary,
-                    keywords,
-                    activity_id,
-                    agent_id,
-                ),
-            ).rowcount
-            if not updated:
-                return False
-            self._reindex_activity(conn, activity_id)
-        return True
+    # -- activity search documents (ActivityWrites keeps them current) ------------------------
 
-    def _reindex_activity(self, conn: sqlite3.Connection, activity_id: str) -> None:
-        # An activity's document is written at start (label) and rewritten at end with its
-        # summary, keywords and log text: one FTS update per episode, not one per log line.
-        doc = conn.execute(
-            "SELECT rowid FROM activity_search_docs WHERE activity_id = ?", (activity_id,)
-        ).fetchone()
+    def _index_activity(
+        self, conn: sqlite3.Connection, activity_id: str, *, fresh: bool = False
+    ) -> None:
+        # The document holds the label, summary and keywords and the first
+        # MAX_INDEXED_LOG_CHARS of the log text, in the agent's rowid span (m004).
         row = conn.execute(
-            "SELECT label, summary, keywords FROM agent_activities WHERE id = ?", (activity_id,)
-        ).fetchone()
-        logs: list[str] = []
-        size = 0
-        for (content,) in conn.execute(
-            "SELECT content FROM agent_activity_logs WHERE activity_id = ? ORDER BY seq",
+            "SELECT label, summary, keywords, agent_id FROM agent_activities WHERE id = ?",
             (activity_id,),
-        ):
-            text = str(content or "")
-            logs.append(text)
-            size += len(text) + 1
-            if size >= MAX_INDEXED_LOG_CHARS:
-                break
+        ).fetchone()
         values = (row["label"], row["summary"] or "", row["keywords"] or "")
-        log_text = "\n".join(logs)[:MAX_INDEXED_LOG_CHARS]
+        doc = None
+        if not fresh:
+            doc = conn.execute(
+                "SELECT rowid FROM activity_search_docs WHERE activity_id = ?", (activity_id,)
+            ).fetchone()
+        log_text = "" if fresh else _log_text(conn, activity_id)
         if doc is None:
-            agent = conn.execute(
-                "SELECT agent_id FROM agent_activities WHERE id = ?", (activity_id,)
-            ).fetchone()[0]
-            rowid = _new_doc(conn, activity_id, str(agent))
+            rowid = _new_doc(conn, activity_id, str(row["agent_id"]))
         else:
             rowid = doc[0]
             conn.execute("DELETE FROM activity_fts WHERE rowid = ?", (rowid,))
@@ -157,36 +128,14 @@ class SqliteStore(SqliteTranscriptIndex, ActivityReads, SideTables):
             (rowid, *_cjk(*values, log_text)),
         )
 
-    def append_log(
-        self,
-        agent_id: str,
-        activity_id: str,
-        type: str,
-        content: str,
-        metadata: JsonObject,
-        created_at: datetime,
-    ) -> int | None:
-        encoded = json_text(metadata) or "{}"
-        with self.write() as conn:
-            owner = conn.execute(
-                "SELECT 1 FROM agent_activities WHERE id = ? AND agent_id = ?",
-                (activity_id, agent_id),
-            ).fetchone()
-            if owner is None:
-                return None
-            seq = int(
-                conn.execute(
-                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM agent_activity_logs "
-                    "WHERE activity_id = ?",
-                    (activity_id,),
-                ).fetchone()[0]
-            )
-            conn.execute(
-                "INSERT INTO agent_activity_logs (activity_id, seq, type, content, metadata, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (activity_id, seq, type, content, encoded, to_iso(created_at)),
-            )
-        return seq
+    def _drop_search_documents(self, conn: sqlite3.Connection, params: tuple[Any, ...]) -> None:
+        # FTS5 rows have no foreign key: they go by the rowids of their documents.
+        conn.execute(
+            "DELETE FROM activity_fts WHERE rowid IN (SELECT rowid FROM "
+            f"activity_search_docs WHERE activity_id IN ({DOOMED}))",
+            params,
+        )
+        conn.execute(f"DELETE FROM activity_search_docs WHERE activity_id IN ({DOOMED})", params)
 
     def search_activities(self, agent_id: str, query: str, *, limit: int = 10) -> list[ActivityHit]:
         """All terms first (AND); if that finds fewer than ``limit``, any term (OR) fills up.
@@ -265,25 +214,3 @@ class SqliteStore(SqliteTranscriptIndex, ActivityReads, SideTables):
                 (*ids, agent_id),
             ).fetchall()
         return {r["id"]: DECODE.activity(r) for r in rows}
-
-    def prune_activities(self, agent_id: str, *, before: datetime) -> int:
-        cutoff = to_iso(before)
-        with self.write() as conn:
-            doomed = "SELECT id FROM agent_activities WHERE agent_id = ? AND started_at < ?"
-            conn.execute(
-                "DELETE FROM activity_fts WHERE rowid IN (SELECT rowid FROM "
-                f"activity_search_docs WHERE activity_id IN ({doomed}))",
-                (agent_id, cutoff),
-            )
-            conn.execute(
-                f"DELETE FROM activity_search_docs WHERE activity_id IN ({doomed})",
-                (agent_id, cutoff),
-            )
-            conn.execute(
-                f"DELETE FROM agent_activity_logs WHERE activity_id IN ({doomed})",
-                (agent_id, cutoff),
-            )
-            return conn.execute(
-                "DELETE FROM agent_activities WHERE agent_id = ? AND started_at < ?",
-                (agent_id, cutoff),
-            ).rowcount

@@ -24,7 +24,7 @@ from ..config import iso_ms, parse_iso
 from ..errors import InvalidInputError, StorageError
 from ._records import EPOCH as EPOCH
 from ._records import RowDecoder
-from ._sql import DialectSql
+from ._sql import SEARCH_CANDIDATES, DialectSql
 from .migrations import Migrations, SqliteMigrationTarget
 from .sqlite_schema import SLOT_SHIFT
 from .sqlite_schema import migrations as markus_migrations
@@ -36,8 +36,6 @@ BUSY_TIMEOUT_MS = 5000
 MMAP_BYTES = 256 * 1024 * 1024
 CACHE_KIB = 16 * 1024
 """Page cache per connection (connections are shared by every store on a file)."""
-# A search ranks by bm25 only match sets up to this size (see bounded_rank).
-SEARCH_CANDIDATES = 2000
 
 
 def to_iso(moment: datetime) -> str:

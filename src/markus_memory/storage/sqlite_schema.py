@@ -11,6 +11,7 @@ import sqlite3
 
 from ..analysis import with_cjk_pairs
 from .migrations import Migrations
+from .schema_tables import MARKUS_INDEXES, SQLITE_TYPES, markus_tables, transcript_record
 
 MIGRATION_SET = "markus"
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -27,88 +28,8 @@ migrations: Migrations[sqlite3.Connection] = Migrations(MIGRATION_SET)
 
 @migrations()
 def m001_markus_tables(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        """CREATE TABLE IF NOT EXISTS agent_activities (
-  id TEXT PRIMARY KEY,
-  agent_id TEXT NOT NULL,
-  mailbox_item_id TEXT,
-  type TEXT NOT NULL,
-  label TEXT NOT NULL,
-  task_id TEXT,
-  started_at TEXT NOT NULL,
-  ended_at TEXT,
-  total_tokens INTEGER DEFAULT 0,
-  total_tools INTEGER DEFAULT 0,
-  success INTEGER DEFAULT 1,
-  summary TEXT DEFAULT '',
-  keywords TEXT DEFAULT '',
-  created_at TEXT NOT NULL DEFAULT (datetime('now'))
-)"""
-    )
-    conn.execute(
-        """CREATE TABLE IF NOT EXISTS agent_activity_logs (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  activity_id TEXT NOT NULL REFERENCES agent_activities(id) ON DELETE CASCADE,
-  seq INTEGER NOT NULL,
-  type TEXT NOT NULL,
-  content TEXT NOT NULL DEFAULT '',
-  metadata TEXT DEFAULT '{}',
-  created_at TEXT NOT NULL DEFAULT (datetime('now'))
-)"""
-    )
-    conn.execute(
-        """CREATE TABLE IF NOT EXISTS mailbox_items (
-  id TEXT PRIMARY KEY,
-  agent_id TEXT NOT NULL,
-  source_type TEXT NOT NULL,
-  priority INTEGER DEFAULT 2,
-  status TEXT DEFAULT 'queued',
-  payload TEXT,
-  metadata TEXT,
-  queued_at TEXT NOT NULL,
-  started_at TEXT,
-  completed_at TEXT,
-  deferred_until TEXT,
-  merged_into TEXT,
-  retry_count INTEGER DEFAULT 0
-)"""
-    )
-    conn.execute(
-        """CREATE TABLE IF NOT EXISTS agent_decisions (
-  id TEXT PRIMARY KEY,
-  agent_id TEXT NOT NULL,
-  decision_type TEXT NOT NULL,
-  mailbox_item_id TEXT NOT NULL,
-  context TEXT,
-  reasoning TEXT,
-  outcome TEXT,
-  created_at TEXT NOT NULL DEFAULT (datetime('now'))
-)"""
-    )
-    conn.execute(
-        """CREATE TABLE IF NOT EXISTS chat_sessions (
-  id TEXT PRIMARY KEY,
-  agent_id TEXT NOT NULL,
-  user_id TEXT,
-  title TEXT,
-  is_main INTEGER NOT NULL DEFAULT 0,
-  metadata TEXT,
-  created_at TEXT NOT NULL DEFAULT (datetime('now')),
-  last_message_at TEXT
-)"""
-    )
-    conn.execute(
-        """CREATE TABLE IF NOT EXISTS chat_messages (
-  id TEXT PRIMARY KEY,
-  session_id TEXT NOT NULL REFERENCES chat_sessions(id) ON DELETE CASCADE,
-  agent_id TEXT NOT NULL,
-  role TEXT NOT NULL,
-  content TEXT NOT NULL DEFAULT '',
-  metadata TEXT,
-  tokens_used INTEGER DEFAULT 0,
-  created_at TEXT NOT NULL DEFAULT (datetime('now'))
-)"""
-    )
+    for statement in markus_tables(SQLITE_TYPES):
+        conn.execute(statement)
 
 
 # Columns Markus added to older databases with "add column if missing".
@@ -132,19 +53,8 @@ def m002_add_missing_columns(conn: sqlite3.Connection) -> None:
 
 @migrations()
 def m003_markus_indexes(conn: sqlite3.Connection) -> None:
-    for statement in (
-        "idx_activities_agent_started ON agent_activities(agent_id, started_at DESC)",
-        "idx_activities_mailbox_item ON agent_activities(mailbox_item_id)",
-        "idx_activity_logs_activity_seq ON agent_activity_logs(activity_id, seq)",
-        "idx_mailbox_agent_status ON mailbox_items(agent_id, status)",
-        "idx_mailbox_agent_priority ON mailbox_items(agent_id, priority, queued_at)",
-        "idx_mailbox_agent_source ON mailbox_items(agent_id, source_type)",
-        "idx_decisions_agent_created ON agent_decisions(agent_id, created_at)",
-        "idx_decisions_mailbox_item ON agent_decisions(mailbox_item_id)",
-        "idx_chat_sessions_agent_last ON chat_sessions(agent_id, last_message_at)",
-        "idx_chat_messages_session_created ON chat_messages(session_id, created_at)",
-    ):
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {statement}")
+    for statement in MARKUS_INDEXES:
+        conn.execute(statement)
 
 
 @migrations()
@@ -261,17 +171,8 @@ def m006_transcript_record(conn: sqlite3.Connection) -> None:
     # The transcript becomes the durable record of every session message: who spoke and the
     # message metadata, plus a per-session mark of how far the store holds the session (to
     # import session files written before the store, or past it, once).
-    conn.execute("ALTER TABLE transcript_messages ADD COLUMN speaker TEXT")
-    conn.execute("ALTER TABLE transcript_messages ADD COLUMN metadata TEXT")
-    conn.execute(
-        """CREATE TABLE transcript_marks (
-  agent_id TEXT NOT NULL,
-  session_id TEXT NOT NULL,
-  next_seq INTEGER NOT NULL,
-  synced_at TEXT NOT NULL,
-  PRIMARY KEY (agent_id, session_id)
-)"""
-    )
+    for statement in transcript_record(SQLITE_TYPES):
+        conn.execute(statement)
 
 
 @migrations()

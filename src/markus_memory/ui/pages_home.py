@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from ..backend import open_backend
 from ..dream import dream_history
 from ..memory import AgentMemory
 
@@ -86,7 +87,7 @@ def agents_endpoint(ui: UI) -> Callable[[Request], Awaitable[Response]]:
             {
                 "cards": listed,
                 "home": ui.settings.home,
-                "database": ui.settings.database_url is not None,
+                "database": open_backend(ui.settings).kind == "postgres",
                 "now": ui.settings.clock(),
                 "agents": [c.agent for c in listed],
                 "tab": "agents",
