@@ -152,17 +152,16 @@ def record(url: str | None, texts: list[str], variant: str) -> tuple[float, floa
     ``tsvector`` column and its GIN index, whose pending list is merged within the time): the
     append path before the recall index."""
     from markus_memory.search.transcript_writer import MAX_BATCH
-    from markus_memory.storage import postgres_transcripts, sqlite_transcripts
+    from markus_memory.storage import transcripts
     from markus_memory.storage.base import TranscriptMessage
 
-    module = sqlite_transcripts if url is None else postgres_transcripts
     messages = [
         TranscriptMessage("ingest", "s", i, "user", text, fixture.T0 + timedelta(seconds=i))
         for i, text in enumerate(texts)
     ]
     with fresh_store(url, variant.replace(" ", "_")) as store, contextlib.ExitStack() as stack:
         if variant != "recall index":
-            stack.enter_context(mock.patch.object(module, "index_docs", lambda *a, **k: None))
+            stack.enter_context(mock.patch.object(transcripts, "index_docs", lambda *a, **k: None))
         if variant == "eb3b962":
             with store.write() as conn:
                 for statement in EB3B962_FULL_TEXT["sqlite" if url is None else "postgres"]:
