@@ -240,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         home, url, built_us = fixture.build(
             f"recall-{args.messages}", ["bench"], args.messages, pg_url=pg
         )
+        fixture.settle(url)
         runs = cold(home, url, queries, args.processes)
         latencies, cpu = warm(home, url, queries)
         appends, background_us = append_into(home, url)
