@@ -21,6 +21,8 @@ from ..storage.sqlite import SqliteStore
 from ..storage.sqlite_conn import damaged, open_sqlite, sqlite_error
 from ..transfer import MOVED_MARKER
 from ._common import Check, console, emit_json, json_option, plain, progress, settings_of, table
+from ._doctor_pg import SUBJECT as PG_SUBJECT
+from ._doctor_pg import apply_pending, postgres_checks
 from ._maintain import (
     derived_problems,
     pending_migration,
@@ -151,7 +153,8 @@ def planned(item: Check) -> str:
     if item.check == "legacy migration":
         return "migrate MEMORY.md / memories.json into knowledge.md and state.md (as `migrate`)"
     if item.check == "schema current":
-        return "apply the pending database migrations to data.db"
+        where = "the PostgreSQL database" if item.subject == PG_SUBJECT else "data.db"
+        return f"apply the pending database migrations to {where}"
     if item.check == "derived data":
         return (
             "rebuild everything derived from the files for every agent (as `reindex`): search "
@@ -172,6 +175,8 @@ def fix_one(settings: Settings, item: Check) -> str:
         return repair_session(settings, item.subject, item.check.removeprefix("session "))
     if item.check == "legacy migration":
         open_agent(item.subject, settings=settings).close()
+    elif item.check == "schema current" and item.subject == PG_SUBJECT:
+        return apply_pending(settings)
     elif item.check == "schema current":
         SqliteStore(settings.database_path).close()
         open_sqlite_index(settings.database_path).close()
@@ -221,6 +226,8 @@ def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -
         found: list[Check] = []
         with progress(not as_json) as bar:
             task = bar.add_task("checking", total=len(agents) + 1)
+            # Before the agents: opening one applies pending PostgreSQL migrations.
+            found.extend(postgres_checks(settings))
             for name in agents:
                 found.extend(agent_checks(settings, name))
                 bar.advance(task)

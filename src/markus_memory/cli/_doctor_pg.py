@@ -1,0 +1,125 @@
+"""doctor on PostgreSQL: the server answers, its schema is current, derived data is whole.
+
+Read only. Opening a store would apply pending migrations, and a check changes nothing, so
+the checks run on a plain connection in a read-only transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..config import Settings
+from ..errors import BackendUnavailableError, MarkusMemoryError
+from ..storage import knowledge_schema, kv, postgres_schema
+from ..storage.audit import PG_MIGRATIONS as DREAM_MIGRATIONS
+from ..storage.knowledge_schema import SEARCH_TABLES
+from ..storage.migrations import BOOKKEEPING_TABLE, Migrations
+from ..storage.pg_diagnose import diagnose
+from ..storage.pg_documents import documents_migrations
+from ..storage.postgres_conn import CONNECT_TIMEOUT_S, conninfo_with_timeouts
+from ..storage.recall_index import RECALL_TABLES
+from ._common import Check
+
+SUBJECT = "postgresql"
+POSTGRES_MIGRATIONS: tuple[Migrations[Any], ...] = (
+    postgres_schema.migrations,
+    knowledge_schema.postgres_migrations,
+    kv.postgres_migrations,
+    DREAM_MIGRATIONS,
+    documents_migrations,
+)
+"""Every migration set a PostgreSQL database of markus-memory can hold."""
+DERIVED = (
+    ("markus", ("activity_search",), "activity search (from the activities)"),
+    ("markus", RECALL_TABLES, "conversation recall index (from the transcripts)"),
+    ("search-index", SEARCH_TABLES, "knowledge search index (from knowledge.md)"),
+)
+
+
+def postgres_checks(settings: Settings) -> list[Check]:
+    """The database of ``settings.database_url`` answers, every migration set it has started
+    is current, and its derived tables are present and whole."""
+    url = settings.database_url
+    if url is None:
+        return []
+    try:
+        import psycopg
+    except ImportError as exc:
+        return [Check(SUBJECT, "reachable", False, f"the [postgres] extra is missing: {exc}")]
+    try:
+        conn = psycopg.connect(
+            conninfo_with_timeouts(url, CONNECT_TIMEOUT_S, 30_000), autocommit=True
+        )
+    except psycopg.Error as exc:
+        found = diagnose(url) or BackendUnavailableError(f"PostgreSQL: {exc}")
+        return [Check(SUBJECT, "reachable", False, str(found))]
+    try:
+        with conn, conn.transaction():
+            conn.execute("SET TRANSACTION READ ONLY")
+            return [Check(SUBJECT, "reachable", True), *_schema_checks(conn)]
+    except (psycopg.Error, MarkusMemoryError) as exc:
+        return [Check(SUBJECT, "readable", False, str(exc))]
+
+
+def _schema_checks(conn: Any) -> list[Check]:
+    def exists(table: str) -> bool:
+        return conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None
+
+    if not exists(BOOKKEEPING_TABLE):
+        return [Check(SUBJECT, "database", True, "not created yet")]
+    applied: dict[str, set[str]] = {}
+    for migration_set, name in conn.execute(
+        f"SELECT migration_set, name FROM {BOOKKEEPING_TABLE}"
+    ).fetchall():
+        applied.setdefault(str(migration_set), set()).add(str(name))
+    pending = [
+        f"{m.name}/{name}"
+        for m in POSTGRES_MIGRATIONS
+        if m.name in applied
+        for name in (migration.name for migration in m.migrations)
+        if name not in applied[m.name]
+    ]
+    checks = [Check(SUBJECT, "schema current", not pending, ", ".join(pending), fixable=True)]
+    behind = {name.split("/")[0] for name in pending}
+    problems = []
+    for migration_set, tables, rebuilt_by in DERIVED:
+        if migration_set in applied and migration_set not in behind:
+            missing = [t for t in tables if not exists(t)]
+            if missing:
+                problems.append(f"{rebuilt_by}: missing {', '.join(missing)}")
+    if not problems and "markus" in applied and "markus" not in behind:
+        indexed = conn.execute("SELECT COALESCE(SUM(docs), 0) FROM recall_agents").fetchone()[0]
+        held = conn.execute(
+            "SELECT count(*) FROM transcript_messages WHERE btrim(content, E' \\t\\n\\r') <> ''"
+        ).fetchone()[0]
+        if int(indexed) != int(held):
+            problems.append(
+                f"conversation recall index holds {indexed} of {held} transcript messages"
+            )
+    detail = "; ".join(problems) + " (fix: reindex)" if problems else ""
+    checks.append(Check(SUBJECT, "derived data", not problems, detail, fixable=True))
+    return checks
+
+
+def apply_pending(settings: Settings) -> str:
+    """Apply the pending migrations of every set the database has started (the repair of
+    "schema current"); what was applied."""
+    from ..storage.postgres_conn import PostgresDatabase
+
+    url = settings.database_url
+    if url is None:
+        return "nothing to do"
+    database = PostgresDatabase(url)  # applies the markus set
+    try:
+        done = []
+        for migrations in POSTGRES_MIGRATIONS[1:]:
+            with database.read() as conn:
+                started = conn.execute(
+                    f"SELECT 1 FROM {BOOKKEEPING_TABLE} WHERE migration_set = %s LIMIT 1",
+                    (migrations.name,),
+                ).fetchone()
+            if started:
+                done.extend(database.migrate(migrations))
+    finally:
+        database.close()
+    return f"applied {', '.join(done)}" if done else "done"
