@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -84,3 +85,27 @@ def load(path: Path) -> list[LocomoConversation]:
             )
         )
     return conversations
+
+
+class ReplayClock:
+    """An agent's clock, set to each turn's date while a conversation is recorded."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now().astimezone()
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def record(mem: Any, conv: LocomoConversation, clock: ReplayClock) -> None:
+    """Append every turn of ``conv`` to the agent ``mem`` (an ``AgentMemory`` whose clock is
+    ``clock``) as its speakers said it, at the turn's time: the first speaker as the user, one
+    session per LoCoMo session, the turn's id and speaker in the metadata."""
+    for turn in conv.turns:
+        clock.now = turn.date
+        sid = f"session_{turn.session}"
+        if turn.position == 0:
+            mem.sessions.get_or_create(sid)
+        role = "user" if turn.speaker == conv.speakers[0] else "assistant"
+        metadata = {"dia_id": turn.dia_id, "speaker": turn.speaker}
+        mem.sessions.append(sid, {"role": role, "content": turn.text, "metadata": metadata})

@@ -24,30 +24,19 @@ import json
 import sys
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 import _locomo_loo  # noqa: E402
 import _markus_keyword as markus  # noqa: E402
-from _locomo_data import CATEGORIES, LocomoConversation, load  # noqa: E402
+from _locomo_data import CATEGORIES, LocomoConversation, ReplayClock, load, record  # noqa: E402
 from _locomo_tables import Result, breakdown, format_breakdown  # noqa: E402
 from _metrics import KS, summarize  # noqa: E402
 from markus_memory import open_agent  # noqa: E402
 from markus_memory.config import Settings  # noqa: E402
 
 DEPTH = max(KS)
-
-
-class _Clock:
-    """The agent's clock, set to each LoCoMo session's date while its turns are appended."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now().astimezone()
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def run_memory(
@@ -64,19 +53,12 @@ def run_memory(
     latencies: list[float] = []
     ingest = 0.0
     for conv in conversations:
-        clock = _Clock()
+        clock = ReplayClock()
         started = time.perf_counter()
         settings = Settings(home=home, clock=clock, database_url=database_url)
         agent = f"locomo-{home.name}-{conv.sample_id}"
         mem = open_agent(agent, settings=settings, embedder=embedder)  # type: ignore[arg-type]
-        for turn in conv.turns:
-            clock.now = turn.date
-            sid = f"session_{turn.session}"
-            if turn.position == 0:
-                mem.sessions.get_or_create(sid)
-            role = "user" if turn.speaker == conv.speakers[0] else "assistant"
-            metadata = {"dia_id": turn.dia_id, "speaker": turn.speaker}
-            mem.sessions.append(sid, {"role": role, "content": turn.text, "metadata": metadata})
+        record(mem, conv, clock)
         if reopen:
             mem.close()
             mem = open_agent(agent, settings=settings, embedder=embedder)  # type: ignore[arg-type]

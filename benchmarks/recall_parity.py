@@ -15,12 +15,11 @@ import os
 import secrets
 import sys
 import tempfile
-from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _locomo_data import load  # noqa: E402
+from _locomo_data import ReplayClock, load, record  # noqa: E402
 from _metrics import summarize  # noqa: E402
 from _recall_fixture import pg_schema_url  # noqa: E402
 from markus_memory import open_agent  # noqa: E402
@@ -29,18 +28,11 @@ from markus_memory.config import Settings  # noqa: E402
 
 def ranked(path: Path, home: Path, url: str | None) -> list[tuple[int, list[str], set[str]]]:
     out = []
-    now = [datetime.now().astimezone()]
-    settings = Settings(home=home, clock=lambda: now[0], database_url=url)
+    clock = ReplayClock()
+    settings = Settings(home=home, clock=clock, database_url=url)
     for conv in load(path):
         with open_agent(f"locomo-{conv.sample_id}", settings=settings) as mem:
-            for turn in conv.turns:
-                now[0] = turn.date
-                sid = f"session_{turn.session}"
-                if turn.position == 0:
-                    mem.sessions.get_or_create(sid)
-                role = "user" if turn.speaker == conv.speakers[0] else "assistant"
-                metadata = {"dia_id": turn.dia_id, "speaker": turn.speaker}
-                mem.sessions.append(sid, {"role": role, "content": turn.text, "metadata": metadata})
+            record(mem, conv, clock)
             for q in conv.questions:
                 hits = mem.recall_conversation(q.question, limit=10, neighbours=0)
                 ids = [str(h.metadata.get("dia_id")) for h in hits]
