@@ -12,13 +12,12 @@ from ..config import Settings
 from ..errors import BackendUnavailableError, MarkusMemoryError
 from ..storage import knowledge_schema, kv, postgres_schema
 from ..storage.audit import PG_MIGRATIONS as DREAM_MIGRATIONS
-from ..storage.knowledge_schema import SEARCH_TABLES
 from ..storage.migrations import BOOKKEEPING_TABLE, Migrations
 from ..storage.pg_diagnose import diagnose
 from ..storage.pg_documents import documents_migrations
 from ..storage.postgres_conn import CONNECT_TIMEOUT_S, conninfo_with_timeouts
-from ..storage.recall_index import RECALL_TABLES
 from ._common import Check
+from ._maintain import derived_gaps
 
 SUBJECT = "postgresql"
 POSTGRES_MIGRATIONS: tuple[Migrations[Any], ...] = (
@@ -29,11 +28,6 @@ POSTGRES_MIGRATIONS: tuple[Migrations[Any], ...] = (
     documents_migrations,
 )
 """Every migration set a PostgreSQL database of markus-memory can hold."""
-DERIVED = (
-    ("markus", ("activity_search",), "activity search (from the activities)"),
-    ("markus", RECALL_TABLES, "conversation recall index (from the transcripts)"),
-    ("search-index", SEARCH_TABLES, "knowledge search index (from knowledge.md)"),
-)
 
 
 def postgres_checks(settings: Settings) -> list[Check]:
@@ -81,21 +75,9 @@ def _schema_checks(conn: Any) -> list[Check]:
     ]
     checks = [Check(SUBJECT, "schema current", not pending, ", ".join(pending), fixable=True)]
     behind = {name.split("/")[0] for name in pending}
-    problems = []
-    for migration_set, tables, rebuilt_by in DERIVED:
-        if migration_set in applied and migration_set not in behind:
-            missing = [t for t in tables if not exists(t)]
-            if missing:
-                problems.append(f"{rebuilt_by}: missing {', '.join(missing)}")
-    if not problems and "markus" in applied and "markus" not in behind:
-        indexed = conn.execute("SELECT COALESCE(SUM(docs), 0) FROM recall_agents").fetchone()[0]
-        held = conn.execute(
-            "SELECT count(*) FROM transcript_messages WHERE btrim(content, E' \\t\\n\\r') <> ''"
-        ).fetchone()[0]
-        if int(indexed) != int(held):
-            problems.append(
-                f"conversation recall index holds {indexed} of {held} transcript messages"
-            )
+    problems = derived_gaps(
+        "postgres", applied, behind, exists, lambda sql: int(conn.execute(sql).fetchone()[0])
+    )
     detail = "; ".join(problems) + " (fix: reindex)" if problems else ""
     checks.append(Check(SUBJECT, "derived data", not problems, detail, fixable=True))
     return checks
@@ -111,14 +93,14 @@ def apply_pending(settings: Settings) -> str:
         return "nothing to do"
     database = PostgresDatabase(url)  # applies the markus set
     try:
+        with database.read() as conn:
+            started = {
+                str(r[0])
+                for r in conn.execute(f"SELECT DISTINCT migration_set FROM {BOOKKEEPING_TABLE}")
+            }
         done = []
-        for migrations in POSTGRES_MIGRATIONS[1:]:
-            with database.read() as conn:
-                started = conn.execute(
-                    f"SELECT 1 FROM {BOOKKEEPING_TABLE} WHERE migration_set = %s LIMIT 1",
-                    (migrations.name,),
-                ).fetchone()
-            if started:
+        for migrations in POSTGRES_MIGRATIONS:
+            if migrations.name in started:
                 done.extend(database.migrate(migrations))
     finally:
         database.close()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,29 +105,70 @@ class DerivedSet:
     migration_set: str
     tables: tuple[str, ...]
     rebuilt_by: str
+    postgres_tables: tuple[str, ...] | None = None
+    """The tables on PostgreSQL, where they differ."""
 
 
 DERIVED_SETS = (
-    DerivedSet("markus", ACTIVITY_SEARCH_TABLES, "activity search (from the activities)"),
+    DerivedSet(
+        "markus",
+        ACTIVITY_SEARCH_TABLES,
+        "activity search (from the activities)",
+        postgres_tables=("activity_search",),
+    ),
     DerivedSet("markus", RECALL_TABLES, "conversation recall index (from the transcripts)"),
     DerivedSet("search-index", SEARCH_TABLES, "knowledge search index (from knowledge.md)"),
 )
+WITH_TEXT = {
+    "sqlite": "trim(content, ' ' || char(9, 10, 13)) <> ''",
+    "postgres": "btrim(content, E' \\t\\n\\r') <> ''",
+}
+"""A transcript message with text: the recall index holds each of them."""
 
 
-def derived_problems(conn: sqlite3.Connection, behind: Collection[str] = frozenset()) -> list[str]:
-    """Missing or damaged derived tables of the migration sets ``data.db`` has started
-    (those ``behind`` on their migrations are left to the schema check)."""
-    started = {
-        str(r[0]) for r in conn.execute(f"SELECT DISTINCT migration_set FROM {BOOKKEEPING_TABLE}")
-    }
-    present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
+def derived_gaps(
+    backend: str,
+    started: Collection[str],
+    behind: Collection[str],
+    exists: Callable[[str], bool],
+    count: Callable[[str], int],
+) -> list[str]:
+    """Missing derived tables of the migration sets the database has started (those
+    ``behind`` on their migrations are left to the schema check), and a recall index that
+    does not hold every transcript message with text; ``count`` runs a ``SELECT`` of one
+    number."""
     problems = []
     for group in DERIVED_SETS:
         if group.migration_set not in started or group.migration_set in behind:
             continue
-        missing = [t for t in group.tables if t not in present]
+        tables = group.postgres_tables if backend == "postgres" else None
+        missing = [t for t in tables or group.tables if not exists(t)]
         if missing:
             problems.append(f"{group.rebuilt_by}: missing {', '.join(missing)}")
+    recall = "markus" in started and "markus" not in behind
+    if recall and exists("recall_agents") and exists("transcript_messages"):
+        indexed = count("SELECT COALESCE(SUM(docs), 0) FROM recall_agents")
+        held = count(f"SELECT count(*) FROM transcript_messages WHERE {WITH_TEXT[backend]}")
+        if indexed != held:
+            problems.append(
+                f"conversation recall index holds {indexed} of {held} transcript messages"
+            )
+    return problems
+
+
+def derived_problems(conn: sqlite3.Connection, behind: Collection[str] = frozenset()) -> list[str]:
+    """:func:`derived_gaps` of ``data.db``, and its damaged FTS5 tables."""
+    started = {
+        str(r[0]) for r in conn.execute(f"SELECT DISTINCT migration_set FROM {BOOKKEEPING_TABLE}")
+    }
+    present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
+    problems = derived_gaps(
+        "sqlite",
+        started,
+        behind,
+        present.__contains__,
+        lambda sql: int(conn.execute(sql).fetchone()[0]),
+    )
     for fts in FTS_TABLES:
         if fts in present:
             try:
@@ -136,16 +177,6 @@ def derived_problems(conn: sqlite3.Connection, behind: Collection[str] = frozens
                 if getattr(exc, "sqlite_errorname", "").startswith("SQLITE_READONLY"):
                     continue  # FTS5 checks by writing; a read-only file had PRAGMA quick_check
                 problems.append(f"{fts} damaged: {exc}")
-    if {"recall_agents", "transcript_messages"} <= present and "markus" not in behind:
-        indexed = conn.execute("SELECT COALESCE(SUM(docs), 0) FROM recall_agents").fetchone()[0]
-        held = conn.execute(
-            "SELECT count(*) FROM transcript_messages "
-            "WHERE trim(content, ' ' || char(9, 10, 13)) <> ''"
-        ).fetchone()[0]
-        if int(indexed) != int(held):
-            problems.append(
-                f"conversation recall index holds {indexed} of {held} transcript messages"
-            )
     return problems
 
 
