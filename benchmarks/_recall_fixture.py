@@ -105,7 +105,10 @@ def settle(url: str | None) -> None:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE")
+        tables = conn.execute(
+            "SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = current_schema()"
+        ).fetchall()
+        conn.execute(f"VACUUM ANALYZE {', '.join(t[0] for t in tables)}")
 
 
 def build(
