@@ -15,7 +15,11 @@ from ..storage.audit import PG_MIGRATIONS as DREAM_MIGRATIONS
 from ..storage.migrations import BOOKKEEPING_TABLE, Migrations
 from ..storage.pg_diagnose import diagnose
 from ..storage.pg_documents import documents_migrations
-from ..storage.postgres_conn import CONNECT_TIMEOUT_S, conninfo_with_timeouts
+from ..storage.postgres_conn import (
+    CONNECT_TIMEOUT_S,
+    STATEMENT_TIMEOUT_MS,
+    conninfo_with_timeouts,
+)
 from ._common import Check
 from ._maintain import derived_gaps
 
@@ -42,7 +46,7 @@ def postgres_checks(settings: Settings) -> list[Check]:
         return [Check(SUBJECT, "reachable", False, f"the [postgres] extra is missing: {exc}")]
     try:
         conn = psycopg.connect(
-            conninfo_with_timeouts(url, CONNECT_TIMEOUT_S, 30_000), autocommit=True
+            conninfo_with_timeouts(url, CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_MS), autocommit=True
         )
     except psycopg.Error as exc:
         found = diagnose(url) or BackendUnavailableError(f"PostgreSQL: {exc}")
