@@ -15,7 +15,7 @@ import hashlib
 import re
 import threading
 import unicodedata
-from collections import Counter
+from collections import Counter, _count_elements  # type: ignore[attr-defined]  # C counter
 
 import Stemmer
 
@@ -118,6 +118,40 @@ def cjk_phrase(term: str) -> str:
 def analyse(text: str) -> Counter[str]:
     """Term frequencies of a document (its length is their sum)."""
     return Counter(tokens(text))
+
+
+WORD_CACHE_SIZE = 1 << 17
+"""Words whose term key :func:`term_counts` remembers (emptied when full)."""
+# An ASCII word is the run of letters and digits between other characters, lower-cased: one
+# translation of the text and a split give the same words as ``_WORD`` on its lower case.
+_ASCII_WORDS = str.maketrans(
+    {chr(i): chr(i).lower() if chr(i).isalnum() else " " for i in range(128)}
+)
+
+
+class _WordKeys(dict[str, int]):
+    """Lower-cased ASCII word -> the term key of its stem, filled on first use."""
+
+    def __missing__(self, word: str) -> int:
+        if len(self) >= WORD_CACHE_SIZE:
+            self.clear()
+        key = self[word] = term_key(_stemmer().stemWord(word))
+        return key
+
+
+_WORD_KEYS = _WordKeys()
+
+
+def term_counts(text: str) -> dict[int, int]:
+    """Term frequencies of a document keyed by :func:`term_key` (what the store's term tables
+    hold): the same as ``analyse`` then ``term_key``, with each ASCII word stemmed and hashed
+    once per process rather than once per occurrence."""
+    counts: dict[int, int] = {}
+    if text.isascii():
+        _count_elements(counts, map(_WORD_KEYS.__getitem__, text.translate(_ASCII_WORDS).split()))
+    else:
+        _count_elements(counts, map(term_key, tokens(text)))
+    return counts
 
 
 def query_terms(query: str) -> list[str]:

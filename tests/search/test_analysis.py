@@ -1,9 +1,19 @@
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from markus_memory.analysis import STOP_WORDS, query_terms, quote_fts, words
+from markus_memory import analysis
+from markus_memory.analysis import (
+    STOP_WORDS,
+    analyse,
+    query_terms,
+    quote_fts,
+    term_counts,
+    term_key,
+    words,
+)
 
 
 def test_query_terms_drop_stop_words_and_question_words() -> None:
@@ -41,3 +51,23 @@ def test_query_terms_are_distinct_lower_words(query: str) -> None:
 
 def test_quote_fts_escapes_quotes() -> None:
     assert quote_fts('say "hi" OR') == '"say ""hi"" OR"'
+
+
+ASCII_TEXT = st.text(alphabet=st.sampled_from("abcXYZ019 _-'.,!\n\tcaresingrunning"), max_size=120)
+
+
+@given(st.one_of(ASCII_TEXT, st.text(max_size=80)))
+def test_term_counts_are_the_analysed_terms_by_key(text: str) -> None:
+    # The memoised path the recall index writes with gives exactly the keys and frequencies
+    # of analyse + term_key, for ASCII text (the fast path) and any other text alike.
+    expected = {term_key(term): n for term, n in analyse(text).items()}
+    assert term_counts(text) == expected
+    assert term_counts(text) == expected  # again, now from the cache
+
+
+def test_term_counts_cache_is_bounded_and_stays_right(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(analysis, "WORD_CACHE_SIZE", 8)
+    text = " ".join(f"word{i} Running runs" for i in range(40))
+    expected = {term_key(term): n for term, n in analyse(text).items()}
+    assert term_counts(text) == expected
+    assert len(analysis._WORD_KEYS) <= 8

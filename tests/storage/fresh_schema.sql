@@ -196,13 +196,13 @@ CREATE TABLE mailbox_items (
 CREATE TABLE recall_agents (agent BIGINT PRIMARY KEY, docs BIGINT NOT NULL, tokens BIGINT NOT NULL);
 
 -- table recall_postings ON recall_postings
-CREATE TABLE recall_postings (agent BIGINT NOT NULL, term BIGINT NOT NULL, doc BIGINT NOT NULL, tf INTEGER NOT NULL, len INTEGER NOT NULL, PRIMARY KEY (agent, term, doc)) WITHOUT ROWID;
+CREATE TABLE recall_postings (term BIGINT NOT NULL, doc BIGINT NOT NULL, tf INTEGER NOT NULL, len INTEGER NOT NULL, PRIMARY KEY (term, doc)) WITHOUT ROWID;
 
 -- table recall_speakers ON recall_speakers
 CREATE TABLE recall_speakers (agent BIGINT NOT NULL, word TEXT NOT NULL, PRIMARY KEY (agent, word)) WITHOUT ROWID;
 
 -- table recall_terms ON recall_terms
-CREATE TABLE recall_terms (agent BIGINT NOT NULL, term BIGINT NOT NULL, docs BIGINT NOT NULL, PRIMARY KEY (agent, term)) WITHOUT ROWID;
+CREATE TABLE recall_terms (term INTEGER PRIMARY KEY, agent BIGINT NOT NULL, docs BIGINT NOT NULL);
 
 -- table recall_vectors ON recall_vectors
 CREATE TABLE recall_vectors (doc BIGINT PRIMARY KEY, agent BIGINT NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL);

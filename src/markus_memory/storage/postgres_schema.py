@@ -177,7 +177,8 @@ def m007_recall_index(conn: psycopg.Connection[Any]) -> None:
     # As SQLite m007: conversation recall ranks in per-agent postings (recall_index.py); the
     # tsvector column and its GIN index it replaces are dropped.
     from .postgres_conn import PostgresSql
-    from .recall_index import RecallQueries, schema
+    from .recall_index import RecallQueries
+    from .recall_schema import schema
 
     for statement in schema("BYTEA", ""):
         conn.execute(statement)
@@ -237,7 +238,13 @@ def m010_activity_search_agent_terms(conn: psycopg.Connection[Any]) -> None:
 def m011_recall_postings_covering(conn: psycopg.Connection[Any]) -> None:
     # A term's newest postings are read with their tf and len off the key (an index-only walk
     # once vacuumed): without them in the key, each posting cost a heap page of its own, since
-    # a term's postings are spread over every batch that used it (recall_rank.rank).
+    # a term's postings are spread over every batch that used it (recall_rank.rank). A store
+    # whose m007 already made the postings of m013 has them so.
+    from .postgres_conn import PostgresSql
+    from .recall_schema import has_agent_column
+
+    if not has_agent_column(PostgresSql(conn)):
+        return
     conn.execute("ALTER TABLE recall_postings DROP CONSTRAINT recall_postings_pkey")
     conn.execute(
         "ALTER TABLE recall_postings ADD CONSTRAINT recall_postings_pkey "
@@ -253,6 +260,17 @@ def m012_recall_keys_by_id(conn: psycopg.Connection[Any]) -> None:
         "CREATE INDEX IF NOT EXISTS idx_transcript_id_keys ON transcript_messages"
         "(id) INCLUDE (agent_id, session_id, seq, role, speaker)"
     )
+
+
+@migrations()
+def m013_recall_agent_terms(conn: psycopg.Connection[Any]) -> None:
+    # As SQLite m013: postings and document frequencies keyed by the agent's own key of each
+    # term; the document frequencies, rewritten by every batch, leave room on each page for
+    # their next version (recall_schema.py).
+    from .postgres_conn import PostgresSql
+    from .recall_schema import fold_agent_into_terms
+
+    fold_agent_into_terms(PostgresSql(conn), "")
 
 
 # Also rebuilt by benchmarks/_pg_activities.py after its bulk load.

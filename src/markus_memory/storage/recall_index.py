@@ -3,17 +3,17 @@
 One implementation for SQLite and PostgreSQL (the SQL is written once with ``?`` placeholders
 and goes through a :class:`~.recall_fetch.Sql`). Every transcript message with text is analysed
 once, when it is stored (:mod:`markus_memory.analysis`), into rows of ``recall_postings``
-(agent, term, message, term frequency, message length); ``recall_terms`` holds each agent's
-document frequency per term and ``recall_agents`` its message and token counts, all maintained
-in the transaction that stores the message. Ranking (:mod:`.recall_rank`) is BM25 over the
-agent's own statistics; only the candidates leave the database, and the re-ranking stages
-fetch rows by key (:mod:`.recall_fetch`).
+(the agent's key of a term, message, term frequency, message length; :mod:`.recall_schema`);
+``recall_terms`` holds each agent's document frequency per term and ``recall_agents`` its
+message and token counts, all maintained in the transaction that stores the message. Ranking
+(:mod:`.recall_rank`) is BM25 over the agent's own statistics; only the candidates leave the
+database, and the re-ranking stages fetch rows by key (:mod:`.recall_fetch`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
+from collections import _count_elements  # type: ignore[attr-defined]
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,38 +21,20 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
-from ..analysis import analyse, term_key, words
+from ..analysis import term_counts, words
 from .base import RecallFilters as Filters
 from .base import RecallStats as Stats
 from .base import TranscriptMessage, TurnKey
 from .recall_fetch import Sql, keys_near, turns_around, turns_by_id
 from .recall_rank import agent_key, rank, speakers, stats
+from .recall_schema import schema
 from .vector_scan import BYTES, VectorCodec, nearest_in_chunks
 
 VECTOR_CHUNK = 4096
 """Vectors scored per round trip: memory stays bounded whatever the history."""
 
 
-def schema(blob: str, without_rowid: str) -> list[str]:
-    """CREATE statements of the recall tables (``blob``: BLOB or BYTEA)."""
-    return [
-        "CREATE TABLE recall_postings (agent BIGINT NOT NULL, term BIGINT NOT NULL, "
-        "doc BIGINT NOT NULL, tf INTEGER NOT NULL, len INTEGER NOT NULL, "
-        f"PRIMARY KEY (agent, term, doc)){without_rowid}",
-        "CREATE TABLE recall_terms (agent BIGINT NOT NULL, term BIGINT NOT NULL, "
-        f"docs BIGINT NOT NULL, PRIMARY KEY (agent, term)){without_rowid}",
-        "CREATE TABLE recall_agents (agent BIGINT PRIMARY KEY, docs BIGINT NOT NULL, "
-        "tokens BIGINT NOT NULL)",
-        "CREATE TABLE recall_speakers (agent BIGINT NOT NULL, word TEXT NOT NULL, "
-        f"PRIMARY KEY (agent, word)){without_rowid}",
-        f"CREATE TABLE recall_vectors (doc BIGINT PRIMARY KEY, agent BIGINT NOT NULL, "
-        f"model TEXT NOT NULL, vector {blob} NOT NULL)",
-        "CREATE INDEX idx_recall_vectors_agent ON recall_vectors(agent, model, doc)",
-    ]
-
-
 _POSTING_COLUMNS = (
-    ("agent", "bigint"),
     ("term", "bigint"),
     ("doc", "bigint"),
     ("tf", "integer"),
@@ -75,43 +57,44 @@ def index_docs(sql: Sql, agent_id: str, docs: Sequence[Doc], *, sign: int = 1) -
     """Add (``sign=1``) or remove (``sign=-1``) messages from the agent's index, inside the
     caller's transaction. A message with no indexable word is not a document."""
     agent = agent_key(agent_id)
-    postings: list[tuple[int, int, int, int, int]] = []
-    df: Counter[int] = Counter()
+    postings: list[tuple[int, int, int, int]] = []
+    df: dict[int, int] = {}
     count = tokens = 0
     speakers: set[str] = set()
     for doc in docs:
         if not doc.content.strip():
             continue
-        speakers.update(words(doc.speaker or doc.role))
-        freqs = analyse(doc.content)
+        speakers.add(doc.speaker or doc.role)
+        freqs = term_counts(doc.content)
         length = sum(freqs.values())
         count += 1
         tokens += length
-        keys = list(map(term_key, freqs))
-        postings.extend(zip(repeat(agent), keys, repeat(doc.id), freqs.values(), repeat(length)))
-        df.update(keys)
+        postings.extend(
+            zip(map(agent.__xor__, freqs), repeat(doc.id), freqs.values(), repeat(length))
+        )
+        _count_elements(df, freqs)  # one more message with each of its terms
     if not count:
         return
-    postings.sort(key=itemgetter(1))  # by term; docs stay in id order (a stable sort)
+    postings.sort(key=itemgetter(0))  # by term; docs stay in id order (a stable sort)
     if sign > 0:
         sql.insert("recall_postings", _POSTING_COLUMNS, postings)
         sql.insert(
             "recall_speakers",
             (("agent", "bigint"), ("word", "text")),
-            [(agent, word) for word in sorted(speakers)],
+            [(agent, word) for word in sorted({w for name in speakers for w in words(name)})],
             "ON CONFLICT DO NOTHING",
         )
     else:
         sql.many(
-            "DELETE FROM recall_postings WHERE agent = ? AND term = ? AND doc = ?",
-            [row[:3] for row in postings],
+            "DELETE FROM recall_postings WHERE term = ? AND doc = ?",
+            [row[:2] for row in postings],
         )
         sql.many("DELETE FROM recall_vectors WHERE doc = ?", [(doc.id,) for doc in docs])
     sql.insert(
         "recall_terms",
-        (("agent", "bigint"), ("term", "bigint"), ("docs", "bigint")),
-        [(agent, key, sign * n) for key, n in sorted(df.items())],
-        "ON CONFLICT (agent, term) DO UPDATE SET docs = recall_terms.docs + excluded.docs",
+        (("term", "bigint"), ("agent", "bigint"), ("docs", "bigint")),
+        sorted([(agent ^ key, agent, sign * n) for key, n in df.items()]),
+        "ON CONFLICT (term) DO UPDATE SET docs = recall_terms.docs + excluded.docs",
     )
     sql.run(
         "INSERT INTO recall_agents (agent, docs, tokens) VALUES (?, ?, ?) ON CONFLICT (agent) "
@@ -123,11 +106,18 @@ def index_docs(sql: Sql, agent_id: str, docs: Sequence[Doc], *, sign: int = 1) -
 
 def clear(sql: Sql, agent_id: str | None = None) -> None:
     """Drop the index of one agent (or of every agent); vectors stay with their messages."""
-    for table in RECALL_TABLES:
-        if agent_id is None:
+    if agent_id is None:
+        for table in RECALL_TABLES:
             sql.run(f"DELETE FROM {table}")
-        else:
-            sql.run(f"DELETE FROM {table} WHERE agent = ?", (agent_key(agent_id),))
+        return
+    agent = agent_key(agent_id)
+    # The agent's postings are those of its terms (every term it used keeps its row).
+    sql.run(
+        "DELETE FROM recall_postings WHERE term IN (SELECT term FROM recall_terms WHERE agent = ?)",
+        (agent,),
+    )
+    for table in RECALL_TABLES[1:]:
+        sql.run(f"DELETE FROM {table} WHERE agent = ?", (agent,))
 
 
 def save_vectors(

@@ -28,24 +28,31 @@ def agent_key(agent_id: str) -> int:
     return term_key("\x00agent\x00" + agent_id)
 
 
+def agent_term(agent: int, key: int) -> int:
+    """The agent's own key of a term (``recall_postings.term``, ``recall_terms.term``): its
+    :func:`~markus_memory.analysis.term_key` XOR the agent's key. For one agent this maps term
+    keys one to one (no new collision); two agents' terms meet only as two unrelated 63-bit
+    hashes would."""
+    return agent ^ key
+
+
 def stats(sql: Sql, agent_id: str, keys: Iterable[int]) -> Stats:
     """The agent's message and token counts and the document frequency of each of ``keys``
     it used, in one statement."""
     agent = agent_key(agent_id)
-    wanted = sorted(set(keys))
+    wanted = sorted({agent_term(agent, key) for key in keys})
     terms = ""
     params: list[Any] = []
     if wanted:
         among, params = sql.dialect.any_of("term", wanted)
-        terms = f" UNION ALL SELECT 1, term, docs FROM recall_terms WHERE agent = ? AND {among}"
+        terms = f" UNION ALL SELECT 1, term, docs FROM recall_terms WHERE {among}"
     docs = tokens = 0
     df: dict[int, int] = {}
     for kind, a, b in sql.rows(
-        f"SELECT 0, docs, tokens FROM recall_agents WHERE agent = ?{terms}",
-        (agent, *([agent, *params] if wanted else [])),
+        f"SELECT 0, docs, tokens FROM recall_agents WHERE agent = ?{terms}", (agent, *params)
     ):
         if kind:
-            df[int(a)] = int(b)
+            df[agent_term(agent, int(a))] = int(b)
         else:
             docs, tokens = int(a), int(b)
     return Stats(docs, tokens, df if docs else {})
@@ -82,7 +89,7 @@ def rank(
     # folded here, so the database does one multiplication, one division and two additions.
     norm = [K1 * (1 - B), K1 * B / avgdl]
     share = "? * n.tf / (n.tf + ? + ? * n.len)"
-    newest = "FROM recall_postings WHERE agent = ? AND term = {} ORDER BY doc DESC LIMIT ?"
+    newest = "FROM recall_postings WHERE term = {} ORDER BY doc DESC LIMIT ?"
     params: list[Any] = []
     if sql.dialect.name == "postgres":
         # One statement text for any number of terms: the terms and weights travel as two
@@ -90,20 +97,20 @@ def rank(
         query, params = sql.dialect.values(
             "q",
             [("term", "bigint"), ("w", "float8")],
-            [(k, w * (K1 + 1)) for k, w in weights.items()],
+            [(agent_term(agent, k), w * (K1 + 1)) for k, w in weights.items()],
         )
         postings = (
             f"WITH {query} SELECT n.doc, {share.replace('?', 'q.w', 1)} AS s FROM q CROSS JOIN "
             f"LATERAL (SELECT doc, tf, len {newest.format('q.term')}) n"
         )
-        params.extend([*norm, agent, per_term])
+        params.extend([*norm, per_term])
     else:
         parts = []
         for key, weight in weights.items():
             parts.append(
                 f"SELECT n.doc, {share} AS s FROM (SELECT doc, tf, len {newest.format('?')}) n"
             )
-            params.extend([weight * (K1 + 1), *norm, agent, key, per_term])
+            params.extend([weight * (K1 + 1), *norm, agent_term(agent, key), per_term])
         postings = " UNION ALL ".join(parts)
     if len(weights) == 1:  # each message once: nothing to add up
         ranked = f"SELECT p.doc, p.s FROM ({postings}) p{join}{where} ORDER BY p.s DESC, p.doc"

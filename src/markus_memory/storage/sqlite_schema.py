@@ -179,7 +179,8 @@ def m006_transcript_record(conn: sqlite3.Connection) -> None:
 def m007_recall_index(conn: sqlite3.Connection) -> None:
     # Conversation recall ranks inside the store with each agent's own statistics
     # (recall_index.py); the shared FTS5 table it replaces is dropped with its triggers.
-    from .recall_index import RecallQueries, schema
+    from .recall_index import RecallQueries
+    from .recall_schema import schema
     from .sqlite_conn import SqliteSql
 
     for statement in schema("BLOB", " WITHOUT ROWID"):
@@ -228,3 +229,14 @@ def m012_recall_keys_by_id(conn: sqlite3.Connection) -> None:
     # the id is the rowid, so a row found by id is read with its keys; the migration is
     # recorded so that both backends keep the same migration set.
     del conn
+
+
+@migrations()
+def m013_recall_agent_terms(conn: sqlite3.Connection) -> None:
+    # The postings and document frequencies are keyed by the agent's own key of each term
+    # (recall_schema.py): one key column less in the row written for every word of every
+    # message. The rows are rewritten as they are; no message is analysed again.
+    from .recall_schema import fold_agent_into_terms
+    from .sqlite_conn import SqliteSql
+
+    fold_agent_into_terms(SqliteSql(conn), " WITHOUT ROWID")
