@@ -110,6 +110,12 @@ class Pool:
         if missing:
             self._add(self._by_id(missing))
 
+    def fetched(self, found: Iterable[TurnKey], ids: Iterable[int], window: int) -> None:
+        """Keys the store returned with a ranking: of ``ids`` and of their neighbours up to
+        ``window`` (as :meth:`neighbours` fetches them)."""
+        self._add(found)
+        self._around.update(dict.fromkeys(ids, window))
+
     def _add(self, found: Iterable[TurnKey]) -> None:
         for key in found:
             self.turns[key.id] = key
