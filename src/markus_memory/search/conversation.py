@@ -8,6 +8,7 @@ is held in memory and nothing is rebuilt when a process starts.
 
 from __future__ import annotations
 
+import heapq
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -213,7 +214,7 @@ class ConversationIndex:
             scores = session_boost(fuse(lexical, dense, options), pool, options.session_weight)
             scores = boost_speakers(scores, pool, named, options.turn_speaker_boost)
             scores = self._dated(query, scores)
-            order = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[:limit]
+            order = heapq.nsmallest(limit, scores, key=lambda rowid: (-scores[rowid], rowid))
             if not neighbours:
                 full = self.store.recall_turns(self.agent_id, order)
                 return [RankedTurn(turn_of(full[rowid]), scores[rowid]) for rowid in order], {}

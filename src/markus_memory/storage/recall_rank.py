@@ -172,7 +172,7 @@ def rank_near(
     ranked_cte = f"wanted(id, score) AS ({query})"
     rows = keys_around(sql, ranked_cte, params, agent_id, window, filters, when, scored=True)
     ranked = sorted(((int(r[0]), float(r[5])) for r in rows if r[5] is not None), key=_best)
-    return ranked, [TurnKey(*r[:5]) for r in rows]
+    return ranked, [TurnKey(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
 
 def _best(item: tuple[int, float]) -> tuple[float, int]:
