@@ -101,3 +101,23 @@ def test_stored_turns_are_embedded_once() -> None:
     engine.index.add(turns()[-1:])
     engine.recall("adoption", limit=1)
     assert len(embedded) == len(turns()) + 2, "only the new turn, plus the query"
+
+
+def test_a_recall_reads_through_one_connection() -> None:
+    engine = recall()
+    store = engine.index.store
+    engine.recall("support group", limit=3, neighbours=1)  # warm: vectors, migrations
+    opened = 0
+    read = store.read  # type: ignore[attr-defined]
+
+    def counted() -> object:
+        nonlocal opened
+        opened += 1
+        return read()
+
+    store.read = counted  # type: ignore[attr-defined]
+    try:
+        hits = engine.recall("support group", limit=3, neighbours=1)
+    finally:
+        del store.read  # type: ignore[attr-defined]
+    assert hits and opened == 1

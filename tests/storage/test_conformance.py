@@ -464,7 +464,7 @@ def test_re_recording_a_message_rewrites_it_in_place(store: EpisodicStore) -> No
         )
     ]
     assert [h.content for h in store.search_transcript("a1", "text")] == ["final text"]
-    assert store.recall_speakers("a1") >= {"assistant"}
+    assert store.recall_stats("a1", [], ["assistant", "bob"]).speakers == {"assistant"}
 
 
 def test_transcript_mark_advances_only_without_gaps(store: EpisodicStore) -> None:

@@ -96,9 +96,51 @@ def test_rank_scores_are_bm25_for_one_term_and_for_several(store_factory: StoreF
         counts = Counter(term_key(t) for t in terms)
         stats = store.recall_stats("alice", counts)
         weights = {key: stats.idf(key) * n for key, n in counts.items()}
-        ranked = store.recall_rank("alice", weights, avgdl=stats.avgdl, per_term=100, limit=10)
+        ranked, keys = store.recall_rank(
+            "alice", weights, avgdl=stats.avgdl, per_term=100, limit=10
+        )
+        assert sorted(k.id for k in keys) == sorted(doc for doc, _ in ranked)
         expected = _bm25(TEXTS, terms)
         assert sorted(seq_of[doc] for doc, _ in ranked) == sorted(expected)
         for doc, score in ranked:
             assert math.isclose(score, expected[seq_of[doc]], rel_tol=1e-9)
         assert [s for _, s in ranked] == sorted((s for _, s in ranked), reverse=True)
+
+
+def test_rank_brings_the_keys_of_the_ranked_and_of_their_neighbours(
+    store_factory: StoreFactory,
+) -> None:
+    store = store_factory()
+    texts = ["lake", "x1", "x2", "x3", "lake lake", "   ", "x6", "lake"]
+    batch = [
+        TranscriptMessage("alice", "s1", i, "user" if i % 2 else "assistant", text, T0)
+        for i, text in enumerate(texts)
+    ]
+    store.import_transcript("alice", "s1", batch, synced_at=T0)
+    stats = store.recall_stats("alice", [term_key("lake")])
+    weights = {term_key("lake"): stats.idf(term_key("lake"))}
+    rank = {"avgdl": stats.avgdl, "per_term": 100, "limit": 10}
+    alone, keys = store.recall_rank("alice", weights, **rank)  # type: ignore[arg-type]
+    near, around = store.recall_rank("alice", weights, window=2, **rank)  # type: ignore[arg-type]
+    assert near == alone and len(alone) == 3
+    assert sorted(k.index for k in keys) == [0, 4, 7]
+    assert {k.index for k in around} == {0, 1, 2, 3, 4, 6, 7}  # seq 5 has no text
+    said, kept = store.recall_rank(
+        "alice",
+        weights,
+        window=2,
+        filters=Filters(role="assistant"),
+        **rank,  # type: ignore[arg-type]
+    )
+    assert {k.index for k in kept} == {0, 2, 4, 6}  # neighbours pass the filter, as hits
+    assert sorted(doc for doc, _ in said) == sorted(k.id for k in kept if k.index in (0, 4))
+
+
+def test_reads_in_a_recall_session_share_one_connection(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    with store.recall_session():
+        with store._recall() as first, store._recall() as second:  # type: ignore[attr-defined]
+            assert first.conn is second.conn
+        with store.recall_session(), store._recall() as nested:  # type: ignore[attr-defined]
+            assert nested.conn is first.conn
+    assert store.recall_stats("alice", [], ["nobody"]).speakers == frozenset()

@@ -8,6 +8,7 @@ is held in memory and nothing is rebuilt when a process starts.
 
 from __future__ import annotations
 
+import heapq
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from datetime import datetime, timezone
 from ..analysis import query_terms, query_tokens, term_key
 from ..errors import InvalidInputError
 from ..storage.base import RecallFilters as Filters
+from ..storage.base import RecallStats as Stats
 from ..storage.base import TranscriptMessage, TurnKey
 from ..storage.base import TranscriptStore as RecallStore
 from .embedders import Embedder
@@ -48,6 +50,15 @@ class RankedTurn:
 def model_key(model: str, dimension: int) -> str:
     """The vectors of one embedding space: ``<model>:<dimension>``."""
     return f"{model}:{int(dimension)}"
+
+
+def _term_counts(words: list[str]) -> dict[int, int]:
+    """How often each index term (by key) of ``words`` occurs, in first-seen order."""
+    counts: dict[int, int] = {}
+    for token in query_tokens(words):
+        key = term_key(token)
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def turn_of(message: TranscriptMessage) -> Turn:
@@ -171,17 +182,28 @@ class ConversationIndex:
         limit: int = 10,
     ) -> list[RankedTurn]:
         """The best ``limit`` turns for ``query`` among those passing every filter."""
-        if limit <= 0:
-            return []
-        options = self.options
         filters = Filters(session_id, role, since, until)
-        with self._lock:
+        return self.search_around(query, filters, limit=limit)[0]
+
+    def search_around(
+        self, query: str, filters: Filters, *, limit: int = 10, neighbours: int = 0
+    ) -> tuple[list[RankedTurn], dict[tuple[str, int], Turn]]:
+        """:meth:`search`, and the turns with text up to ``neighbours`` from each hit in its
+        session, by ``(session, index)`` (fetched with the hits, whatever the filters).
+
+        The reads share one connection (``recall_session``): on PostgreSQL a recall is one
+        pool checkout and three statements (statistics with the speakers the query names,
+        bm25 with the candidates' and neighbours' keys, the hits with their context)."""
+        if limit <= 0:
+            return [], {}
+        options = self.options
+        with self._lock, self.store.recall_session():
             self._embed_missing()
             pool = self.pool(filters)
             words = query_terms(query)
-            speakers = self.store.recall_speakers(self.agent_id)
-            named = {word for word in words if word in speakers}
-            lexical = self._bm25(words, named, filters)
+            stats = self.store.recall_stats(self.agent_id, _term_counts(words), words)
+            named = {word for word in words if word in stats.speakers}
+            lexical = self._bm25(words, named, stats, filters, pool)
             lexical = boost_speakers(lexical, pool, named, options.speaker_boost)
             lexical = smooth(lexical, pool, options)
             embedded = in_first_person(query, named) if options.dense_first_person else query
@@ -192,9 +214,18 @@ class ConversationIndex:
             scores = session_boost(fuse(lexical, dense, options), pool, options.session_weight)
             scores = boost_speakers(scores, pool, named, options.turn_speaker_boost)
             scores = self._dated(query, scores)
-            order = sorted(scores, key=lambda rowid: (-scores[rowid], rowid))[:limit]
-            full = self.store.recall_turns(self.agent_id, order)
-            return [RankedTurn(turn_of(full[rowid]), scores[rowid]) for rowid in order]
+            order = heapq.nsmallest(limit, scores, key=lambda rowid: (-scores[rowid], rowid))
+            if not neighbours:
+                full = self.store.recall_turns(self.agent_id, order)
+                return [RankedTurn(turn_of(full[rowid]), scores[rowid]) for rowid in order], {}
+            pool.fetch(order)
+            spans = [
+                (key.session_id, max(0, key.index - neighbours), key.index + neighbours)
+                for key in map(pool.__getitem__, order)
+            ]
+            found = self.store.recall_around(self.agent_id, spans)
+        context = {(m.session_id, m.seq): turn_of(m) for m in found.values() if m.content.strip()}
+        return [RankedTurn(turn_of(found[rowid]), scores[rowid]) for rowid in order], context
 
     def _dated(self, query: str, scores: Scores) -> Scores:
         """The time stage (``search.temporal``) over the candidates' text and time."""
@@ -208,15 +239,15 @@ class ConversationIndex:
 
         return temporal_boost(query, scores, text_and_time, date_boost=self.options.date_boost)
 
-    def _bm25(self, words: list[str], named: set[str], filters: Filters) -> Scores:
+    def _bm25(
+        self, words: list[str], named: set[str], stats: Stats, filters: Filters, pool: Pool
+    ) -> Scores:
+        """bm25 scores of the candidates (``stats`` cover every word of the query); their keys,
+        and their neighbours' for the smoothing stage, go into ``pool`` on the way."""
         options = self.options
         if options.strip_speaker_names and len(named) < len(words):
             words = [word for word in words if word not in named]
-        counts: dict[int, int] = {}
-        for token in query_tokens(words):
-            key = term_key(token)
-            counts[key] = counts.get(key, 0) + 1
-        stats = self.store.recall_stats(self.agent_id, counts)
+        counts = _term_counts(words)
         present = [key for key in counts if stats.df.get(key)]
         if not present:
             return {}
@@ -227,14 +258,17 @@ class ConversationIndex:
             # Every term is very common: rank the rarest over its newest messages only.
             kept = [min(present, key=lambda key: stats.df[key])]
             per_term = options.recent_window
-        ranked = self.store.recall_rank(
+        window = options.neighbour_window if options.neighbour_weight > 0 else 0
+        ranked, keys = self.store.recall_rank(
             self.agent_id,
             {key: stats.idf(key) * counts[key] for key in kept},
             avgdl=stats.avgdl,
             per_term=per_term,
             limit=options.candidates,
             filters=filters,
+            window=window,
         )
+        pool.fetched(keys, [rowid for rowid, _ in ranked], window)
         return dict(ranked)
 
     def _dense(self, query: str, filters: Filters, lexical: Scores) -> Scores:

@@ -9,7 +9,8 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import InvalidInputError
-from .conversation import ConversationIndex, RankingOptions, RecallStore, Turn, turn_of
+from ..storage.base import RecallFilters as Filters
+from .conversation import ConversationIndex, RankingOptions, RecallStore, Turn
 from .embedders import Embedder
 
 MAX_LIMIT = 50
@@ -113,19 +114,9 @@ class TranscriptRecall:
     ) -> list[ConversationHit]:
         """Hits best first. Bad arguments raise InvalidInputError before anything is searched."""
         _check(query, role, since, until, limit, neighbours)
-        index = self.index
-        ranked = index.search(
-            query, session_id=session_id, role=role, since=since, until=until, limit=limit
+        ranked, context = self.index.search_around(
+            query, Filters(session_id, role, since, until), limit=limit, neighbours=neighbours
         )
-        context: dict[tuple[str, int], Turn] = {}
-        if neighbours and ranked:
-            spans = [
-                (r.turn.session_id, max(0, r.turn.index - neighbours), r.turn.index + neighbours)
-                for r in ranked
-            ]
-            for message in index.store.recall_around(self.agent_id, spans).values():
-                if message.content.strip():
-                    context[(message.session_id, message.seq)] = turn_of(message)
         return [_hit(item.turn, item.score, neighbours, context) for item in ranked]
 
     def close(self) -> None:

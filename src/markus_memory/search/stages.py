@@ -110,6 +110,12 @@ class Pool:
         if missing:
             self._add(self._by_id(missing))
 
+    def fetched(self, found: Iterable[TurnKey], ids: Iterable[int], window: int) -> None:
+        """Keys the store returned with a ranking: of ``ids`` and of their neighbours up to
+        ``window`` (as :meth:`neighbours` fetches them)."""
+        self._add(found)
+        self._around.update(dict.fromkeys(ids, window))
+
     def _add(self, found: Iterable[TurnKey]) -> None:
         for key in found:
             self.turns[key.id] = key
@@ -127,18 +133,18 @@ class Pool:
             self._add(self._near(todo, window))
             self._around.update(dict.fromkeys(todo, window))
         turns, at = self.turns, self._at
-        deltas = [d for d in range(-window, window + 1) if d]
+        steps = [(delta, abs(delta)) for delta in range(-window, window + 1) if delta]
         out: dict[int, list[tuple[int, int]]] = {}
         for rowid in ids:
             turn = turns.get(rowid)
             if turn is None:
                 continue
-            near = []
-            for delta in deltas:
-                other = at.get((turn.session_id, turn.index + delta))
-                if other is not None:
-                    near.append((abs(delta), other))
-            out[rowid] = near
+            sid, index = turn.session_id, turn.index
+            out[rowid] = [
+                (far, other)
+                for delta, far in steps
+                if (other := at.get((sid, index + delta))) is not None
+            ]
         return out
 
 
@@ -180,10 +186,12 @@ def smooth(scores: Scores, pool: Pool, options: RankingOptions) -> Scores:
     if beta <= 0 or not scores:
         return scores
     out = dict(scores)
-    near = pool.neighbours(scores, options.neighbour_window)
+    window = options.neighbour_window
+    near = pool.neighbours(scores, window)
+    lent = [beta**distance for distance in range(window + 1)]
     for rowid, value in scores.items():
         for distance, other in near.get(rowid, ()):
-            out[other] = out.get(other, 0.0) + beta**distance * value
+            out[other] = out.get(other, 0.0) + lent[distance] * value
     return out
 
 
@@ -207,12 +215,13 @@ def session_boost(scores: Scores, pool: Pool, weight: float) -> Scores:
     if not weight or not scores:
         return scores
     pool.fetch(scores)
-    session = {rowid: pool.turns[rowid].session_id for rowid in scores}
+    turns = pool.turns
     best: dict[str, float] = {}
     for rowid, value in scores.items():
-        sid = session[rowid]
+        sid = turns[rowid].session_id
         if value > best.get(sid, 0.0):
             best[sid] = value
     return {
-        rowid: value + weight * best.get(session[rowid], 0.0) for rowid, value in scores.items()
+        rowid: value + weight * best.get(turns[rowid].session_id, 0.0)
+        for rowid, value in scores.items()
     }

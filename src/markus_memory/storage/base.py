@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -383,11 +384,13 @@ class TurnKey:
 
 @dataclass(frozen=True)
 class RecallStats:
-    """An agent's index statistics: messages, tokens, and document frequency per term key."""
+    """An agent's index statistics: messages, tokens, and document frequency per term key;
+    ``speakers``: the words asked about that name a speaker (or role) of its messages."""
 
     docs: int
     tokens: int
     df: Mapping[int, int]
+    speakers: frozenset[str] = frozenset()
 
     @property
     def avgdl(self) -> float:
@@ -437,9 +440,16 @@ class RecallFilters:
 class RecallIndex(Protocol):
     """The conversation recall index of the transcript (``recall_index.RecallQueries``)."""
 
-    def recall_stats(self, agent_id: str, keys: Iterable[int]) -> RecallStats: ...
+    def recall_session(self) -> AbstractContextManager[None]:
+        """Inside, this thread's recall reads share one connection (one recall's reads)."""
+        ...
 
-    def recall_speakers(self, agent_id: str) -> set[str]: ...
+    def recall_stats(
+        self, agent_id: str, keys: Iterable[int], words: Iterable[str] = ()
+    ) -> RecallStats:
+        """The agent's statistics for the term ``keys``, and which of ``words`` name one of its
+        speakers, in one round trip."""
+        ...
 
     def recall_rank(
         self,
@@ -450,7 +460,11 @@ class RecallIndex(Protocol):
         per_term: int,
         limit: int,
         filters: RecallFilters | None = None,
-    ) -> list[tuple[int, float]]: ...
+        window: int = 0,
+    ) -> tuple[list[tuple[int, float]], list[TurnKey]]:
+        """The agent's best ``limit`` messages by BM25 as ``(id, score)`` best first, and in
+        the same round trip the :meth:`recall_keys_near` of them for ``window``."""
+        ...
 
     def recall_turns(self, agent_id: str, ids: Sequence[int]) -> dict[int, TranscriptMessage]:
         """The agent's messages among ``ids``, by id."""

@@ -239,6 +239,14 @@ class PostgresMigrationTarget:
 class PostgresSql(DialectSql):
     """A connection as the shared SQL modules use it (:class:`~._sql.DialectSql`)."""
 
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        # psycopg's rows are tuples already (the pool's connections keep the default row
+        # factory): a recall's thousand candidate keys are not copied once more.
+        rows: list[tuple[Any, ...]] = self.conn.execute(
+            self.dialect.sql(sql), tuple(params)
+        ).fetchall()
+        return rows
+
     @property
     def dialect(self) -> Dialect:
         from .dialect import POSTGRES

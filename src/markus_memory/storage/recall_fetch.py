@@ -109,22 +109,44 @@ def keys_near(
     """``KEY_COLUMNS`` rows of the agent's messages among ``ids`` and of the messages with
     text up to ``window`` turns from each in its session that pass ``filters``, in one
     statement per 500 ids (a neighbour near two of them comes twice)."""
-    where, extra = filters.sql(when)
-    columns = ", ".join(_qualified(c) for c in KEY_COLUMNS.split(", "))
     out: list[tuple[Any, ...]] = []
     for wanted, params in _id_chunks(sql, ids):
-        out.extend(
-            sql.rows(
-                f"WITH {wanted}, hit AS (SELECT {columns} FROM wanted CROSS JOIN "
-                "transcript_messages t WHERE t.id = wanted.id AND t.agent_id = ?) "
-                f"SELECT {KEY_COLUMNS} FROM hit UNION ALL SELECT {columns} FROM hit CROSS JOIN "
-                "transcript_messages t WHERE t.agent_id = ? AND t.session_id = hit.session_id "
-                "AND t.seq BETWEEN hit.seq - ? AND hit.seq + ? AND t.seq <> hit.seq "
-                f"AND trim(t.content) <> ''{where}",
-                (*params, agent_id, agent_id, window, window, *extra),
-            )
-        )
+        out.extend(keys_around(sql, wanted, params, agent_id, window, filters, when))
     return out
+
+
+def keys_around(
+    sql: Sql,
+    wanted: str,
+    params: Sequence[Any],
+    agent_id: str,
+    window: int,
+    filters: Filters,
+    when: Callable[[datetime], Any],
+    *,
+    scored: bool = False,
+) -> list[tuple[Any, ...]]:
+    """:func:`keys_near` of the ids a common table expression ``wanted(id)`` holds (``params``
+    are its own), in one statement. ``scored``: ``wanted`` has a ``score`` column too, and
+    each row ends with the score of a wanted message, or None for a neighbour."""
+    where, extra = filters.sql(when)
+    columns = ", ".join(_qualified(c) for c in KEY_COLUMNS.split(", "))
+    score, none = (", wanted.score AS score", ", NULL") if scored else ("", "")
+    query = (
+        f"WITH {wanted}, hit AS (SELECT {columns}{score} FROM wanted CROSS JOIN "
+        "transcript_messages t WHERE t.id = wanted.id AND t.agent_id = ?) "
+        f"SELECT {KEY_COLUMNS}{', score' if scored else ''} FROM hit"
+    )
+    values = [*params, agent_id]
+    if window > 0:
+        query += (
+            f" UNION ALL SELECT {columns}{none} FROM hit CROSS JOIN transcript_messages t "
+            "WHERE t.agent_id = ? AND t.session_id = hit.session_id AND t.seq BETWEEN "
+            "hit.seq - ? AND hit.seq + ? AND t.seq <> hit.seq AND trim(t.content) <> ''"
+            f"{where}"
+        )
+        values.extend([agent_id, window, window, *extra])
+    return sql.rows(query, values)
 
 
 def _id_chunks(sql: Sql, ids: Sequence[int]) -> Iterator[tuple[str, list[Any]]]:

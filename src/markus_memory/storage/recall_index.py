@@ -26,7 +26,7 @@ from .base import RecallFilters as Filters
 from .base import RecallStats as Stats
 from .base import TranscriptMessage, TurnKey
 from .recall_fetch import Sql, keys_near, turns_around, turns_by_id
-from .recall_rank import agent_key, rank, speakers, stats
+from .recall_rank import agent_key, rank_near, stats
 from .recall_schema import schema
 from .vector_scan import BYTES, VectorCodec, nearest_in_chunks
 
@@ -218,13 +218,9 @@ class RecallQueries:
     def _message(self, row: Sequence[Any]) -> TranscriptMessage:
         raise NotImplementedError
 
-    def recall_stats(self, agent_id: str, keys: Iterable[int]) -> Stats:
+    def recall_stats(self, agent_id: str, keys: Iterable[int], words: Iterable[str] = ()) -> Stats:
         with self._recall() as sql:
-            return stats(sql, agent_id, keys)
-
-    def recall_speakers(self, agent_id: str) -> set[str]:
-        with self._recall() as sql:
-            return speakers(sql, agent_id)
+            return stats(sql, agent_id, keys, words)
 
     def recall_rank(
         self,
@@ -235,9 +231,10 @@ class RecallQueries:
         per_term: int,
         limit: int,
         filters: Filters | None = None,
-    ) -> list[tuple[int, float]]:
+        window: int = 0,
+    ) -> tuple[list[tuple[int, float]], list[TurnKey]]:
         with self._recall() as sql:
-            return rank(
+            return rank_near(
                 sql,
                 agent_id,
                 weights,
@@ -246,6 +243,7 @@ class RecallQueries:
                 limit=limit,
                 filters=filters or Filters(),
                 when=self._when,
+                window=window,
             )
 
     def recall_turns(self, agent_id: str, ids: Sequence[int]) -> dict[int, TranscriptMessage]:

@@ -14,10 +14,10 @@ from datetime import datetime
 from typing import Any
 
 from ..analysis import query_terms, query_tokens, term_key
-from .base import MAX_QUERY_CHARS, MAX_QUERY_TERMS, TranscriptHit, TranscriptMessage
+from .base import MAX_QUERY_CHARS, MAX_QUERY_TERMS, TranscriptHit, TranscriptMessage, TurnKey
 from .base import RecallFilters as Filters
 from .base import RecallStats as Stats
-from .recall_fetch import Sql, turns_by_id
+from .recall_fetch import Sql, keys_around, turns_by_id
 
 K1 = 1.2
 B = 0.75
@@ -36,35 +36,39 @@ def agent_term(agent: int, key: int) -> int:
     return agent ^ key
 
 
-def stats(sql: Sql, agent_id: str, keys: Iterable[int]) -> Stats:
-    """The agent's message and token counts and the document frequency of each of ``keys``
-    it used, in one statement."""
+def stats(sql: Sql, agent_id: str, keys: Iterable[int], words: Iterable[str] = ()) -> Stats:
+    """The agent's message and token counts, the document frequency of each of ``keys`` it
+    used, and which of ``words`` name one of its speakers (or roles), in one statement."""
     agent = agent_key(agent_id)
+    query = "SELECT 0, docs, tokens, NULL FROM recall_agents WHERE agent = ?"
+    params: list[Any] = [agent]
     wanted = sorted({agent_term(agent, key) for key in keys})
-    terms = ""
-    params: list[Any] = []
     if wanted:
-        among, params = sql.dialect.any_of("term", wanted)
-        terms = f" UNION ALL SELECT 1, term, docs FROM recall_terms WHERE {among}"
+        among, more = sql.dialect.any_of("term", wanted)
+        query += f" UNION ALL SELECT 1, term, docs, NULL FROM recall_terms WHERE {among}"
+        params.extend(more)
+    named = sorted(set(words))
+    if named:
+        among, more = sql.dialect.any_of("word", named)
+        query += (
+            " UNION ALL SELECT 2, NULL, NULL, word FROM recall_speakers "
+            f"WHERE agent = ? AND {among}"
+        )
+        params.extend([agent, *more])
     docs = tokens = 0
     df: dict[int, int] = {}
-    for kind, a, b in sql.rows(
-        f"SELECT 0, docs, tokens FROM recall_agents WHERE agent = ?{terms}", (agent, *params)
-    ):
-        if kind:
+    speakers: set[str] = set()
+    for kind, a, b, word in sql.rows(query, params):
+        if kind == 2:
+            speakers.add(str(word))
+        elif kind:
             df[agent_term(agent, int(a))] = int(b)
         else:
             docs, tokens = int(a), int(b)
-    return Stats(docs, tokens, df if docs else {})
+    return Stats(docs, tokens, df if docs else {}, frozenset(speakers))
 
 
-def speakers(sql: Sql, agent_id: str) -> set[str]:
-    """Every word of a speaker name (or role) among the agent's indexed messages."""
-    rows = sql.rows("SELECT word FROM recall_speakers WHERE agent = ?", (agent_key(agent_id),))
-    return {str(r[0]) for r in rows}
-
-
-def rank(
+def rank_sql(
     sql: Sql,
     agent_id: str,
     weights: Mapping[int, float],
@@ -74,14 +78,11 @@ def rank(
     limit: int,
     filters: Filters,
     when: Callable[[datetime], Any],
-) -> list[tuple[int, float]]:
-    """The agent's best ``limit`` messages for the weighted terms by BM25, as (id, score).
-
-    Each term contributes at most its ``per_term`` newest postings (the bound on the cost of
-    a query over a very long history); ties go to the older message.
-    """
+) -> tuple[str, list[Any]] | None:
+    """The statement of :func:`rank` (rows ``doc, score``) and its params; None when nothing
+    can rank."""
     if not weights or limit <= 0 or avgdl <= 0:
-        return []
+        return None
     agent = agent_key(agent_id)
     where, extra = filters.sql(when)
     join = "" if filters.empty else " JOIN transcript_messages t ON t.id = p.doc WHERE 1 = 1"
@@ -119,8 +120,76 @@ def rank(
             f"SELECT p.doc, SUM(p.s) AS score FROM ({postings}) p{join}{where} GROUP BY p.doc "
             "ORDER BY score DESC, p.doc"
         )
-    rows = sql.rows(f"{ranked} LIMIT ?", (*params, *extra, limit))
-    return [(int(r[0]), float(r[1])) for r in rows]
+    return f"{ranked} LIMIT ?", [*params, *extra, limit]
+
+
+def rank(
+    sql: Sql,
+    agent_id: str,
+    weights: Mapping[int, float],
+    *,
+    avgdl: float,
+    per_term: int,
+    limit: int,
+    filters: Filters,
+    when: Callable[[datetime], Any],
+) -> list[tuple[int, float]]:
+    """The agent's best ``limit`` messages for the weighted terms by BM25, as (id, score).
+
+    Each term contributes at most its ``per_term`` newest postings (the bound on the cost of
+    a query over a very long history); ties go to the older message.
+    """
+    found = rank_sql(
+        sql,
+        agent_id,
+        weights,
+        avgdl=avgdl,
+        per_term=per_term,
+        limit=limit,
+        filters=filters,
+        when=when,
+    )
+    if found is None:
+        return []
+    return [(int(r[0]), float(r[1])) for r in sql.rows(*found)]
+
+
+def rank_near(
+    sql: Sql,
+    agent_id: str,
+    weights: Mapping[int, float],
+    *,
+    avgdl: float,
+    per_term: int,
+    limit: int,
+    filters: Filters,
+    when: Callable[[datetime], Any],
+    window: int,
+) -> tuple[list[tuple[int, float]], list[TurnKey]]:
+    """:func:`rank`, and the keys of the ranked messages and of their neighbours up to
+    ``window`` that pass ``filters`` (:func:`~.recall_fetch.keys_near`), in one statement."""
+    found = rank_sql(
+        sql,
+        agent_id,
+        weights,
+        avgdl=avgdl,
+        per_term=per_term,
+        limit=limit,
+        filters=filters,
+        when=when,
+    )
+    if found is None:
+        return [], []
+    query, params = found
+    ranked_cte = f"wanted(id, score) AS ({query})"
+    rows = keys_around(sql, ranked_cte, params, agent_id, window, filters, when, scored=True)
+    ranked = sorted(((int(r[0]), float(r[5])) for r in rows if r[5] is not None), key=_best)
+    return ranked, [TurnKey(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+
+def _best(item: tuple[int, float]) -> tuple[float, int]:
+    """The rank order: the higher score first, then the older message (as :func:`rank`)."""
+    return -item[1], item[0]
 
 
 def weighted_terms(

@@ -9,6 +9,7 @@ them from the identity column and skips a message another writer inserted first.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
@@ -66,8 +67,32 @@ class TranscriptTables(RecallQueries):
 
     @contextmanager
     def _recall(self, *, write: bool = False) -> Iterator[DialectSql]:
+        held = None if write else getattr(self._recall_reads(), "sql", None)
+        if held is not None:
+            yield held
+            return
         with self.write() if write else self.read() as conn:
             yield self.dialect.bind(conn)
+
+    @contextmanager
+    def recall_session(self) -> Iterator[None]:
+        """The recall reads of this thread inside share one connection: one pool checkout
+        (and, on PostgreSQL, one health check) for a whole recall instead of one per read.
+        Each statement still runs on its own, as outside."""
+        local = self._recall_reads()
+        if getattr(local, "sql", None) is not None:  # nested: the outer session holds it
+            yield
+            return
+        with self.read() as conn:
+            local.sql = self.dialect.bind(conn)
+            try:
+                yield
+            finally:
+                local.sql = None
+
+    def _recall_reads(self) -> threading.local:
+        """This store's per-thread held reader (made at first use)."""
+        return self.__dict__.setdefault("_held_reads", threading.local())  # type: ignore[no-any-return]
 
     def _when(self, moment: datetime) -> Any:
         return self.dialect.time(moment)
