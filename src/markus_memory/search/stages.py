@@ -219,7 +219,7 @@ def lift_nearest(scores: Scores, dense: Scores, top: int, lift: float) -> Scores
     best = max(scores.values(), default=0.0)
     if lift <= 0 or top <= 0 or not dense or best <= 0:
         return scores
-    nearest = sorted(dense, key=lambda rowid: (-dense[rowid], rowid))[:top]
+    nearest = sorted(dense, key=dense.__getitem__, reverse=True)[:top]
     out = dict(scores)
     for rowid, value in min_max({rowid: dense[rowid] for rowid in nearest}).items():
         out[rowid] = out.get(rowid, 0.0) + lift * best * value
