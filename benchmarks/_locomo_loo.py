@@ -30,6 +30,8 @@ KNOBS: dict[str, tuple[object, ...]] = {
 VECTOR_KNOBS: dict[str, tuple[object, ...]] = {
     "vector_weight": (0.0, 0.2, 0.3, 0.5, 0.8),
     "dense_first_person": (False, True),
+    "nearest_lift": (0.0, 0.05, 0.1, 0.15, 0.2),
+    "nearest_top": (0, 5, 10),
 }
 
 

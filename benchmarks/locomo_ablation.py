@@ -33,6 +33,7 @@ OFF = RankingOptions(
     dense_speaker_boost=0.0,
     turn_speaker_boost=0.0,
     date_boost=0.0,
+    nearest_lift=0.0,
 )
 STAGES: list[tuple[str, dict[str, object]]] = [
     ("bm25 (stop words out)", {}),
@@ -46,6 +47,7 @@ VECTOR_STAGES: list[tuple[str, dict[str, object]]] = [
     ("+ vectors, rrf", {"vector_weight": 0.5, "fusion": "rrf"}),
     ("+ vectors, score 0.3", {"vector_weight": 0.3, "fusion": "score"}),
     ("+ speaker boost on vectors", {"dense_speaker_boost": 1.0}),
+    ("+ nearest 5 lifted 0.15", {"nearest_lift": 0.15, "nearest_top": 5}),
 ]
 
 

@@ -46,6 +46,7 @@ PLAIN = {
     "neighbour_weight": 0.0,
     "session_weight": 0.0,
     "date_boost": 0.0,
+    "nearest_lift": 0.0,
 }
 
 
@@ -204,6 +205,37 @@ def test_query_naming_one_speaker_is_embedded_in_the_first_person() -> None:
         idx.add(turns())
         idx.search(query)
         assert fake.seen[-1] == embedded
+
+
+def test_nearest_lift_brings_a_turn_sharing_no_word_above_the_lexical_hits() -> None:
+    pytest.importorskip("numpy")
+
+    class Meaning(FakeEmbedder):
+        """Embeds every text about unwinding or relaxing alike: a paraphrase bm25 cannot see."""
+
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            calm = ("unwind", "relax")
+            return super().embed(["calm" if any(w in t for w in calm) else t for t in texts])
+
+    said = [
+        "Work was long today, my boss kept me late at work.",
+        "After work I usually cook dinner for the kids.",
+        "Pottery helps me relax.",
+        "Work has been busy, we have a deadline at work.",
+    ]
+    history = [
+        Turn("s1", n, "user", text, T0 + timedelta(minutes=n), "Melanie", {"n": n})
+        for n, text in enumerate(said)
+    ]
+    query = "unwind after work"
+    first = {}
+    for lift in (0.0, 1.0):
+        chosen = {"vector_weight": 0.3, "nearest_lift": lift, "nearest_top": 1}
+        options = RankingOptions(**{**PLAIN, **chosen})  # type: ignore[arg-type]
+        idx = new_index(embedder=Meaning(), options=options)
+        idx.add(history)
+        first[lift] = ns(idx.search(query, limit=1))
+    assert first == {0.0: [0], 1.0: [2]}
 
 
 def test_model_change_reembeds_and_never_mixes_dimensions() -> None:

@@ -29,6 +29,7 @@ from .stages import (
     boost_speakers,
     fuse,
     in_first_person,
+    lift_nearest,
     session_boost,
     smooth,
 )
@@ -213,6 +214,7 @@ class ConversationIndex:
                 dense = smooth(dense, pool, options)
             scores = session_boost(fuse(lexical, dense, options), pool, options.session_weight)
             scores = boost_speakers(scores, pool, named, options.turn_speaker_boost)
+            scores = lift_nearest(scores, dense, options.nearest_top, options.nearest_lift)
             scores = self._dated(query, scores)
             order = heapq.nsmallest(limit, scores, key=lambda rowid: (-scores[rowid], rowid))
             if not neighbours:

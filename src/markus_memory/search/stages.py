@@ -67,6 +67,14 @@ class RankingOptions:
     * ``date_boost``: a question naming a time ("in May 2023") lifts the candidates that
       mention it (or were said on it) by ``date_boost`` times the best score
       (``search.temporal``).
+    * ``nearest_lift`` / ``nearest_top``: after the speaker stage, the ``nearest_top`` turns
+      nearest the query in meaning gain up to ``nearest_lift`` times the best score (their
+      cosines min-max scaled among themselves). The fusion scales vector scores over all the
+      candidates, so a turn that shares no word with the question stays below the lexical hits
+      however near it is; multi-hop questions suffer most, most of their missing evidence is
+      not among the bm25 candidates at all ("What does Melanie do to destress?" -> "pottery
+      ... is like therapy"). LoCoMo dev with MiniLM, leave-one-out: recall_any@10 0.852 ->
+      0.859, recall_all@10 0.727 -> 0.732, no conversation worse.
     """
 
     candidates: int = 200
@@ -87,6 +95,8 @@ class RankingOptions:
     turn_speaker_boost: float = 0.5
     date_boost: float = 0.5
     dense_first_person: bool = True
+    nearest_lift: float = 0.15
+    nearest_top: int = 5
 
 
 class Pool:
@@ -208,6 +218,20 @@ def fuse(lexical: Scores, dense: Scores, options: RankingOptions) -> Scores:
         ]
         return rrf(rankings, k=options.rrf_k, weights=[1.0, weight])
     return weighted_sum([lexical, min_max(dense)], [1.0, weight])
+
+
+def lift_nearest(scores: Scores, dense: Scores, top: int, lift: float) -> Scores:
+    """The ``top`` best of ``dense`` gain up to ``lift`` times the best of ``scores`` (their
+    cosines min-max scaled among themselves: the nearest gains it all, the ``top``-th nothing);
+    every other turn keeps its score."""
+    best = max(scores.values(), default=0.0)
+    if lift <= 0 or top <= 0 or not dense or best <= 0:
+        return scores
+    nearest = sorted(dense, key=dense.__getitem__, reverse=True)[:top]
+    out = dict(scores)
+    for rowid, value in min_max({rowid: dense[rowid] for rowid in nearest}).items():
+        out[rowid] = out.get(rowid, 0.0) + lift * best * value
+    return out
 
 
 def session_boost(scores: Scores, pool: Pool, weight: float) -> Scores:
