@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from markus_memory.analysis import STOP_WORDS, query_terms, quote_fts, words
+from markus_memory.analysis import STOP_WORDS, joined_pairs, query_terms, quote_fts, words
 
 
 def test_query_terms_drop_stop_words_and_question_words() -> None:
@@ -41,3 +41,15 @@ def test_query_terms_are_distinct_lower_words(query: str) -> None:
 
 def test_quote_fts_escapes_quotes() -> None:
     assert quote_fts('say "hi" OR') == '"say ""hi"" OR"'
+
+
+def test_joined_pairs_are_adjacent_content_words_written_as_one() -> None:
+    assert joined_pairs("What did Nate think of the coconut milk ice cream?") == [
+        "natethink",
+        "coconutmilk",
+        "milkice",
+        "icecream",
+    ]
+    assert joined_pairs("his vegan ice-cream") == ["veganice", "icecream"]
+    assert joined_pairs("won 3 video games in 2022") == ["videogames"]
+    assert joined_pairs("the of and") == []

@@ -300,3 +300,15 @@ def test_a_turn_said_on_the_named_day_ranks_as_one_that_mentions_it() -> None:
     assert ns(idx.search(on_the_day)) == [0, 1, 2]  # equal lift: the shorter turn first
     in_the_month = f"Who did Maria have dinner with in {T0:%B %Y}?"
     assert ns(idx.search(in_the_month))[0] == 1  # a month is wide: being said in it counts half
+
+
+def test_two_query_words_match_the_compound_written_as_one() -> None:
+    said = [
+        Turn("s1", 0, "user", "I made coconut icecream today!", T0, "Nate", {"n": 0}),
+        Turn("s1", 1, "assistant", "Coconut cake sounds great.", T0, "Joanna", {"n": 1}),
+    ]
+    idx = new_index(options=RankingOptions(**PLAIN))  # type: ignore[arg-type]
+    idx.add(said)
+    assert ns(idx.search("What coconut ice cream did Nate make?")) == [0, 1]
+    assert ns(idx.search("What coconut ice-cream did Nate make?")) == [0, 1]
+    assert ns(idx.search("Which cake did Joanna like?", limit=1)) == [1]

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..analysis import query_terms, query_tokens, term_key
+from ..analysis import joined_pairs, query_terms, query_tokens, term_key
 from ..errors import InvalidInputError
 from ..storage.base import RecallFilters as Filters
 from ..storage.base import TranscriptMessage, TurnKey
@@ -181,7 +181,7 @@ class ConversationIndex:
             words = query_terms(query)
             speakers = self.store.recall_speakers(self.agent_id)
             named = {word for word in words if word in speakers}
-            lexical = self._bm25(words, named, filters)
+            lexical = self._bm25(query, words, named, filters)
             lexical = boost_speakers(lexical, pool, named, options.speaker_boost)
             lexical = smooth(lexical, pool, options)
             embedded = in_first_person(query, named) if options.dense_first_person else query
@@ -208,12 +208,14 @@ class ConversationIndex:
 
         return temporal_boost(query, scores, text_and_time, date_boost=self.options.date_boost)
 
-    def _bm25(self, words: list[str], named: set[str], filters: Filters) -> Scores:
+    def _bm25(self, query: str, words: list[str], named: set[str], filters: Filters) -> Scores:
+        """BM25 candidates for the query's words and the compounds two of them make
+        (``joined_pairs``: "ice cream" also finds "icecream")."""
         options = self.options
         if options.strip_speaker_names and len(named) < len(words):
             words = [word for word in words if word not in named]
         counts: dict[int, int] = {}
-        for token in query_tokens(words):
+        for token in query_tokens([*words, *joined_pairs(query, among=set(words))]):
             key = term_key(token)
             counts[key] = counts.get(key, 0) + 1
         stats = self.store.recall_stats(self.agent_id, counts)
