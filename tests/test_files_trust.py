@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -239,6 +240,38 @@ def test_item16_read_only_home_can_be_read_and_closed(tmp_path: Path) -> None:
             assert done.returncode == 0, (command, done.stdout, done.stderr)
 
     assert _read_only(home, read) == ""
+
+
+@posix_only
+@pytest.mark.parametrize("store", ["behind", "missing"])
+def test_item16_read_only_home_recalls_what_its_store_lacks(tmp_path: Path, store: str) -> None:
+    """The session files hold turns data.db lacks (written by the original Markus system, or
+    data.db removed): a home that may only be read still recalls them, from a private index
+    of the files that disappears with the process."""
+    home = tmp_path / "home"
+    with _agent(tmp_path) as mem:
+        sid = mem.sessions.create().id
+        mem.sessions.append(sid, {"role": "user", "content": "the blue bicycle"})
+    for path in home.glob("data.db*"):
+        path.unlink()
+    if store == "behind":  # another agent's use creates data.db without alice's turns
+        with open_agent("bob", settings=_settings(home)) as other:
+            other.sessions.append(other.sessions.create().id, {"role": "user", "content": "hi"})
+            assert other.recall_conversation("hi")
+    files = sorted(p.name for p in home.iterdir())
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+
+    def read() -> None:
+        tempfile.tempdir = str(scratch)
+        with _agent(tmp_path) as mem:
+            assert [h.text for h in mem.recall_conversation("bicycle")] == ["the blue bicycle"]
+            assert mem.recall_conversation("bicycle", session_id=sid)[0].session_id == sid
+            assert len(list(scratch.iterdir())) == 1  # the private index
+        assert not list(scratch.iterdir())  # deleted on close
+
+    assert _read_only(home, read) == ""
+    assert sorted(p.name for p in home.iterdir()) == files
 
 
 # -- item 17: temp files of killed writers ----------------------------------------------------

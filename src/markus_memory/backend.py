@@ -10,7 +10,12 @@ URL or picks a SQLite or PostgreSQL class; it asks a :class:`Backend`.
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import sqlite3
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 from typing import Literal
 
 from ._docs import DocumentStore
@@ -89,6 +94,23 @@ class Backend:
             return PostgresStore(self.url)
         return SqliteStore(self.settings.database_path)
 
+    def scratch_transcripts(self) -> tuple[EpisodicStore, Callable[[], None]] | None:
+        """A private store for the transcript side when the home's own cannot be written (a
+        read-only home whose ``data.db`` is missing, or behind its session files): a
+        ``data.db`` in a new temporary directory, and how to close and delete it. ``None``
+        when the episodic store can be written (PostgreSQL, or a writable ``data.db``): its
+        transcripts are derived from the session files, so a private copy loses nothing."""
+        if self.kind == "postgres" or _writable(self.settings.database_path):
+            return None
+        directory = Path(tempfile.mkdtemp(prefix="markus-recall-"))
+        store = SqliteStore(directory / "data.db")
+
+        def dispose() -> None:
+            store.close()
+            shutil.rmtree(directory, ignore_errors=True)
+
+        return store, dispose
+
     def knowledge_index(self) -> KnowledgeIndex | None:
         """The knowledge search index beside the episodic store; None (logged) if it cannot
         be opened, and ``memory_search`` falls back to keyword search."""
@@ -122,6 +144,17 @@ class Backend:
         if isinstance(documents, PostgresDocuments):
             return open_audit_log(documents.database)
         return open_audit_log(self.settings.database_path)
+
+
+def _writable(database: Path) -> bool:
+    """Whether ``database`` can be written, or created in its folder (``os.access`` also
+    answers no on a read-only mount, even to root)."""
+    if database.exists():
+        return os.access(database, os.W_OK) and os.access(database.parent, os.W_OK)
+    folder = database.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return os.access(folder, os.W_OK)
 
 
 def open_backend(settings: Settings) -> Backend:

@@ -65,6 +65,7 @@ class AgentMemory:
             sessions=self._session_sources,
             session=self._session_source,
             embedder=embedder,
+            scratch=self.backend.scratch_transcripts,
         )
         self.sessions = SessionStore(
             *layer_args,

@@ -92,6 +92,12 @@ def test_doctor_reports_a_pending_migration_and_fix_applies_it(
     found = {c["check"]: c for c in report["checks"] if c["subject"] == "postgresql"}
     assert found["schema current"]["detail"] == "markus/m012_recall_keys_by_id"
     assert "the PostgreSQL database" in str(found["schema current"]["fix"])
+    agent = [c for c in report["checks"] if c["subject"] == "al"]
+    assert [(c["check"], c["ok"]) for c in agent] == [("agent", False)]
+    assert "doctor --fix applies the migrations" in str(agent[0]["detail"])
+    with psycopg.connect(url, autocommit=True) as conn:  # a check changes nothing
+        assert conn.execute("SELECT to_regclass('idx_transcript_id_keys')").fetchone()[0] is None
+    assert as_json(invoke("doctor", "--json", code=1))["ok"] is False
     invoke("doctor", "--fix")
     with psycopg.connect(url, autocommit=True) as conn:
         assert conn.execute("SELECT to_regclass('idx_transcript_id_keys')").fetchone()[0]
@@ -107,3 +113,33 @@ def test_doctor_explains_an_unreachable_server(
     checks = _checks(invoke, 1)
     assert checks["reachable"]["ok"] is False
     assert "127.0.0.1" in str(checks["reachable"]["detail"])
+
+
+def test_doctor_leaves_an_agent_unchecked_when_the_server_does_not_answer(
+    invoke: Invoke, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (isolated_home / "agents" / "al").mkdir(parents=True)
+    monkeypatch.setenv(
+        "MARKUS_DATABASE_URL", "postgresql://markus@127.0.0.1:1/markus?connect_timeout=1"
+    )
+    report = as_json(invoke("doctor", "--json", code=1))
+    found = {(c["subject"], c["check"]): c for c in report["checks"]}
+    assert found["postgresql", "reachable"]["ok"] is False
+    assert found["al", "agent"]["ok"] is False
+    assert "not usable" in str(found["al", "agent"]["detail"])
+
+
+def test_doctor_does_not_create_the_schema_of_an_empty_database(
+    invoke: Invoke, isolated_home: Path, pg: tuple[str, str]
+) -> None:
+    _, schema = pg
+    (isolated_home / "agents" / "al").mkdir(parents=True)
+    report = as_json(invoke("doctor", "--json", code=1))
+    found = {(c["subject"], c["check"]): c for c in report["checks"]}
+    assert found["postgresql", "database"]["detail"] == "not created yet"
+    assert "no markus-memory schema yet" in str(found["al", "agent"]["detail"])
+    with psycopg.connect(_server_url(), autocommit=True) as conn:
+        tables = conn.execute(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = %s", (schema,)
+        ).fetchone()[0]
+    assert tables == 0

@@ -22,7 +22,7 @@ from ..storage.sqlite_conn import damaged, open_sqlite, sqlite_error
 from ..transfer import MOVED_MARKER
 from ._common import Check, console, emit_json, json_option, plain, progress, settings_of, table
 from ._doctor_pg import SUBJECT as PG_SUBJECT
-from ._doctor_pg import apply_pending, postgres_checks
+from ._doctor_pg import apply_pending, postgres_checks, why_not_open
 from ._maintain import (
     derived_problems,
     pending_migration,
@@ -226,10 +226,14 @@ def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -
         found: list[Check] = []
         with progress(not as_json) as bar:
             task = bar.add_task("checking", total=len(agents) + 1)
-            # Before the agents: opening one applies pending PostgreSQL migrations.
-            found.extend(postgres_checks(settings))
+            database = postgres_checks(settings)
+            found.extend(database)
+            unopened = why_not_open(database)
             for name in agents:
-                found.extend(agent_checks(settings, name))
+                if unopened is None:
+                    found.extend(agent_checks(settings, name))
+                else:
+                    found.append(Check(name, "agent", False, unopened))
                 bar.advance(task)
             found.extend(database_checks(settings.database_path))
             bar.advance(task)

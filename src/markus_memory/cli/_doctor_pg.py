@@ -59,6 +59,27 @@ def postgres_checks(settings: Settings) -> list[Check]:
         return [Check(SUBJECT, "readable", False, str(exc))]
 
 
+def why_not_open(checks: list[Check]) -> str | None:
+    """Why the agents must not be opened, given :func:`postgres_checks`' findings (``None``:
+    they may be). Opening an agent connects, and creates or migrates the schema: a server
+    that does not answer or a schema that is missing or behind leaves the agents unchecked
+    rather than changed."""
+    found = {c.check: c for c in checks}
+    if any(not found[name].ok for name in ("reachable", "readable") if name in found):
+        return "not checked: the PostgreSQL database is not usable (see its line above)"
+    if "schema current" in found and not found["schema current"].ok:
+        return (
+            "not checked: the PostgreSQL schema is behind and opening the agent would migrate "
+            "it (doctor --fix applies the migrations, then checks the agent)"
+        )
+    if "database" in found:
+        return (
+            "not checked: the PostgreSQL database holds no markus-memory schema yet, and "
+            "opening the agent would create it (the first write through the API does)"
+        )
+    return None
+
+
 def _schema_checks(conn: Any) -> list[Check]:
     def exists(table: str) -> bool:
         return conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None

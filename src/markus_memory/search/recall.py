@@ -89,6 +89,11 @@ class TranscriptRecall:
                 )
             return self._index
 
+    def moved(self) -> None:
+        """The transcripts now live in another store: rank there from the next recall."""
+        with self._lock:
+            self._index = None
+
     def stored(self) -> None:
         """New messages reached the store (their vectors are made at the next recall)."""
         with self._lock:

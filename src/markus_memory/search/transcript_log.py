@@ -42,21 +42,21 @@ class TranscriptLog:
         self._store = store
         self.agent_id = agent_id
 
-    def sync(self, sources: Iterable[SessionSource]) -> int:
+    def sync(self, sources: Iterable[SessionSource]) -> list[str]:
         """Import the session files the store is behind: files that predate it (an existing
         Markus data dir) or that were written past it (an append whose store write failed, or a
         Markus process sharing the directory). Decided by content, never by file times: a file
-        whose next seq the store's mark already covers is not parsed. The number of messages
-        added."""
+        whose next seq the store's mark already covers is not parsed. The ids of the sessions
+        that could not be imported (each logged)."""
         store = self._store()
         marks = store.transcript_marks(self.agent_id)
-        added = 0
+        refused = []
         for source in sources:
             mark = marks.get(source.session_id)
             if mark is not None and _covers(mark.next_seq, source):
                 continue
             try:
-                added += store.import_transcript(
+                store.import_transcript(
                     self.agent_id,
                     source.session_id,
                     source.read(),
@@ -67,7 +67,8 @@ class TranscriptLog:
                 log.warning(
                     "cannot import session %s into the transcript: %s", source.session_id, exc
                 )
-        return added
+                refused.append(source.session_id)
+        return refused
 
 
 def _covers(next_seq: int, source: SessionSource) -> bool:

@@ -9,17 +9,24 @@ appends (anything shaped like an appended message) and session files as
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
 from ..config import parse_iso
+from ..errors import MarkusMemoryError
 from ..storage.base import TranscriptMessage
 from .embedders import Embedder
 from .recall import TranscriptRecall, speaker_of
 from .transcript_log import SessionSource, TranscriptLog, TranscriptStore
 from .transcript_writer import TranscriptWriter
+
+log = logging.getLogger(__name__)
+
+Scratch = tuple[TranscriptStore, Callable[[], None]]
+"""A private store and how to close and delete it."""
 
 
 class Appended(Protocol):
@@ -44,6 +51,9 @@ class Transcripts:
 
     ``store`` is called for the episodic backend at each use (the facade opens it lazily);
     ``sessions`` yields every session file, ``session`` one by id (None when there is none).
+    ``scratch`` gives a private store and its disposer when the episodic store cannot be
+    written (None when it can): the transcripts move there when the files hold what the
+    store lacks, so recall still finds it.
     """
 
     def __init__(
@@ -54,16 +64,22 @@ class Transcripts:
         sessions: Callable[[], Iterable[SessionSource]],
         session: Callable[[str], SessionSource | None],
         embedder: Embedder | None = None,
+        scratch: Callable[[], Scratch | None] = lambda: None,
     ) -> None:
         self.agent_id = agent_id
-        self._store = store
+        self._home_store = store
+        self._scratch = scratch
+        self._private: Scratch | None = None
         self._sessions = sessions
         self._session = session
-        self._log = TranscriptLog(store, agent_id)
-        self._recall = TranscriptRecall(store, agent_id, embedder=embedder)
+        self._log = TranscriptLog(self._store, agent_id)
+        self._recall = TranscriptRecall(self._store, agent_id, embedder=embedder)
         self._synced_at: int | None = None  # the writer's failure count at the last sync
         self._sync_guard = threading.Lock()
-        self._writer = TranscriptWriter(store, agent_id, then=self._index_turns)
+        self._writer = TranscriptWriter(self._store, agent_id, then=self._index_turns)
+
+    def _store(self) -> TranscriptStore:
+        return self._home_store() if self._private is None else self._private[0]
 
     def caught_up(self) -> TranscriptRecall:
         """The recall engine, once every append that returned is in the store and the session
@@ -130,13 +146,39 @@ class Transcripts:
             failures = self._writer.failures
             if self._synced_at == failures:
                 return
-            self._log.sync(self._sessions())
+            try:
+                refused = self._log.sync(self._sessions())
+            except (OSError, MarkusMemoryError):  # the store itself cannot be opened
+                if not self._go_private():
+                    raise
+                self._log.sync(self._sessions())
+            else:
+                if refused and self._go_private():
+                    self._log.sync(self._sessions())
             self._synced_at = failures
 
+    def _go_private(self) -> bool:
+        """Move to a private store if the episodic one cannot be written (once)."""
+        if self._private is not None:
+            return False
+        self._private = self._scratch()
+        if self._private is None:
+            return False
+        log.warning(
+            "agent %s: the episodic store cannot be written and lacks what its session files "
+            "hold; recall uses a private index of the files for this process",
+            self.agent_id,
+        )
+        self._recall.moved()
+        return True
+
     def close(self) -> None:
-        """Drain and stop the writer (every queued append reaches the store)."""
+        """Drain and stop the writer (every queued append reaches the store); a private
+        store is deleted."""
         self._writer.close()
         self._recall.close()
+        if self._private is not None:
+            self._private[1]()
 
 
 def transcript_message(
