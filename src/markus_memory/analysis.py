@@ -16,6 +16,7 @@ import re
 import threading
 import unicodedata
 from collections import Counter, _count_elements  # type: ignore[attr-defined]  # C counter
+from collections.abc import Collection
 
 import Stemmer
 
@@ -171,6 +172,21 @@ def query_terms(query: str) -> list[str]:
             continue
         seen.setdefault(word, None)
     return list(seen or plain)
+
+
+def joined_pairs(query: str, among: Collection[str] | None = None) -> list[str]:
+    """Each two adjacent content words of a query written as one ("ice cream", "ice-cream" ->
+    "icecream"), for the compounds English writes both ways; only pairs of words in ``among``
+    when given. Queries look these up beside their words (a pair no document holds matches
+    nothing); documents are indexed as written, so nothing is reindexed for them."""
+    found = words(query)
+    out: dict[str, None] = {}
+    for first, second in zip(found, found[1:], strict=False):
+        if all(
+            word.isalpha() and len(word) > 1 and word not in STOP_WORDS for word in (first, second)
+        ) and (among is None or (first in among and second in among)):
+            out.setdefault(first + second, None)
+    return list(out)
 
 
 def query_tokens(words_of_query: list[str]) -> list[str]:

@@ -8,6 +8,7 @@ from markus_memory import analysis
 from markus_memory.analysis import (
     STOP_WORDS,
     analyse,
+    joined_pairs,
     query_terms,
     quote_fts,
     term_counts,
@@ -71,3 +72,15 @@ def test_term_counts_cache_is_bounded_and_stays_right(monkeypatch: pytest.Monkey
     expected = {term_key(term): n for term, n in analyse(text).items()}
     assert term_counts(text) == expected
     assert len(analysis._WORD_KEYS) <= 8
+
+
+def test_joined_pairs_are_adjacent_content_words_written_as_one() -> None:
+    assert joined_pairs("What did Nate think of the coconut milk ice cream?") == [
+        "natethink",
+        "coconutmilk",
+        "milkice",
+        "icecream",
+    ]
+    assert joined_pairs("his vegan ice-cream") == ["veganice", "icecream"]
+    assert joined_pairs("won 3 video games in 2022") == ["videogames"]
+    assert joined_pairs("the of and") == []

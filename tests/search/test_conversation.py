@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -315,3 +316,31 @@ def test_a_term_is_ranked_over_at_most_its_newest_max_postings_turns() -> None:
     bounded = index(max_postings=1)
     assert ns(bounded.search("kids")) == [5], "the newest turn with 'kids' only"
     assert set(ns(index().search("kids"))) == {1, 5}
+
+
+def test_a_turn_said_on_the_named_day_ranks_as_one_that_mentions_it() -> None:
+    said_that_day = Turn("s1", 0, "user", "Dinner with Ben was lovely.", T0, "Maria", {"n": 0})
+    mentions_it = Turn(
+        "s2", 0, "user", "Dinner with Ben last night was lovely.", T0 + timedelta(days=1), "Maria"
+    )
+    other = Turn("s3", 0, "user", "Dinner with Ben again!", T0 + timedelta(days=40), "Maria")
+    idx = new_index(options=RankingOptions(**{**PLAIN, "date_boost": 2.0}))  # type: ignore[arg-type]
+    idx.add(
+        [said_that_day, replace(mentions_it, metadata={"n": 1}), replace(other, metadata={"n": 2})]
+    )
+    on_the_day = f"Who did Maria have dinner with on {T0:%d %B, %Y}?"
+    assert ns(idx.search(on_the_day)) == [0, 1, 2]  # equal lift: the shorter turn first
+    in_the_month = f"Who did Maria have dinner with in {T0:%B %Y}?"
+    assert ns(idx.search(in_the_month))[0] == 1  # a month is wide: being said in it counts half
+
+
+def test_two_query_words_match_the_compound_written_as_one() -> None:
+    said = [
+        Turn("s1", 0, "user", "I made coconut icecream today!", T0, "Nate", {"n": 0}),
+        Turn("s1", 1, "assistant", "Coconut cake sounds great.", T0, "Joanna", {"n": 1}),
+    ]
+    idx = new_index(options=RankingOptions(**PLAIN))  # type: ignore[arg-type]
+    idx.add(said)
+    assert ns(idx.search("What coconut ice cream did Nate make?")) == [0, 1]
+    assert ns(idx.search("What coconut ice-cream did Nate make?")) == [0, 1]
+    assert ns(idx.search("Which cake did Joanna like?", limit=1)) == [1]

@@ -69,11 +69,29 @@ def test_temporal_boost_lifts_turns_that_speak_of_the_named_time() -> None:
     boosted = temporal_boost(
         "Who did Maria have dinner with on May 3, 2023?", scores, turns.__getitem__, date_boost=1.0
     )
-    assert boosted == {"mention": 2.0, "same-day": 1.0, "other": 2.0}
+    assert boosted == {"mention": 2.0, "same-day": 2.0, "other": 2.0}
     off = temporal_boost("dinner on May 3, 2023", scores, turns.__getitem__, date_boost=0.0)
     assert off == scores
     undated = temporal_boost("dinner", scores, turns.__getitem__, date_boost=1.0)
     assert undated == scores
+
+
+def test_said_on_the_named_day_counts_as_a_mention_said_in_a_named_month_half() -> None:
+    turns = {
+        "said-that-day": ("Look what I made!", at(2023, 5, 3)),
+        "said-that-month": ("Look what I made!", at(2023, 5, 20)),
+        "mentions-the-month": ("I made it back in May 2023.", at(2023, 6, 2)),
+    }
+    scores = dict.fromkeys(turns, 1.0)
+    on_the_day = temporal_boost(
+        "What did she make on 3 May, 2023?", scores, turns.__getitem__, date_boost=1.0
+    )
+    # the month mentioned holds the day named: it overlaps it
+    assert on_the_day == {"said-that-day": 2.0, "said-that-month": 1.0, "mentions-the-month": 2.0}
+    in_the_month = temporal_boost(
+        "What did she make in May 2023?", scores, turns.__getitem__, date_boost=1.0
+    )
+    assert in_the_month == {"said-that-day": 1.5, "said-that-month": 1.5, "mentions-the-month": 2.0}
 
 
 def test_a_date_question_lifts_the_turn_that_speaks_of_that_day(tmp_path) -> None:  # type: ignore[no-untyped-def]

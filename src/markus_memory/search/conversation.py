@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..analysis import query_terms, query_tokens, term_key
+from ..analysis import joined_pairs, query_terms, query_tokens, term_key
 from ..errors import InvalidInputError
 from ..storage.base import RecallFilters as Filters
 from ..storage.base import RecallStats as Stats
@@ -202,9 +202,10 @@ class ConversationIndex:
             self._embed_missing()
             pool = self.pool(filters)
             words = query_terms(query)
-            stats = self.store.recall_stats(self.agent_id, _term_counts(words), words)
+            pairs = joined_pairs(query, among=set(words))
+            stats = self.store.recall_stats(self.agent_id, _term_counts([*words, *pairs]), words)
             named = {word for word in words if word in stats.speakers}
-            lexical = self._bm25(words, named, stats, filters, pool)
+            lexical = self._bm25(query, words, named, stats, filters, pool)
             lexical = boost_speakers(lexical, pool, named, options.speaker_boost)
             lexical = smooth(lexical, pool, options)
             embedded = in_first_person(query, named) if options.dense_first_person else query
@@ -242,14 +243,22 @@ class ConversationIndex:
         return temporal_boost(query, scores, text_and_time, date_boost=self.options.date_boost)
 
     def _bm25(
-        self, words: list[str], named: set[str], stats: Stats, filters: Filters, pool: Pool
+        self,
+        query: str,
+        words: list[str],
+        named: set[str],
+        stats: Stats,
+        filters: Filters,
+        pool: Pool,
     ) -> Scores:
-        """bm25 scores of the candidates (``stats`` cover every word of the query); their keys,
-        and their neighbours' for the smoothing stage, go into ``pool`` on the way."""
+        """bm25 scores of the candidates for the query's words and the compounds two of them
+        make (``joined_pairs``: "ice cream" also finds "icecream"; ``stats`` cover every word
+        and pair of the query); their keys, and their neighbours' for the smoothing stage, go
+        into ``pool`` on the way."""
         options = self.options
         if options.strip_speaker_names and len(named) < len(words):
             words = [word for word in words if word not in named]
-        counts = _term_counts(words)
+        counts = _term_counts([*words, *joined_pairs(query, among=set(words))])
         present = [key for key in counts if stats.df.get(key)]
         if not present:
             return {}

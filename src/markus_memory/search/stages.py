@@ -65,8 +65,10 @@ class RankingOptions:
       recall_any@10 0.842 -> 0.852, recall_all@10 0.713 -> 0.727, better on every
       conversation but conv-30's recall_any@10, equal).
     * ``date_boost``: a question naming a time ("in May 2023") lifts the candidates that
-      mention it (or were said on it) by ``date_boost`` times the best score
-      (``search.temporal``).
+      mention it, or were said on the day it names, by ``date_boost`` times the best score,
+      and those said within a wider time it names by half that (``search.temporal``). Said
+      on a named day counting fully rather than half: LoCoMo dev recall_any@10 0.852 ->
+      0.857 with MiniLM (0.830 -> 0.833 without), no conversation worse.
     * ``nearest_lift`` / ``nearest_top``: after the speaker stage, the ``nearest_top`` turns
       nearest the query in meaning gain up to ``nearest_lift`` times the best score (their
       cosines min-max scaled among themselves). The fusion scales vector scores over all the

@@ -160,8 +160,10 @@ def temporal_boost(
     """Scores with the time signal applied; ``said(key)`` gives a turn's text and timestamp.
 
     A query that names a time adds ``date_boost`` times the best score to the turns that
-    mention that time, and half that to turns merely said on it. ``date_boost`` 0 switches
-    it off.
+    mention that time, and to the turns said on the very day it names ("what did Nate make
+    on 9 November 2022?": what he said that day is as specific as a mention of it); a turn
+    merely said within a wider time it names (a month, a year: many turns are) gains half
+    that. ``date_boost`` 0 switches it off.
     """
     out = dict(scores)
     wanted = named_times(query) if date_boost > 0 else []
@@ -172,6 +174,14 @@ def temporal_boost(
         text, stamp = said(key)
         if any(t.overlaps(w) for t in _mentioned(text, stamp) for w in wanted):
             out[key] = value + date_boost * top
-        elif stamp is not None and any(w.start <= stamp.date() <= w.end for w in wanted):
-            out[key] = value + 0.5 * date_boost * top
+        elif stamp is not None and (share := _said_share(stamp.date(), wanted)):
+            out[key] = value + share * date_boost * top
     return out
+
+
+def _said_share(day: date, wanted: list[Interval]) -> float:
+    """How much being said on ``day`` counts: fully on a named day, half within a named span."""
+    within = [w for w in wanted if w.start <= day <= w.end]
+    if not within:
+        return 0.0
+    return 1.0 if any(w.start == w.end for w in within) else 0.5
