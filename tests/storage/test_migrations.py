@@ -214,3 +214,24 @@ def test_registry_is_backend_neutral() -> None:
     assert migrations.apply(target) == []
     assert target.data == ["a", "b"]
     assert set(target.rows) == {("neutral", "m001_a"), ("neutral", "m002_b")}
+
+
+def test_a_postgresql_migration_may_outlast_the_statement_timeout() -> None:
+    """Queries are bounded by the statement timeout; a migration rewrites tables in proportion
+    to the history (m013 on a million messages takes minutes) and must not be cancelled
+    halfway through an upgrade, nor a second opener waiting for it."""
+    psycopg = pytest.importorskip("psycopg")
+    from markus_memory.storage.postgres_conn import PostgresMigrationTarget
+
+    from .pg import postgres_schema_url
+
+    slow: Migrations[object] = Migrations("slow")
+
+    @slow()
+    def m001_long_rewrite(conn: object) -> None:
+        conn.execute("SELECT pg_sleep(0.5)")  # type: ignore[attr-defined]
+
+    with postgres_schema_url() as url, psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET statement_timeout = 100")
+        assert slow.apply(PostgresMigrationTarget(conn)) == ["m001_long_rewrite"]
+        assert conn.execute("SHOW statement_timeout").fetchone()[0] == "100ms"

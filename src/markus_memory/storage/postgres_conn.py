@@ -214,6 +214,9 @@ class PostgresMigrationTarget:
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
         with self.conn.transaction():
+            # The statement timeout bounds queries; a migration rewrites tables in proportion
+            # to the history (minutes for a million messages), and an opener waits for it.
+            self.conn.execute("SET LOCAL statement_timeout = 0")
             self.conn.execute(
                 "SELECT pg_advisory_xact_lock(%s, hashtext(current_schema()))",
                 (MIGRATION_LOCK_KEY & 0x7FFFFFFF,),
