@@ -198,6 +198,14 @@ def query_tokens(words_of_query: list[str]) -> list[str]:
     return out
 
 
+def query_counts(words_of_query: list[str]) -> dict[int, int]:
+    """How often each index term of query words occurs, keyed by :func:`term_key` in
+    first-seen order: what a BM25 query weights (by idf times the count)."""
+    counts: dict[int, int] = {}
+    _count_elements(counts, map(term_key, query_tokens(words_of_query)))
+    return counts
+
+
 @functools.lru_cache(maxsize=1 << 17)
 def term_key(term: str) -> int:
     """A term's 63-bit key in the store's term tables (signed, fits BIGINT and INTEGER)."""

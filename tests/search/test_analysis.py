@@ -9,7 +9,9 @@ from markus_memory.analysis import (
     STOP_WORDS,
     analyse,
     joined_pairs,
+    query_counts,
     query_terms,
+    query_tokens,
     quote_fts,
     term_counts,
     term_key,
@@ -64,6 +66,14 @@ def test_term_counts_are_the_analysed_terms_by_key(text: str) -> None:
     expected = {term_key(term): n for term, n in analyse(text).items()}
     assert term_counts(text) == expected
     assert term_counts(text) == expected  # again, now from the cache
+
+
+@given(st.text(max_size=80))
+def test_query_counts_count_each_query_term_by_key_in_first_seen_order(query: str) -> None:
+    terms = query_tokens(query_terms(query))
+    counts = query_counts(query_terms(query))
+    assert list(counts) == list(dict.fromkeys(map(term_key, terms)))
+    assert counts == {key: list(map(term_key, terms)).count(key) for key in counts}
 
 
 def test_term_counts_cache_is_bounded_and_stays_right(monkeypatch: pytest.MonkeyPatch) -> None:

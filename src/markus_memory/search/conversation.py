@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..analysis import joined_pairs, query_terms, query_tokens, term_key
+from ..analysis import joined_pairs, query_counts, query_terms
 from ..errors import InvalidInputError
 from ..storage.base import RecallFilters as Filters
 from ..storage.base import RecallStats as Stats
@@ -51,15 +51,6 @@ class RankedTurn:
 def model_key(model: str, dimension: int) -> str:
     """The vectors of one embedding space: ``<model>:<dimension>``."""
     return f"{model}:{int(dimension)}"
-
-
-def _term_counts(words: list[str]) -> dict[int, int]:
-    """How often each index term (by key) of ``words`` occurs, in first-seen order."""
-    counts: dict[int, int] = {}
-    for token in query_tokens(words):
-        key = term_key(token)
-        counts[key] = counts.get(key, 0) + 1
-    return counts
 
 
 def turn_of(message: TranscriptMessage) -> Turn:
@@ -203,7 +194,7 @@ class ConversationIndex:
             pool = self.pool(filters)
             words = query_terms(query)
             pairs = joined_pairs(query, among=set(words))
-            stats = self.store.recall_stats(self.agent_id, _term_counts([*words, *pairs]), words)
+            stats = self.store.recall_stats(self.agent_id, query_counts([*words, *pairs]), words)
             named = {word for word in words if word in stats.speakers}
             lexical = self._bm25(query, words, named, stats, filters, pool)
             lexical = boost_speakers(lexical, pool, named, options.speaker_boost)
@@ -258,7 +249,7 @@ class ConversationIndex:
         options = self.options
         if options.strip_speaker_names and len(named) < len(words):
             words = [word for word in words if word not in named]
-        counts = _term_counts([*words, *joined_pairs(query, among=set(words))])
+        counts = query_counts([*words, *joined_pairs(query, among=set(words))])
         present = [key for key in counts if stats.df.get(key)]
         if not present:
             return {}

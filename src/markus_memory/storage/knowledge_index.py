@@ -21,13 +21,12 @@ process holds every vector of an agent.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..analysis import analyse, query_terms, query_tokens, term_key
+from ..analysis import analyse, query_counts, query_terms, term_key
 from ._sql import DialectSql
 from .base import MAX_QUERY_CHARS, MAX_QUERY_TERMS
 from .base import RecallStats as Stats
@@ -133,7 +132,7 @@ def weighted_terms(sql: DialectSql, agent_id: str, query: str) -> tuple[dict[int
     """BM25 weights of the query's terms the agent uses (idf, once per query word with that
     term) and the agent's statistics."""
     text = query[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")
-    counts = Counter(term_key(t) for t in query_tokens(query_terms(text)[:MAX_QUERY_TERMS]))
+    counts = query_counts(query_terms(text)[:MAX_QUERY_TERMS])
     if not counts:
         return {}, Stats(0, 0, {})
     condition, keys = sql.dialect.any_of("term", sorted(counts))

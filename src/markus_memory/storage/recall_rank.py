@@ -8,12 +8,11 @@ candidates leave the database.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..analysis import query_terms, query_tokens, term_key
+from ..analysis import query_counts, query_terms, term_key
 from .base import MAX_QUERY_CHARS, MAX_QUERY_TERMS, TranscriptHit, TranscriptMessage, TurnKey
 from .base import RecallFilters as Filters
 from .base import RecallStats as Stats
@@ -200,7 +199,7 @@ def weighted_terms(
     if not isinstance(query, str):
         return {}, Stats(0, 0, {})
     text = query[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")
-    counts = Counter(term_key(t) for t in query_tokens(query_terms(text)[:MAX_QUERY_TERMS]))
+    counts = query_counts(query_terms(text)[:MAX_QUERY_TERMS])
     found = stats_of(list(counts))
     return {key: found.idf(key) * n for key, n in counts.items() if found.df.get(key)}, found
 
