@@ -181,12 +181,14 @@ def boost_speakers(
         return scores
     pool.fetch(scores)
     factor = 1.0 + boost
-
-    def name(turn: TurnKey) -> str:
-        return turn.speaker_name if roles else (turn.speaker or "").lower()
-
+    turns = pool.turns
+    if roles:
+        return {
+            rowid: value * factor if turns[rowid].speaker_name in named else value
+            for rowid, value in scores.items()
+        }
     return {
-        rowid: value * factor if name(pool[rowid]) in named else value
+        rowid: value * factor if (turns[rowid].speaker or "").lower() in named else value
         for rowid, value in scores.items()
     }
 

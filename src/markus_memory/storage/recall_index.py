@@ -187,7 +187,9 @@ def vector_chunks(
         )
         if not rows:
             return
-        yield [(int(r[0]), codec.decode(r[1])) for r in rows]
+        # Both drivers read a BIGINT as int and a BLOB / bytea as bytes: only another
+        # column type (pgvector's) is converted row by row.
+        yield rows if codec is BYTES else [(int(r[0]), codec.decode(r[1])) for r in rows]
         if len(rows) < VECTOR_CHUNK:
             return
         last = int(rows[-1][0])

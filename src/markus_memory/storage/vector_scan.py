@@ -11,7 +11,7 @@ unit-length vectors the embedders return.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,28 +33,40 @@ BYTES = VectorCodec()
 
 
 def nearest_in_chunks(
-    chunks: Iterable[list[tuple[int, bytes]]], query: bytes, limit: int
+    chunks: Iterable[Sequence[tuple[int, bytes]]], query: bytes, limit: int
 ) -> list[tuple[int, float]]:
-    """The ``limit`` best ``(id, score)`` of the chunks for ``query``, best first (ties to the
-    older message); a message met twice is scored once."""
+    """The ``limit`` best ``(id, score)`` of the chunks for ``query``, best first, exactly as a
+    full sort would give them: ties (identical texts have identical vectors) go to the older
+    message, also at the cut; a message met twice is scored once. Only the best ``limit`` so
+    far and one chunk are held, as numpy arrays."""
     import numpy as np
 
     vector = np.frombuffer(query, dtype=np.float32)
-    best_ids: list[int] = []
-    best_sims = np.empty(0, dtype=np.float32)
-    seen: set[int] = set()
+    ids = np.empty(0, dtype=np.int64)
+    sims = np.empty(0, dtype=np.float32)
     for chunk in chunks:
-        rows = [(rowid, blob) for rowid, blob in chunk if rowid not in seen]
-        if not rows:
+        if not chunk:
             continue
-        seen.update(rowid for rowid, _ in rows)
-        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
-        sims = np.concatenate([best_sims, matrix.reshape(len(rows), -1) @ vector])
-        ids = best_ids + [rowid for rowid, _ in rows]
+        found = np.fromiter((row[0] for row in chunk), dtype=np.int64, count=len(chunk))
+        matrix = np.frombuffer(b"".join([row[1] for row in chunk]), dtype=np.float32)
+        ids = np.concatenate([ids, found])
+        sims = np.concatenate([sims, matrix.reshape(len(chunk), -1) @ vector])
+        ids, first = np.unique(ids, return_index=True)
+        sims = sims[first]
         if len(ids) > limit:
-            top = np.argpartition(-sims, limit - 1)[:limit]
-            best_ids, best_sims = [ids[int(i)] for i in top], sims[top]
-        else:
-            best_ids, best_sims = ids, sims
-    ranked = [(rowid, float(sim)) for rowid, sim in zip(best_ids, best_sims, strict=True)]
-    return sorted(ranked, key=lambda pair: (-pair[1], pair[0]))
+            keep = _best(ids, sims, limit)
+            ids, sims = ids[keep], sims[keep]
+    order = np.lexsort((ids, -sims))
+    return [(int(doc), float(sim)) for doc, sim in zip(ids[order], sims[order], strict=True)]
+
+
+def _best(ids: Any, sims: Any, limit: int) -> Any:
+    """Positions of the ``limit`` best: every score above the ``limit``-th, then the oldest
+    of those equal to it."""
+    import numpy as np
+
+    cut = -np.partition(-sims, limit - 1)[limit - 1]
+    above = np.flatnonzero(sims > cut)
+    tied = np.flatnonzero(sims == cut)
+    tied = tied[np.argsort(ids[tied], kind="stable")[: limit - len(above)]]
+    return np.concatenate([above, tied])
