@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from markus_memory.storage.base import EpisodicStore, TranscriptMessage
-from markus_memory.storage.base import RecallFilters as Filters
+from markus_memory.storage.recall_contract import RecallFilters as Filters
 from markus_memory.storage.recall_fetch import keys_near, turns_around
 
 from .conftest import StoreFactory

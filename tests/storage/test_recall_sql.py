@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from markus_memory.analysis import analyse, term_key
 from markus_memory.storage.base import EpisodicStore, TranscriptMessage
-from markus_memory.storage.base import RecallFilters as Filters
+from markus_memory.storage.recall_contract import RecallFilters as Filters
 
 from .conftest import StoreFactory
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from markus_memory.storage.base import EpisodicStore, RecallFilters
+from markus_memory.storage.base import EpisodicStore
+from markus_memory.storage.recall_contract import RecallFilters
 
 from .pg import postgres_schema_url
 

@@ -16,10 +16,11 @@ from datetime import datetime, timezone
 
 from ..analysis import joined_pairs, query_counts, query_terms
 from ..errors import InvalidInputError
-from ..storage.base import RecallFilters as Filters
-from ..storage.base import RecallStats as Stats
-from ..storage.base import TranscriptMessage, TurnKey
+from ..storage.base import TranscriptMessage
 from ..storage.base import TranscriptStore as RecallStore
+from ..storage.recall_contract import RecallFilters as Filters
+from ..storage.recall_contract import RecallStats as Stats
+from ..storage.recall_contract import TurnKey
 from .embedders import Embedder
 from .stages import (
     Pool,

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import InvalidInputError
-from ..storage.base import RecallFilters as Filters
+from ..storage.recall_contract import RecallFilters as Filters
 from .conversation import ConversationIndex, RankingOptions, RecallStore, Turn
 from .embedders import Embedder
 

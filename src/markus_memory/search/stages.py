@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from ..storage.base import TurnKey
+from ..storage.recall_contract import TurnKey
 from .hybrid import min_max, rrf, weighted_sum
 
 Scores = dict[int, float]

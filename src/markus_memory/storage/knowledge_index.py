@@ -29,8 +29,8 @@ from typing import Any, Protocol
 from ..analysis import analyse, query_counts, query_terms, term_key
 from ._sql import DialectSql
 from .base import MAX_QUERY_CHARS, MAX_QUERY_TERMS
-from .base import RecallStats as Stats
 from .dialect import Database, Dialect
+from .recall_contract import RecallStats as Stats
 
 K1 = 1.2
 B = 0.75

@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .base import RecallFilters
 from .postgres_conn import MIGRATION_LOCK_KEY
+from .recall_contract import RecallFilters
 from .recall_fetch import Sql
 from .recall_index import VECTOR_CHUNK, RecallQueries
 from .recall_rank import agent_key

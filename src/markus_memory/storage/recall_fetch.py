@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .base import RecallFilters as Filters
+from .recall_contract import RecallFilters as Filters
 
 if TYPE_CHECKING:
     from .dialect import Dialect

@@ -22,11 +22,12 @@ from operator import itemgetter
 from typing import Any
 
 from ..analysis import term_counts, words
-from .base import RecallFilters as Filters
-from .base import RecallStats as Stats
-from .base import TranscriptMessage, TurnKey
+from .base import TranscriptMessage
+from .recall_contract import RecallFilters as Filters
+from .recall_contract import RecallStats as Stats
+from .recall_contract import TurnKey
 from .recall_fetch import Sql, keys_near, turns_around, turns_by_id
-from .recall_rank import agent_key, rank_near, stats
+from .recall_rank import Bm25, agent_key, rank_near, stats
 from .recall_schema import schema
 from .vector_scan import BYTES, VectorCodec, nearest_in_chunks
 
@@ -236,17 +237,8 @@ class RecallQueries:
         window: int = 0,
     ) -> tuple[list[tuple[int, float]], list[TurnKey]]:
         with self._recall() as sql:
-            return rank_near(
-                sql,
-                agent_id,
-                weights,
-                avgdl=avgdl,
-                per_term=per_term,
-                limit=limit,
-                filters=filters or Filters(),
-                when=self._when,
-                window=window,
-            )
+            bm25 = Bm25(weights, avgdl, per_term, limit, filters or Filters())
+            return rank_near(sql, agent_id, bm25, self._when, window)
 
     def recall_turns(self, agent_id: str, ids: Sequence[int]) -> dict[int, TranscriptMessage]:
         with self._recall() as sql:

@@ -9,13 +9,15 @@ candidates leave the database.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from ..analysis import query_counts, query_terms, term_key
-from .base import MAX_QUERY_CHARS, MAX_QUERY_TERMS, TranscriptHit, TranscriptMessage, TurnKey
-from .base import RecallFilters as Filters
-from .base import RecallStats as Stats
+from .base import MAX_QUERY_CHARS, MAX_QUERY_TERMS, TranscriptHit, TranscriptMessage
+from .recall_contract import RecallFilters as Filters
+from .recall_contract import RecallStats as Stats
+from .recall_contract import TurnKey
 from .recall_fetch import Sql, keys_around, turns_by_id
 
 K1 = 1.2
@@ -67,20 +69,26 @@ def stats(sql: Sql, agent_id: str, keys: Iterable[int], words: Iterable[str] = (
     return Stats(docs, tokens, df if docs else {}, frozenset(speakers))
 
 
+@dataclass(frozen=True)
+class Bm25:
+    """A BM25 ranking to run: the weighted term keys, the agent's mean message length, how
+    many of each term's newest postings count (the cost bound), how many messages to return
+    and the recall's filters."""
+
+    weights: Mapping[int, float]
+    avgdl: float
+    per_term: int
+    limit: int
+    filters: Filters
+
+
 def rank_sql(
-    sql: Sql,
-    agent_id: str,
-    weights: Mapping[int, float],
-    *,
-    avgdl: float,
-    per_term: int,
-    limit: int,
-    filters: Filters,
-    when: Callable[[datetime], Any],
+    sql: Sql, agent_id: str, bm25: Bm25, when: Callable[[datetime], Any]
 ) -> tuple[str, list[Any]] | None:
     """The statement of :func:`rank` (rows ``doc, score``) and its params; None when nothing
     can rank."""
-    if not weights or limit <= 0 or avgdl <= 0:
+    weights, filters, avgdl = bm25.weights, bm25.filters, bm25.avgdl
+    if not weights or bm25.limit <= 0 or avgdl <= 0:
         return None
     agent = agent_key(agent_id)
     where, extra = filters.sql(when)
@@ -103,14 +111,14 @@ def rank_sql(
             f"WITH {query} SELECT n.doc, {share.replace('?', 'q.w', 1)} AS s FROM q CROSS JOIN "
             f"LATERAL (SELECT doc, tf, len {newest.format('q.term')}) n"
         )
-        params.extend([*norm, per_term])
+        params.extend([*norm, bm25.per_term])
     else:
         parts = []
         for key, weight in weights.items():
             parts.append(
                 f"SELECT n.doc, {share} AS s FROM (SELECT doc, tf, len {newest.format('?')}) n"
             )
-            params.extend([weight * (K1 + 1), *norm, agent_term(agent, key), per_term])
+            params.extend([weight * (K1 + 1), *norm, agent_term(agent, key), bm25.per_term])
         postings = " UNION ALL ".join(parts)
     if len(weights) == 1:  # each message once: nothing to add up
         ranked = f"SELECT p.doc, p.s FROM ({postings}) p{join}{where} ORDER BY p.s DESC, p.doc"
@@ -119,69 +127,34 @@ def rank_sql(
             f"SELECT p.doc, SUM(p.s) AS score FROM ({postings}) p{join}{where} GROUP BY p.doc "
             "ORDER BY score DESC, p.doc"
         )
-    return f"{ranked} LIMIT ?", [*params, *extra, limit]
+    return f"{ranked} LIMIT ?", [*params, *extra, bm25.limit]
 
 
 def rank(
-    sql: Sql,
-    agent_id: str,
-    weights: Mapping[int, float],
-    *,
-    avgdl: float,
-    per_term: int,
-    limit: int,
-    filters: Filters,
-    when: Callable[[datetime], Any],
+    sql: Sql, agent_id: str, bm25: Bm25, when: Callable[[datetime], Any]
 ) -> list[tuple[int, float]]:
-    """The agent's best ``limit`` messages for the weighted terms by BM25, as (id, score).
+    """The agent's best messages for the weighted terms by BM25, as (id, score).
 
     Each term contributes at most its ``per_term`` newest postings (the bound on the cost of
     a query over a very long history); ties go to the older message.
     """
-    found = rank_sql(
-        sql,
-        agent_id,
-        weights,
-        avgdl=avgdl,
-        per_term=per_term,
-        limit=limit,
-        filters=filters,
-        when=when,
-    )
+    found = rank_sql(sql, agent_id, bm25, when)
     if found is None:
         return []
     return [(int(r[0]), float(r[1])) for r in sql.rows(*found)]
 
 
 def rank_near(
-    sql: Sql,
-    agent_id: str,
-    weights: Mapping[int, float],
-    *,
-    avgdl: float,
-    per_term: int,
-    limit: int,
-    filters: Filters,
-    when: Callable[[datetime], Any],
-    window: int,
+    sql: Sql, agent_id: str, bm25: Bm25, when: Callable[[datetime], Any], window: int
 ) -> tuple[list[tuple[int, float]], list[TurnKey]]:
     """:func:`rank`, and the keys of the ranked messages and of their neighbours up to
-    ``window`` that pass ``filters`` (:func:`~.recall_fetch.keys_near`), in one statement."""
-    found = rank_sql(
-        sql,
-        agent_id,
-        weights,
-        avgdl=avgdl,
-        per_term=per_term,
-        limit=limit,
-        filters=filters,
-        when=when,
-    )
+    ``window`` that pass the filters (:func:`~.recall_fetch.keys_near`), in one statement."""
+    found = rank_sql(sql, agent_id, bm25, when)
     if found is None:
         return [], []
     query, params = found
     ranked_cte = f"wanted(id, score) AS ({query})"
-    rows = keys_around(sql, ranked_cte, params, agent_id, window, filters, when, scored=True)
+    rows = keys_around(sql, ranked_cte, params, agent_id, window, bm25.filters, when, scored=True)
     ranked = sorted(((int(r[0]), float(r[5])) for r in rows if r[5] is not None), key=_best)
     return ranked, [TurnKey(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
@@ -217,16 +190,7 @@ def search_hits(
     """A plain transcript search: the agent's messages by BM25 for ``query``, best first;
     each term counts only its ``per_term`` newest messages (the cost bound)."""
     weights, found = weighted_terms(query, lambda keys: stats(sql, agent_id, keys))
-    ranked = rank(
-        sql,
-        agent_id,
-        weights,
-        avgdl=found.avgdl,
-        per_term=per_term,
-        limit=limit,
-        filters=filters,
-        when=when,
-    )
+    ranked = rank(sql, agent_id, Bm25(weights, found.avgdl, per_term, limit, filters), when)
     rows = {int(r[0]): message(r[1:]) for r in turns_by_id(sql, agent_id, [d for d, _ in ranked])}
     return [
         TranscriptHit(m.agent_id, m.session_id, m.seq, m.role, m.content, m.created_at, score)

@@ -17,13 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from ._records import MARK_COLUMNS, TRANSCRIPT_COLUMNS, import_top
 from ._sql import DialectSql
-from .base import (
-    JsonObject,
-    RecallFilters,
-    TranscriptHit,
-    TranscriptMark,
-    TranscriptMessage,
-)
+from .base import JsonObject, TranscriptHit, TranscriptMark, TranscriptMessage
+from .recall_contract import RecallFilters
 from .recall_index import Doc, RecallQueries, index_docs
 from .recall_rank import search_hits
 
