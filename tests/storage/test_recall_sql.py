@@ -60,6 +60,27 @@ def test_keys_by_id_and_near_ids_on_long_inputs(store_factory: StoreFactory) -> 
     assert {k.id for k in every} == set(ids)
 
 
+def test_said_gives_each_message_text_and_time_on_long_inputs(
+    store_factory: StoreFactory,
+) -> None:
+    """What the time stage reads: the same text and time as the full message, for the
+    agent's own ids only, over several id chunks."""
+    store = store_factory()
+    batch = [
+        TranscriptMessage(
+            "alice", "s1", i, "user", f"said {i}", T0.replace(minute=i % 60), None, {"n": i}
+        )
+        for i in range(1_100)
+    ]
+    store.import_transcript("alice", "s1", batch, synced_at=T0)
+    theirs = [TranscriptMessage("bob", "s1", i, "user", "theirs", T0) for i in range(3)]
+    store.import_transcript("bob", "s1", theirs, synced_at=T0)
+    full = store.recall_around("alice", [("s1", 0, 1_099)])
+    said = store.recall_said("alice", [*full, *store.recall_around("bob", [("s1", 0, 2)]), -1])
+    assert said == {i: (m.content, m.created_at) for i, m in full.items()}
+    assert store.recall_said("alice", []) == {}
+
+
 def test_keys_near_ids_pass_the_filters(store_factory: StoreFactory) -> None:
     store = store_factory()
     batch = [

@@ -226,11 +226,10 @@ class ConversationIndex:
         """The time stage (``search.temporal``) over the candidates' text and time."""
         if self.options.date_boost <= 0 or not scores or not named_times(query):
             return scores
-        said = self.store.recall_turns(self.agent_id, list(scores))
+        said = self.store.recall_said(self.agent_id, list(scores))
 
         def text_and_time(rowid: int) -> tuple[str, datetime | None]:
-            message = said.get(rowid)
-            return ("", None) if message is None else (message.content, message.created_at)
+            return said.get(rowid, ("", None))
 
         return temporal_boost(query, scores, text_and_time, date_boost=self.options.date_boost)
 

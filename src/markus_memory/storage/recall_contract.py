@@ -120,6 +120,11 @@ class RecallIndex(Protocol):
         """The agent's messages among ``ids``, by id."""
         ...
 
+    def recall_said(self, agent_id: str, ids: Sequence[int]) -> dict[int, tuple[str, datetime]]:
+        """The text of the agent's messages among ``ids`` and when each was said, by id (what
+        the time stage reads: no metadata decoded)."""
+        ...
+
     def recall_keys(self, agent_id: str, ids: Sequence[int]) -> list[TurnKey]:
         """What the re-ranking stages need of the agent's messages among ``ids``."""
         ...

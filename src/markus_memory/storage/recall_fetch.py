@@ -21,6 +21,8 @@ TURN_COLUMNS = "id, agent_id, session_id, seq, role, content, created_at, speake
 """``id`` then the columns of a :class:`~.base.TranscriptMessage` row."""
 KEY_COLUMNS = "id, session_id, seq, role, speaker"
 """What the re-ranking stages use of a message (no text, time or metadata)."""
+SAID_COLUMNS = "id, content, created_at"
+"""What the time stage reads of a message."""
 
 
 class Sql(Protocol):
@@ -48,13 +50,11 @@ class Sql(Protocol):
 
 
 def turns_by_id(
-    sql: Sql, agent_id: str, ids: Sequence[int], *, keys_only: bool = False
+    sql: Sql, agent_id: str, ids: Sequence[int], columns: str = TURN_COLUMNS
 ) -> list[tuple[Any, ...]]:
-    """``TURN_COLUMNS`` rows (``KEY_COLUMNS`` with ``keys_only``) of the agent's messages
-    among ``ids``."""
-    columns = ", ".join(
-        _qualified(c) for c in (KEY_COLUMNS if keys_only else TURN_COLUMNS).split(", ")
-    )
+    """Rows of ``columns`` (``TURN_COLUMNS``, ``KEY_COLUMNS`` or ``SAID_COLUMNS``) of the
+    agent's messages among ``ids``."""
+    columns = ", ".join(_qualified(c) for c in columns.split(", "))
     out: list[tuple[Any, ...]] = []
     for wanted, params in _id_chunks(sql, ids):
         # The id list drives the join (CROSS JOIN keeps SQLite from scanning the agent).

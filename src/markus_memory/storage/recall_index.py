@@ -26,7 +26,7 @@ from .base import TranscriptMessage
 from .recall_contract import RecallFilters as Filters
 from .recall_contract import RecallStats as Stats
 from .recall_contract import TurnKey
-from .recall_fetch import Sql, keys_near, turns_around, turns_by_id
+from .recall_fetch import KEY_COLUMNS, SAID_COLUMNS, Sql, keys_near, turns_around, turns_by_id
 from .recall_rank import Bm25, agent_key, rank_near, stats
 from .recall_schema import schema
 from .vector_scan import BYTES, VectorCodec, nearest_in_chunks
@@ -221,6 +221,10 @@ class RecallQueries:
     def _message(self, row: Sequence[Any]) -> TranscriptMessage:
         raise NotImplementedError
 
+    def _time(self, value: Any) -> datetime:
+        """A stored ``created_at`` as an aware datetime."""
+        raise NotImplementedError
+
     def recall_stats(self, agent_id: str, keys: Iterable[int], words: Iterable[str] = ()) -> Stats:
         with self._recall() as sql:
             return stats(sql, agent_id, keys, words)
@@ -245,9 +249,15 @@ class RecallQueries:
             rows = turns_by_id(sql, agent_id, ids)
         return {int(r[0]): self._message(r[1:]) for r in rows}
 
+    def recall_said(self, agent_id: str, ids: Sequence[int]) -> dict[int, tuple[str, datetime]]:
+        with self._recall() as sql:
+            rows = turns_by_id(sql, agent_id, ids, SAID_COLUMNS)
+        time = self._time
+        return {int(r[0]): (r[1] or "", time(r[2])) for r in rows}
+
     def recall_keys(self, agent_id: str, ids: Sequence[int]) -> list[TurnKey]:
         with self._recall() as sql:
-            rows = turns_by_id(sql, agent_id, ids, keys_only=True)
+            rows = turns_by_id(sql, agent_id, ids, KEY_COLUMNS)
         return [TurnKey(*row) for row in rows]
 
     def recall_keys_near(

@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ._records import MARK_COLUMNS, TRANSCRIPT_COLUMNS, import_top
+from ._records import EPOCH, MARK_COLUMNS, TRANSCRIPT_COLUMNS, import_top
 from ._sql import DialectSql
 from .base import JsonObject, TranscriptHit, TranscriptMark, TranscriptMessage
 from .recall_contract import RecallFilters
@@ -94,6 +94,9 @@ class TranscriptTables(RecallQueries):
 
     def _message(self, row: Sequence[Any]) -> TranscriptMessage:
         return self.dialect.decode.transcript_message(row)
+
+    def _time(self, value: Any) -> datetime:
+        return self.dialect.decode.when(value) or EPOCH
 
     def _held(self, sql: DialectSql, agent_id: str, session_id: str, seq: int) -> Doc | None:
         rows = sql.rows(
