@@ -62,3 +62,13 @@ def test_same_as_a_full_sort(docs: list[int], limit: int, size: int) -> None:
     ]
     expected = sorted(value.items(), key=lambda pair: (-pair[1], pair[0]))[:limit]
     assert nearest_in_chunks(chunks, query, limit) == expected
+
+
+def test_a_vector_that_scores_nan_is_left_out() -> None:
+    """A damaged vector (NaN) has no place in the order: the others are still ranked, and
+    the cut is not lost to it."""
+    query = blob(1.0, 0.0)
+    nan = float("nan")
+    chunks = [[(1, blob(nan, 0)), (2, blob(0.5, 0)), (3, blob(nan, nan))], [(4, blob(0.9, 0))]]
+    assert [doc for doc, _ in nearest_in_chunks(chunks, query, 2)] == [4, 2]
+    assert [doc for doc, _ in nearest_in_chunks(chunks, query, 10)] == [4, 2]

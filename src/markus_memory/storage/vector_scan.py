@@ -37,8 +37,8 @@ def nearest_in_chunks(
 ) -> list[tuple[int, float]]:
     """The ``limit`` best ``(id, score)`` of the chunks for ``query``, best first, exactly as a
     full sort would give them: ties (identical texts have identical vectors) go to the older
-    message, also at the cut; a message met twice is scored once. Only the best ``limit`` so
-    far and one chunk are held, as numpy arrays."""
+    message, also at the cut; a message met twice is scored once; a damaged vector (one that
+    scores NaN) is left out. Only the best ``limit`` so far and one chunk are held."""
     import numpy as np
 
     vector = np.frombuffer(query, dtype=np.float32)
@@ -49,8 +49,10 @@ def nearest_in_chunks(
             continue
         found = np.fromiter((row[0] for row in chunk), dtype=np.int64, count=len(chunk))
         matrix = np.frombuffer(b"".join([row[1] for row in chunk]), dtype=np.float32)
-        ids = np.concatenate([ids, found])
-        sims = np.concatenate([sims, matrix.reshape(len(chunk), -1) @ vector])
+        scored = matrix.reshape(len(chunk), -1) @ vector
+        finite = np.isfinite(scored)  # a damaged (NaN) vector is not ranked at all
+        ids = np.concatenate([ids, found[finite]])
+        sims = np.concatenate([sims, scored[finite]])
         ids, first = np.unique(ids, return_index=True)
         sims = sims[first]
         if len(ids) > limit:
