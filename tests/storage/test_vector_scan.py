@@ -41,8 +41,9 @@ def test_a_message_met_twice_is_scored_once() -> None:
     assert [doc for doc, _ in nearest_in_chunks(chunks, query, 3)] == [5, 7, 6]
 
 
-def test_empty_chunks_and_no_chunks() -> None:
+def test_empty_chunks_no_chunks_and_no_room() -> None:
     assert nearest_in_chunks([], blob(1, 0), 5) == []
+    assert nearest_in_chunks([[(1, blob(1, 0)), (2, blob(0, 1))]], blob(1, 0), 0) == []
     assert nearest_in_chunks([[], [(1, blob(0, 1))], []], blob(1, 0), 5) == [(1, 0.0)]
 
 

@@ -39,6 +39,8 @@ def nearest_in_chunks(
     full sort would give them: ties (identical texts have identical vectors) go to the older
     message, also at the cut; a message met twice is scored once; a damaged vector (one that
     scores NaN) is left out. Only the best ``limit`` so far and one chunk are held."""
+    if limit <= 0:
+        return []
     import numpy as np
 
     vector = np.frombuffer(query, dtype=np.float32)
