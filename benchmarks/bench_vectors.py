@@ -1,6 +1,7 @@
 """Nearest transcript vectors on each path, in one process: SQLite (every vector, in chunks),
 PostgreSQL without pgvector (lexical candidates plus the newest vectors) and PostgreSQL with
-pgvector (exact for a small agent, HNSW for a large one).
+pgvector (exact for a small agent, HNSW for a large one). Baselines in the same process: on
+SQLite the per-row selection this release replaced, on PostgreSQL the full scan.
 
 Usage: python benchmarks/bench_vectors.py [--vectors N] [--small-agents A] [--dim D]
                                           [--queries Q] [--pg-url URL] [--no-pgvector]
@@ -142,6 +143,9 @@ def run(name: str, store: Any, args: argparse.Namespace, paths: dict[str, Neares
     rng = np.random.default_rng(2)
     centres = np.random.default_rng(1).standard_normal((256, args.dim)).astype(np.float32)
     queries = vectors(rng, args.queries, centres)
+    for nearest in paths.values():  # every path starts with the agents' pages read once
+        for agent in ("big", "small0"):
+            nearest(agent, queries[0].tobytes(), NEIGHBOURS, [])
     for label, nearest in paths.items():
         measure(f"{name}: {label}", nearest, big, "small0", queries, rng)
 
@@ -151,6 +155,30 @@ def nearest_of(store: Any, model: str, method: Callable[..., Any] | None = None)
 
     def nearest(agent: str, query: bytes, k: int, candidates: list[int]) -> Any:
         return call(store, agent, model, query, k, candidates=candidates)
+
+    return nearest
+
+
+def per_row_of(store: Any, model: str) -> Nearest:
+    """SQLite's selection before this release, as the baseline: every row rebuilt, a set of
+    every id scanned, ``argpartition`` at each chunk (ties at the cut in its order)."""
+
+    def nearest(agent: str, query: bytes, k: int, candidates: list[int]) -> Any:
+        del candidates  # SQLite scores every vector
+        vector = np.frombuffer(query, dtype=np.float32)
+        best_ids: list[int] = []
+        best_sims = np.empty(0, dtype=np.float32)
+        seen: set[int] = set()
+        for chunk in store.recall_vectors(agent, model):
+            rows = [(int(doc), bytes(blob)) for doc, blob in chunk if doc not in seen]
+            seen.update(doc for doc, _ in rows)
+            matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
+            sims = np.concatenate([best_sims, matrix.reshape(len(rows), -1) @ vector])
+            ids = best_ids + [doc for doc, _ in rows]
+            top = np.argpartition(-sims, k - 1)[:k] if len(ids) > k else np.arange(len(ids))
+            best_ids, best_sims = [ids[int(i)] for i in top], sims[top]
+        ranked = [(doc, float(sim)) for doc, sim in zip(best_ids, best_sims, strict=True)]
+        return sorted(ranked, key=lambda pair: (-pair[1], pair[0]))
 
     return nearest
 
@@ -174,7 +202,11 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         lite = SqliteStore(Path(tmp) / "data.db")
-        run("sqlite", lite, args, {"every vector in chunks": nearest_of(lite, model)})
+        paths = {
+            "every vector in chunks": nearest_of(lite, model),
+            "the same, per-row selection (before)": per_row_of(lite, model),
+        }
+        run("sqlite", lite, args, paths)
         lite.close()
     if args.pg_url:
         with schema(args.pg_url) as url:
