@@ -117,3 +117,18 @@ def test_benchmark_prints_per_conversation_table_and_loo(tmp_path, capsys) -> No
     assert "tiny-1" in printed and "LOO date_boost" in printed
     report = json.loads(out.read_text())
     assert report["by_conversation"]["bm25"]["tiny-1"] == [1.0, 1.0]
+
+
+def test_time_stage_benchmark_compares_the_same_answers(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from benchmarks import bench_time_stage
+
+    sample = json.loads(json.dumps(SAMPLE))
+    sample[0]["qa"].append(
+        {"question": "What did Ben say on 20 June, 2023?", "evidence": ["D2:1"], "category": 2}
+    )
+    path = tmp_path / "dated.json"
+    path.write_text(json.dumps(sample))
+    assert bench_time_stage.main([str(path), "--rounds", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "SQLite: 1 questions naming a time, 2 rounds" in out
+    assert "the same hits and scores for 2/2" in out
