@@ -87,7 +87,10 @@ class TranscriptTables(RecallQueries):
 
     def _recall_reads(self) -> threading.local:
         """This store's per-thread held reader (made at first use)."""
-        return self.__dict__.setdefault("_held_reads", threading.local())  # type: ignore[no-any-return]
+        reads = self.__dict__.get("_held_reads")
+        if reads is None:  # once per store; setdefault keeps the first if two threads race
+            reads = self.__dict__.setdefault("_held_reads", threading.local())
+        return reads  # type: ignore[no-any-return]
 
     def _when(self, moment: datetime) -> Any:
         return self.dialect.time(moment)
