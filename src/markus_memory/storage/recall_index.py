@@ -58,6 +58,7 @@ def index_docs(sql: Sql, agent_id: str, docs: Sequence[Doc], *, sign: int = 1) -
     """Add (``sign=1``) or remove (``sign=-1``) messages from the agent's index, inside the
     caller's transaction. A message with no indexable word is not a document."""
     agent = agent_key(agent_id)
+    # ``agent ^ key`` below is recall_rank.agent_term, inlined: it runs for every word written.
     postings: list[tuple[int, int, int, int]] = []
     df: dict[int, int] = {}
     count = tokens = 0
