@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.postgres_support import URL_ENV
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -32,3 +36,58 @@ def test_bench_recall_prints_cold_warm_and_write_cost(tmp_path: Path) -> None:
     assert re.search(rf"append median {number} us", out.stdout), out.stdout
     ratio = re.search(rf"as at eb3b962 .*: ({number})x", out.stdout)
     assert ratio is not None and float(ratio.group(1)) > 0, out.stdout
+
+
+# The indexes on transcript_messages at commit eb3b962 (its m005; m006 added none), as
+# sqlite_master / pg_indexes list them.
+EB3B962_INDEXES = {
+    "sqlite": {
+        "index idx_transcript_agent_created",
+        "index sqlite_autoindex_transcript_messages_1",
+        "trigger transcript_ai",
+    },
+    "postgres": {
+        "CREATE INDEX idx_transcript_agent_created ON transcript_messages "
+        "USING btree (agent_id, created_at)",
+        "CREATE INDEX idx_transcript_search ON transcript_messages USING gin (search)",
+        "CREATE UNIQUE INDEX transcript_messages_agent_id_session_id_seq_key ON "
+        "transcript_messages USING btree (agent_id, session_id, seq)",
+        "CREATE UNIQUE INDEX transcript_messages_pkey ON transcript_messages USING btree (id)",
+    },
+}
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_the_write_cost_baseline_has_the_indexes_of_eb3b962(backend: str) -> None:
+    """The write cost is a ratio against commit eb3b962: the store it emulates must maintain
+    exactly that commit's indexes on every message, no more (an index added since would
+    inflate the baseline) and no fewer (the triggers that fire on an update or a delete are
+    left out: the benchmark only inserts)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_recall
+
+    url = None
+    if backend == "postgres":
+        url = os.environ.get(URL_ENV)
+        if not url:
+            pytest.skip(f"{URL_ENV} is not set")
+    with bench_recall.fresh_store(url, "baseline") as store, store.write() as conn:
+        for statement in bench_recall.EB3B962_FULL_TEXT[backend]:
+            conn.execute(statement)
+        if url is None:
+            found = {
+                f"{kind} {name}"
+                for kind, name in conn.execute(
+                    "SELECT type, name FROM sqlite_master WHERE tbl_name = 'transcript_messages' "
+                    "AND type IN ('index', 'trigger')"
+                )
+            }
+        else:
+            found = {
+                row[0].replace(f"{row[1]}.", "")
+                for row in conn.execute(
+                    "SELECT indexdef, schemaname FROM pg_indexes "
+                    "WHERE tablename = 'transcript_messages' AND schemaname = current_schema()"
+                )
+            }
+    assert found == EB3B962_INDEXES[backend]
