@@ -1,7 +1,9 @@
-"""Nearest transcript vectors on each path, in one process: SQLite (every vector, in chunks),
-PostgreSQL without pgvector (lexical candidates plus the newest vectors) and PostgreSQL with
-pgvector (exact for a small agent, HNSW for a large one). Baselines in the same process: on
-SQLite the per-row selection this release replaced, on PostgreSQL the full scan.
+"""Nearest transcript vectors on each path, in one process: SQLite (every vector, in chunks,
+or through inverted lists once an agent has 20,000), PostgreSQL without pgvector (lexical
+candidates plus the newest vectors) and PostgreSQL with pgvector (exact for a small agent,
+HNSW for a large one). Baselines in the same process: on SQLite every vector scored (the
+search before the lists), on PostgreSQL the full scan; and the time to make the large
+agent's lists again.
 
 Usage: python benchmarks/bench_vectors.py [--vectors N] [--small-agents A] [--dim D]
                                           [--queries Q] [--pg-url URL] [--no-pgvector]
@@ -22,6 +24,7 @@ import os
 import secrets
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
@@ -34,9 +37,11 @@ import numpy as np  # noqa: E402
 
 from _common import median_ms_per_round  # noqa: E402
 from _recall_fixture import pg_schema_url  # noqa: E402
-from markus_memory.storage import pg_vectors  # noqa: E402
+from markus_memory.storage import pg_vectors, vector_lists  # noqa: E402
 from markus_memory.storage.base import EpisodicStore, TranscriptMessage  # noqa: E402
 from markus_memory.storage.recall_index import RecallQueries  # noqa: E402
+from markus_memory.storage.recall_rank import agent_key  # noqa: E402
+from markus_memory.storage.vector_scan import nearest_in_chunks  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 MODEL = "bench:{dim}"
@@ -159,28 +164,22 @@ def nearest_of(store: Any, model: str, method: Callable[..., Any] | None = None)
     return nearest
 
 
-def per_row_of(store: Any, model: str) -> Nearest:
-    """SQLite's selection before this release, as the baseline: every row rebuilt, a set of
-    every id scanned, ``argpartition`` at each chunk (ties at the cut in its order)."""
+def every_vector_of(store: Any, model: str) -> Nearest:
+    """SQLite's search before this release, as the baseline: every vector scored, in chunks."""
 
     def nearest(agent: str, query: bytes, k: int, candidates: list[int]) -> Any:
-        del candidates  # SQLite scores every vector
-        vector = np.frombuffer(query, dtype=np.float32)
-        best_ids: list[int] = []
-        best_sims = np.empty(0, dtype=np.float32)
-        seen: set[int] = set()
-        for chunk in store.recall_vectors(agent, model):
-            rows = [(int(doc), bytes(blob)) for doc, blob in chunk if doc not in seen]
-            seen.update(doc for doc, _ in rows)
-            matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
-            sims = np.concatenate([best_sims, matrix.reshape(len(rows), -1) @ vector])
-            ids = best_ids + [doc for doc, _ in rows]
-            top = np.argpartition(-sims, k - 1)[:k] if len(ids) > k else np.arange(len(ids))
-            best_ids, best_sims = [ids[int(i)] for i in top], sims[top]
-        ranked = [(doc, float(sim)) for doc, sim in zip(best_ids, best_sims, strict=True)]
-        return sorted(ranked, key=lambda pair: (-pair[1], pair[0]))
+        del candidates  # every vector is scored
+        return nearest_in_chunks(store.recall_vectors(agent, model), query, k)
 
     return nearest
+
+
+def remake(store: Any, model: str, vectors: int) -> float:
+    """Seconds to make the large agent's lists again (as storing vectors does when they double)."""
+    started = time.perf_counter()
+    with store._recall(write=True) as sql:
+        vector_lists.make(sql, agent_key("big"), model, vectors)
+    return time.perf_counter() - started
 
 
 def main() -> int:
@@ -203,10 +202,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         lite = SqliteStore(Path(tmp) / "data.db")
         paths = {
-            "every vector in chunks": nearest_of(lite, model),
-            "the same, per-row selection (before)": per_row_of(lite, model),
+            f"lists from {vector_lists.LISTS_FROM} vectors (now)": nearest_of(lite, model),
+            "every vector in chunks (before)": every_vector_of(lite, model),
         }
         run("sqlite", lite, args, paths)
+        if args.vectors >= vector_lists.LISTS_FROM:
+            count = vector_lists.list_count(args.vectors)
+            print(
+                f"sqlite: the large agent's {count} lists (reading {vector_lists.probes(count)}) "
+                f"made again in {remake(lite, model, args.vectors):.1f} s",
+                flush=True,
+            )
         lite.close()
     if args.pg_url:
         with schema(args.pg_url) as url:

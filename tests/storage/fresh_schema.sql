@@ -31,6 +31,9 @@ CREATE INDEX idx_mailbox_agent_status ON mailbox_items(agent_id, status);
 -- index idx_recall_vectors_agent ON recall_vectors
 CREATE INDEX idx_recall_vectors_agent ON recall_vectors(agent, model, doc);
 
+-- index idx_recall_vectors_list ON recall_vectors
+CREATE INDEX idx_recall_vectors_list ON recall_vectors(agent, model, list, doc);
+
 -- index idx_transcript_agent_created ON transcript_messages
 CREATE INDEX idx_transcript_agent_created ON transcript_messages(agent_id, created_at);
 
@@ -204,8 +207,11 @@ CREATE TABLE recall_speakers (agent BIGINT NOT NULL, word TEXT NOT NULL, PRIMARY
 -- table recall_terms ON recall_terms
 CREATE TABLE recall_terms (term INTEGER PRIMARY KEY, agent BIGINT NOT NULL, docs BIGINT NOT NULL);
 
+-- table recall_vector_lists ON recall_vector_lists
+CREATE TABLE recall_vector_lists (agent BIGINT NOT NULL, model TEXT NOT NULL, list BIGINT NOT NULL, made_from BIGINT NOT NULL, centroid BLOB NOT NULL, PRIMARY KEY (agent, model, list)) WITHOUT ROWID;
+
 -- table recall_vectors ON recall_vectors
-CREATE TABLE recall_vectors (doc BIGINT PRIMARY KEY, agent BIGINT NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL);
+CREATE TABLE recall_vectors (doc BIGINT PRIMARY KEY, agent BIGINT NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL, list BIGINT);
 
 -- table sqlite_sequence ON sqlite_sequence
 CREATE TABLE sqlite_sequence(name,seq);

@@ -21,7 +21,6 @@ The extension goes to ``public``, so that dropping a store's schema never drops 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import struct
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -30,9 +29,10 @@ from typing import TYPE_CHECKING, Any
 from .postgres_conn import MIGRATION_LOCK_KEY
 from .recall_contract import RecallFilters
 from .recall_fetch import Sql
-from .recall_index import VECTOR_CHUNK, RecallQueries
+from .recall_index import RecallQueries
 from .recall_rank import agent_key
-from .vector_scan import BYTES, VectorCodec, nearest_in_chunks
+from .recall_vectors import VECTOR_CHUNK
+from .vector_scan import BYTES, VectorCodec
 
 if TYPE_CHECKING:
     import psycopg
@@ -233,6 +233,7 @@ class PgVectorQueries(RecallQueries):
 
     _pgvector: tuple[str | None, bool] | None = None
     _indexed: frozenset[int] = frozenset()
+    _vector_lists = False
 
     write: Callable[[], contextlib.AbstractContextManager[psycopg.Connection[Any]]]
 
@@ -288,10 +289,6 @@ class PgVectorQueries(RecallQueries):
                     self._when,
                     iterative=iterative,
                 )
-        chunks = itertools.chain(
-            self.recall_vectors(agent_id, model, filters, ids=list(candidates))
-            if candidates
-            else (),
-            self.recall_vectors(agent_id, model, filters, newest=RECENT_VECTORS),
+        return self._nearest_among(
+            agent_id, model, vector, limit, filters, candidates, newest=RECENT_VECTORS
         )
-        return nearest_in_chunks(chunks, vector, limit)

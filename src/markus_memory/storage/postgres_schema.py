@@ -273,6 +273,17 @@ def m013_recall_agent_terms(conn: psycopg.Connection[Any]) -> None:
     fold_agent_into_terms(PostgresSql(conn), "")
 
 
+@migrations()
+def m014_recall_vector_lists(conn: psycopg.Connection[Any]) -> None:
+    # As SQLite m014: the list of each recall vector and the lists' centroids. PostgreSQL
+    # searches with pgvector's index, or a bounded scan, so its vectors stay in no list;
+    # the tables are the same on both backends.
+    from .postgres_conn import PostgresSql
+    from .recall_schema import add_vector_lists
+
+    add_vector_lists(PostgresSql(conn), "BYTEA", "")
+
+
 # Also rebuilt by benchmarks/_pg_activities.py after its bulk load.
 ACTIVITY_SEARCH_AGENT_INDEX = (
     "CREATE INDEX IF NOT EXISTS idx_activity_search_agent_doc "

@@ -13,8 +13,9 @@ database, and the re-ranking stages fetch rows by key (:mod:`.recall_fetch`).
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections import _count_elements  # type: ignore[attr-defined]
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import repeat
@@ -22,18 +23,21 @@ from operator import itemgetter
 from typing import Any
 
 from ..analysis import term_counts, words
+from . import vector_lists
 from .base import TranscriptMessage
 from .recall_contract import RecallFilters as Filters
 from .recall_contract import RecallStats as Stats
 from .recall_contract import TurnKey
 from .recall_fetch import KEY_COLUMNS, SAID_COLUMNS, Sql, keys_near, turns_around, turns_by_id
 from .recall_rank import Bm25, agent_key, rank_near, stats
-from .recall_schema import schema
+from .recall_schema import add_vector_lists, schema
+from .recall_vectors import (
+    count_vectors,
+    save_vectors,
+    unvectored,
+    vector_chunks,
+)
 from .vector_scan import BYTES, VectorCodec, nearest_in_chunks
-
-VECTOR_CHUNK = 4096
-"""Vectors scored per round trip: memory stays bounded whatever the history."""
-
 
 _POSTING_COLUMNS = (
     ("term", "bigint"),
@@ -122,92 +126,6 @@ def clear(sql: Sql, agent_id: str | None = None) -> None:
         sql.run(f"DELETE FROM {table} WHERE agent = ?", (agent,))
 
 
-def save_vectors(
-    sql: Sql,
-    agent_id: str,
-    model: str,
-    rows: Sequence[tuple[int, bytes]],
-    codec: VectorCodec = BYTES,
-) -> None:
-    agent = agent_key(agent_id)
-    sql.many(
-        f"INSERT INTO recall_vectors (doc, agent, model, vector) VALUES (?, ?, ?, {codec.param}) "
-        "ON CONFLICT (doc) DO UPDATE SET agent = excluded.agent, model = excluded.model, "
-        "vector = excluded.vector",
-        [(doc, agent, model, codec.encode(blob)) for doc, blob in rows],
-    )
-
-
-def unvectored(sql: Sql, agent_id: str, model: str, limit: int) -> list[tuple[int, str]]:
-    """Up to ``limit`` of the agent's messages with text and no vector for ``model``."""
-    rows = sql.rows(
-        "SELECT t.id, t.content FROM transcript_messages t WHERE t.agent_id = ? AND NOT EXISTS "
-        "(SELECT 1 FROM recall_vectors v WHERE v.doc = t.id AND v.model = ?) "
-        "ORDER BY t.id LIMIT ?",
-        (agent_id, model, limit),
-    )
-    return [(int(r[0]), str(r[1])) for r in rows if str(r[1]).strip()]
-
-
-def vector_chunks(
-    sql: Sql,
-    agent_id: str,
-    model: str,
-    filters: Filters,
-    when: Callable[[datetime], Any],
-    *,
-    ids: Sequence[int] | None = None,
-    newest: int | None = None,
-    codec: VectorCodec = BYTES,
-) -> Iterator[list[tuple[int, bytes]]]:
-    """The agent's ``model`` vectors that pass ``filters``, ``VECTOR_CHUNK`` at a time (keyset
-    pages, so no more than one chunk is ever held); only ``ids`` when given; only the
-    ``newest`` messages when given."""
-    agent = agent_key(agent_id)
-    where, extra = filters.sql(when)
-    join = "" if filters.empty else " JOIN transcript_messages t ON t.id = v.doc"
-    restrict, values = "", []
-    if ids is not None:
-        if not ids:
-            return
-        restrict = f" AND v.doc IN ({','.join('?' * len(ids))})"
-        values = list(ids)
-    floor = -(2**63)
-    if newest is not None:
-        rows = sql.rows(
-            "SELECT doc FROM recall_vectors WHERE agent = ? AND model = ? "
-            "ORDER BY doc DESC LIMIT 1 OFFSET ?",
-            (agent, model, max(0, newest - 1)),
-        )
-        floor = int(rows[0][0]) - 1 if rows else floor
-    last = floor
-    while True:
-        rows = sql.rows(
-            f"SELECT v.doc, {codec.column} FROM recall_vectors v{join} WHERE v.agent = ? "
-            f"AND v.model = ? AND v.doc > ?{restrict}{where} ORDER BY v.doc LIMIT ?",
-            (agent, model, last, *values, *extra, VECTOR_CHUNK),
-        )
-        if not rows:
-            return
-        # Both drivers read a BIGINT as int and a BLOB / bytea as bytes: only another
-        # column type (pgvector's) is converted row by row.
-        yield rows if codec is BYTES else [(int(r[0]), codec.decode(r[1])) for r in rows]
-        if len(rows) < VECTOR_CHUNK:
-            return
-        last = int(rows[-1][0])
-
-
-def count_vectors(sql: Sql, agent_id: str, model: str | None = None) -> int:
-    params: list[Any] = [agent_key(agent_id)]
-    extra = ""
-    if model is not None:
-        extra = " AND model = ?"
-        params.append(model)
-    return int(
-        sql.rows(f"SELECT count(*) FROM recall_vectors WHERE agent = ?{extra}", params)[0][0]
-    )
-
-
 class RecallQueries:
     """The recall-index operations of a transcript store; a backend supplies :meth:`_recall`
     (a :class:`Sql` in a read or write transaction), ``_when`` (time adapter) and ``_decode``
@@ -286,11 +204,15 @@ class RecallQueries:
         """How this store's vector column is written and read."""
         return BYTES
 
+    _vector_lists = True
+    """Whether this store searches a long history's vectors through lists
+    (:mod:`.vector_lists`; PostgreSQL has pgvector's index, or a bounded scan, instead)."""
+
     def save_recall_vectors(
         self, agent_id: str, model: str, rows: Sequence[tuple[int, bytes]]
     ) -> None:
         with self._recall(write=True) as sql:
-            save_vectors(sql, agent_id, model, rows, self._vector_codec())
+            save_vectors(sql, agent_id, model, rows, self._vector_codec(), lists=self._vector_lists)
 
     def unvectored(self, agent_id: str, model: str, limit: int) -> list[tuple[int, str]]:
         with self._recall() as sql:
@@ -304,6 +226,7 @@ class RecallQueries:
         *,
         ids: Sequence[int] | None = None,
         newest: int | None = None,
+        lists: Sequence[int | None] | None = None,
     ) -> Iterator[list[tuple[int, bytes]]]:
         with self._recall() as sql:
             yield from vector_chunks(
@@ -314,6 +237,7 @@ class RecallQueries:
                 self._when,
                 ids=ids,
                 newest=newest,
+                lists=lists,
                 codec=self._vector_codec(),
             )
 
@@ -328,9 +252,38 @@ class RecallQueries:
         candidates: Sequence[int] = (),
     ) -> list[tuple[int, float]]:
         """The agent's ``limit`` nearest ``model`` vectors to ``vector`` among its messages
-        passing ``filters``, best first: every vector, scored in chunks (a backend that can
-        search in the database overrides this; ``candidates`` are ids it may be bounded to)."""
-        return nearest_in_chunks(self.recall_vectors(agent_id, model, filters), vector, limit)
+        passing ``filters``, best first, scored in chunks: every vector, or once the agent's
+        vectors have lists (:mod:`.vector_lists`), those of the lists nearest ``vector``,
+        those in no list yet and the ``candidates`` (a backend that can search in the
+        database overrides this)."""
+        found = None
+        if self._vector_lists:
+            with self._recall() as sql:
+                found = vector_lists.centroids(sql, agent_key(agent_id), model)
+        if found is None:
+            return nearest_in_chunks(self.recall_vectors(agent_id, model, filters), vector, limit)
+        lists: list[int | None] = [*vector_lists.to_probe(found[1], vector), None]
+        return self._nearest_among(agent_id, model, vector, limit, filters, candidates, lists=lists)
+
+    def _nearest_among(
+        self,
+        agent_id: str,
+        model: str,
+        vector: bytes,
+        limit: int,
+        filters: Filters | None,
+        candidates: Sequence[int],
+        **where: Any,
+    ) -> list[tuple[int, float]]:
+        """The ``limit`` nearest of the ``candidates`` and of the vectors ``where`` picks
+        (``newest=`` or ``lists=`` of :meth:`recall_vectors`), scored in chunks."""
+        chunks = itertools.chain(
+            self.recall_vectors(agent_id, model, filters, ids=list(candidates))
+            if candidates
+            else (),
+            self.recall_vectors(agent_id, model, filters, **where),
+        )
+        return nearest_in_chunks(chunks, vector, limit)
 
     def count_recall_vectors(self, agent_id: str, model: str | None = None) -> int:
         with self._recall() as sql:
@@ -344,21 +297,13 @@ class RecallQueries:
 
     @staticmethod
     def recreate(sql: Sql, blob: str, without_rowid: str) -> None:
-        """Drop and create the recall tables again (vectors are kept when their table is
+        """Drop and create the recall tables again (vectors and their lists are kept when
         intact: they cost an embedder to make)."""
         for table in RECALL_TABLES:
             sql.run(f"DROP TABLE IF EXISTS {table}")
-        for statement in schema(blob, without_rowid):
-            if "recall_vectors" not in statement:
-                sql.run(statement)
-        sql.run(
-            f"CREATE TABLE IF NOT EXISTS recall_vectors (doc BIGINT PRIMARY KEY, "
-            f"agent BIGINT NOT NULL, model TEXT NOT NULL, vector {blob} NOT NULL)"
-        )
-        sql.run(
-            "CREATE INDEX IF NOT EXISTS idx_recall_vectors_agent "
-            "ON recall_vectors(agent, model, doc)"
-        )
+        for statement in schema(blob, without_rowid)[: len(RECALL_TABLES)]:
+            sql.run(statement)
+        add_vector_lists(sql, blob, without_rowid)
 
     @staticmethod
     def rebuild(sql: Sql, agent_id: str | None = None) -> int:

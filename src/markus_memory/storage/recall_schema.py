@@ -35,10 +35,36 @@ def schema(blob: str, without_rowid: str) -> list[str]:
         "tokens BIGINT NOT NULL)",
         "CREATE TABLE recall_speakers (agent BIGINT NOT NULL, word TEXT NOT NULL, "
         f"PRIMARY KEY (agent, word)){without_rowid}",
-        f"CREATE TABLE recall_vectors (doc BIGINT PRIMARY KEY, agent BIGINT NOT NULL, "
-        f"model TEXT NOT NULL, vector {blob} NOT NULL)",
-        "CREATE INDEX idx_recall_vectors_agent ON recall_vectors(agent, model, doc)",
+        *vector_tables(blob, without_rowid),
     ]
+
+
+def vector_tables(blob: str, without_rowid: str) -> list[str]:
+    """CREATE statements (IF NOT EXISTS) of the recall vectors and their lists
+    (:mod:`.vector_lists`): one vector per message with the list it belongs to (NULL until
+    its agent has lists), and each list's centroid with the vector count it was made from."""
+    return [
+        "CREATE TABLE IF NOT EXISTS recall_vectors (doc BIGINT PRIMARY KEY, "
+        f"agent BIGINT NOT NULL, model TEXT NOT NULL, vector {blob} NOT NULL, list BIGINT)",
+        "CREATE INDEX IF NOT EXISTS idx_recall_vectors_agent ON recall_vectors(agent, model, doc)",
+        "CREATE INDEX IF NOT EXISTS idx_recall_vectors_list "
+        "ON recall_vectors(agent, model, list, doc)",
+        "CREATE TABLE IF NOT EXISTS recall_vector_lists (agent BIGINT NOT NULL, "
+        "model TEXT NOT NULL, list BIGINT NOT NULL, made_from BIGINT NOT NULL, "
+        f"centroid {blob} NOT NULL, PRIMARY KEY (agent, model, list)){without_rowid}",
+    ]
+
+
+def add_vector_lists(sql: Sql, blob: str, without_rowid: str) -> None:
+    """The recall vectors with their lists, whatever was there: migration m014 on either
+    backend (a vector table made before it gains the ``list`` column), and a rebuild of the
+    recall tables (vectors are kept: they cost an embedder to make)."""
+    create, *rest = vector_tables(blob, without_rowid)
+    sql.run(create)
+    if not _has_column(sql, "recall_vectors", "list"):
+        sql.run("ALTER TABLE recall_vectors ADD COLUMN list BIGINT")
+    for statement in rest:
+        sql.run(statement)
 
 
 TERMS_FILLFACTOR = 50
@@ -74,11 +100,16 @@ def fold_agent_into_terms(sql: Sql, without_rowid: str) -> None:
 
 def has_agent_column(sql: Sql) -> bool:
     """Whether ``recall_postings`` is keyed as before m013 (with an ``agent`` column)."""
+    return _has_column(sql, "recall_postings", "agent")
+
+
+def _has_column(sql: Sql, table: str, column: str) -> bool:
     if sql.dialect.name == "sqlite":
-        return any(r[1] == "agent" for r in sql.rows("PRAGMA table_info(recall_postings)"))
+        return any(r[1] == column for r in sql.rows(f"PRAGMA table_info({table})"))
     return bool(
         sql.rows(
             "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
-            "AND table_name = 'recall_postings' AND column_name = 'agent'"
+            "AND table_name = ? AND column_name = ?",
+            (table, column),
         )
     )

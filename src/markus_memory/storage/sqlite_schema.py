@@ -240,3 +240,14 @@ def m013_recall_agent_terms(conn: sqlite3.Connection) -> None:
     from .sqlite_conn import SqliteSql
 
     fold_agent_into_terms(SqliteSql(conn), " WITHOUT ROWID")
+
+
+@migrations()
+def m014_recall_vector_lists(conn: sqlite3.Connection) -> None:
+    # A long history's vectors are searched through lists (vector_lists.py): each vector row
+    # names its list, and the lists' centroids get a table. Vectors stored before join lists
+    # when their agent next stores vectors past the threshold.
+    from .recall_schema import add_vector_lists
+    from .sqlite_conn import SqliteSql
+
+    add_vector_lists(SqliteSql(conn), "BLOB", " WITHOUT ROWID")

@@ -1,0 +1,209 @@
+"""Inverted lists over a long history's vectors (``storage/vector_lists.py``) on SQLite: made
+at the threshold and again when the vectors double, every vector in its list, a search that
+reads the nearest lists and still finds the exact neighbours of clustered vectors, the
+lexical candidates always scored, filters applied, and a store from before the lists
+upgraded in place. The threshold is lowered so a test stores hundreds of vectors, not tens
+of thousands."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from markus_memory.storage import recall_vectors, vector_lists
+from markus_memory.storage.recall_contract import RecallFilters
+from markus_memory.storage.recall_rank import agent_key
+from markus_memory.storage.sqlite import SqliteStore
+from markus_memory.storage.vector_scan import nearest_in_chunks
+
+np = pytest.importorskip("numpy")
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+MODEL = "test-model:16"
+AGENT = "al"
+
+
+@pytest.fixture(autouse=True)
+def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vector_lists, "LISTS_FROM", 400)
+    monkeypatch.setattr(vector_lists, "MIN_LISTS", 8)
+    monkeypatch.setattr(recall_vectors, "VECTOR_CHUNK", 64)  # lists made from several chunks
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    backend = SqliteStore(tmp_path / "data.db")
+    yield backend
+    backend.close()
+
+
+def clustered(rng: np.random.Generator, n: int, centres: int = 24, dim: int = 16) -> np.ndarray:
+    middle = rng.standard_normal((centres, dim)).astype(np.float32)
+    picked = middle[rng.integers(centres, size=n)]
+    out = picked + 0.35 * rng.standard_normal(picked.shape).astype(np.float32)
+    return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+
+
+def add(store: SqliteStore, vectors: np.ndarray, first: int = 0, batch: int = 100) -> list[int]:
+    """One message per vector (three sessions, round robin), stored in batches as the
+    embedder does; their ids."""
+    for n in range(first, first + len(vectors)):
+        store.index_message(AGENT, f"s{n % 3}", n, "user", f"message {n}", T0 + timedelta(n))
+    ids = [rowid for rowid, _ in store.unvectored(AGENT, MODEL, len(vectors) + 1)]
+    for at in range(0, len(ids), batch):
+        part = zip(ids[at : at + batch], vectors[at : at + batch], strict=True)
+        rows = [(i, v.tobytes()) for i, v in part]
+        store.save_recall_vectors(AGENT, MODEL, rows)
+    return ids
+
+
+def lists_of(store: SqliteStore) -> dict[int, int | None]:
+    with store.read() as conn:
+        return dict(conn.execute("SELECT doc, list FROM recall_vectors").fetchall())
+
+
+def made_from(store: SqliteStore) -> int | None:
+    with store._recall() as sql:
+        found = vector_lists.centroids(sql, agent_key(AGENT), MODEL)
+    return None if found is None else found[0]
+
+
+def exact(store: SqliteStore, query: np.ndarray, k: int, **kw: object) -> list[int]:
+    chunks = store.recall_vectors(AGENT, MODEL, **kw)  # type: ignore[arg-type]
+    return [doc for doc, _ in nearest_in_chunks(chunks, query.tobytes(), k)]
+
+
+def test_below_the_threshold_every_vector_is_scored(store: SqliteStore) -> None:
+    rng = np.random.default_rng(1)
+    add(store, clustered(rng, 399))
+    assert made_from(store) is None
+    assert set(lists_of(store).values()) == {None}
+    query = clustered(rng, 1)[0]
+    assert [d for d, _ in store.recall_nearest(AGENT, MODEL, query.tobytes(), 20)] == exact(
+        store, query, 20
+    )
+
+
+def test_lists_are_made_at_the_threshold_and_every_vector_joins_one(store: SqliteStore) -> None:
+    rng = np.random.default_rng(2)
+    ids = add(store, clustered(rng, 450))
+    assert made_from(store) == 400  # made by the batch that reached 400
+    where = lists_of(store)
+    assert set(where) == set(ids) and None not in where.values()
+    assert len(set(where.values())) <= vector_lists.list_count(400)
+    with store.read() as conn:
+        (count,) = conn.execute("SELECT count(*) FROM recall_vector_lists").fetchone()
+    assert count == vector_lists.list_count(400)
+
+
+def test_a_vector_stored_later_joins_its_nearest_list(store: SqliteStore) -> None:
+    rng = np.random.default_rng(3)
+    add(store, clustered(rng, 400))
+    late = clustered(rng, 30)
+    ids = add(store, late, first=400)
+    with store._recall() as sql:
+        found = vector_lists.centroids(sql, agent_key(AGENT), MODEL)
+    assert found is not None
+    expected = [int(i) for i in np.argmax(late @ found[1].T, axis=1)]
+    where = lists_of(store)
+    assert [where[i] for i in ids] == expected
+
+
+def test_lists_are_made_again_when_the_vectors_double(store: SqliteStore) -> None:
+    rng = np.random.default_rng(4)
+    add(store, clustered(rng, 700))
+    assert made_from(store) == 400
+    add(store, clustered(rng, 100), first=700)
+    assert made_from(store) == 800
+    assert None not in lists_of(store).values()
+
+
+def test_the_search_reads_the_nearest_lists_and_finds_the_exact_neighbours(
+    store: SqliteStore,
+) -> None:
+    rng = np.random.default_rng(5)
+    add(store, clustered(rng, 1200))
+    assert made_from(store) is not None
+    found = []
+    for query in clustered(rng, 40):
+        listed = [d for d, _ in store.recall_nearest(AGENT, MODEL, query.tobytes(), 10)]
+        found.append(len(set(listed) & set(exact(store, query, 10))) / 10)
+    assert np.mean(found) >= 0.9
+
+
+def test_the_candidates_are_scored_whatever_their_list(store: SqliteStore) -> None:
+    rng = np.random.default_rng(6)
+    ids = add(store, clustered(rng, 500))
+    query = clustered(rng, 1)[0]
+    with store._recall() as sql:
+        found = vector_lists.centroids(sql, agent_key(AGENT), MODEL)
+    assert found is not None
+    probed = set(vector_lists.to_probe(found[1], query.tobytes()))
+    where = lists_of(store)
+    far = next(i for i in ids if where[i] not in probed)
+    nearest = dict(store.recall_nearest(AGENT, MODEL, query.tobytes(), 1000, candidates=[far]))
+    assert far in nearest
+    assert far not in dict(store.recall_nearest(AGENT, MODEL, query.tobytes(), 1000))
+    vector = np.frombuffer(next(iter(store.recall_vectors(AGENT, MODEL, ids=[far])))[0][1], "<f4")
+    assert nearest[far] == pytest.approx(float(vector @ query), abs=1e-6)
+
+
+def test_filters_apply_to_the_search_through_lists(store: SqliteStore) -> None:
+    rng = np.random.default_rng(7)
+    add(store, clustered(rng, 600))
+    query = clustered(rng, 1)[0].tobytes()
+    only = RecallFilters(session_id="s1")
+    hits = store.recall_nearest(AGENT, MODEL, query, 50, only)
+    assert hits
+    keys = {k.id: k.session_id for k in store.recall_keys(AGENT, [d for d, _ in hits])}
+    assert set(keys.values()) == {"s1"}
+
+
+def test_the_lists_outlive_the_process(store: SqliteStore, tmp_path: Path) -> None:
+    rng = np.random.default_rng(8)
+    add(store, clustered(rng, 450))
+    before = lists_of(store)
+    store.close()
+    again = SqliteStore(tmp_path / "data.db")
+    try:
+        assert lists_of(again) == before
+        query = clustered(rng, 1)[0].tobytes()
+        assert again.recall_nearest(AGENT, MODEL, query, 5)
+    finally:
+        again.close()
+
+
+def test_a_store_from_before_the_lists_gains_them(tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    store = SqliteStore(tmp_path / "data.db")
+    add(store, clustered(rng, 300))
+    store.close()
+    conn = sqlite3.connect(tmp_path / "data.db")
+    with conn:  # the layout before m014
+        conn.execute("DROP INDEX idx_recall_vectors_list")
+        conn.execute("DROP TABLE recall_vector_lists")
+        conn.execute("ALTER TABLE recall_vectors DROP COLUMN list")
+        conn.execute("DELETE FROM _markus_migrations WHERE name = 'm014_recall_vector_lists'")
+    conn.close()
+    store = SqliteStore(tmp_path / "data.db")
+    try:
+        assert set(lists_of(store).values()) == {None}
+        add(store, clustered(rng, 150), first=300)  # past the threshold: every vector joins
+        assert made_from(store) == 400
+        assert None not in lists_of(store).values()
+    finally:
+        store.close()
+
+
+def test_training_gives_unit_centroids_deterministically() -> None:
+    rng = np.random.default_rng(10)
+    sample = clustered(rng, 500)
+    first, second = vector_lists.train(sample, 12), vector_lists.train(sample, 12)
+    assert first.shape == (12, 16)
+    assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(first, second)
+    assert vector_lists.train(sample[:5], 12).shape == (5, 16)  # no more lists than vectors
