@@ -1,9 +1,9 @@
 """Inverted lists over a long history's vectors (``storage/vector_lists.py``) on SQLite: made
-at the threshold and again when the vectors double, every vector in its list, a search that
-reads the nearest lists and still finds the exact neighbours of clustered vectors, the
-lexical candidates always scored, filters applied, and a store from before the lists
-upgraded in place. The threshold is lowered so a test stores hundreds of vectors, not tens
-of thousands."""
+at the threshold, a new generation when the vectors double (older vectors stay in their
+lists), every vector in a list, a search that reads the nearest lists of every generation
+and still finds the exact neighbours of clustered vectors, the lexical candidates always
+scored, filters applied, and a store from before the lists upgraded in place. The threshold
+is lowered so a test stores hundreds of vectors, not tens of thousands."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from markus_memory.storage import recall_vectors, vector_lists
+from markus_memory.storage import vector_lists
 from markus_memory.storage.recall_contract import RecallFilters
 from markus_memory.storage.recall_rank import agent_key
 from markus_memory.storage.sqlite import SqliteStore
@@ -31,7 +31,7 @@ AGENT = "al"
 def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vector_lists, "LISTS_FROM", 400)
     monkeypatch.setattr(vector_lists, "MIN_LISTS", 8)
-    monkeypatch.setattr(recall_vectors, "VECTOR_CHUNK", 64)  # lists made from several chunks
+    monkeypatch.setattr(vector_lists, "SAMPLE_CHUNK", 16)  # lists made from several chunks
 
 
 @pytest.fixture
@@ -66,10 +66,13 @@ def lists_of(store: SqliteStore) -> dict[int, int | None]:
         return dict(conn.execute("SELECT doc, list FROM recall_vectors").fetchall())
 
 
-def made_from(store: SqliteStore) -> int | None:
+def generations(store: SqliteStore) -> list[vector_lists.Generation]:
     with store._recall() as sql:
-        found = vector_lists.centroids(sql, agent_key(AGENT), MODEL)
-    return None if found is None else found[0]
+        return vector_lists.generations(sql, agent_key(AGENT), MODEL)
+
+
+def made_from(store: SqliteStore) -> list[int]:
+    return [generation.made_from for generation in generations(store)]
 
 
 def exact(store: SqliteStore, query: np.ndarray, k: int, **kw: object) -> list[int]:
@@ -80,7 +83,7 @@ def exact(store: SqliteStore, query: np.ndarray, k: int, **kw: object) -> list[i
 def test_below_the_threshold_every_vector_is_scored(store: SqliteStore) -> None:
     rng = np.random.default_rng(1)
     add(store, clustered(rng, 399))
-    assert made_from(store) is None
+    assert made_from(store) == []
     assert set(lists_of(store).values()) == {None}
     query = clustered(rng, 1)[0]
     assert [d for d, _ in store.recall_nearest(AGENT, MODEL, query.tobytes(), 20)] == exact(
@@ -91,7 +94,7 @@ def test_below_the_threshold_every_vector_is_scored(store: SqliteStore) -> None:
 def test_lists_are_made_at_the_threshold_and_every_vector_joins_one(store: SqliteStore) -> None:
     rng = np.random.default_rng(2)
     ids = add(store, clustered(rng, 450))
-    assert made_from(store) == 400  # made by the batch that reached 400
+    assert made_from(store) == [400]  # made by the batch that reached 400
     where = lists_of(store)
     assert set(where) == set(ids) and None not in where.values()
     assert len(set(where.values())) <= vector_lists.list_count(400)
@@ -105,21 +108,32 @@ def test_a_vector_stored_later_joins_its_nearest_list(store: SqliteStore) -> Non
     add(store, clustered(rng, 400))
     late = clustered(rng, 30)
     ids = add(store, late, first=400)
-    with store._recall() as sql:
-        found = vector_lists.centroids(sql, agent_key(AGENT), MODEL)
-    assert found is not None
-    expected = [int(i) for i in np.argmax(late @ found[1].T, axis=1)]
+    (only,) = generations(store)
     where = lists_of(store)
-    assert [where[i] for i in ids] == expected
+    assert [where[i] for i in ids] == [int(i) for i in np.argmax(late @ only.centres.T, axis=1)]
 
 
-def test_lists_are_made_again_when_the_vectors_double(store: SqliteStore) -> None:
+def test_a_new_generation_when_the_vectors_double_and_the_older_stay_put(
+    store: SqliteStore,
+) -> None:
     rng = np.random.default_rng(4)
-    add(store, clustered(rng, 700))
-    assert made_from(store) == 400
-    add(store, clustered(rng, 100), first=700)
-    assert made_from(store) == 800
-    assert None not in lists_of(store).values()
+    first = add(store, clustered(rng, 700))
+    before = lists_of(store)
+    late = add(store, clustered(rng, 150), first=700)
+    assert made_from(store) == [400, 800]
+    older, newer = generations(store)
+    where = lists_of(store)
+    assert {i: where[i] for i in first} == before  # no vector row rewritten
+    assert newer.first == vector_lists.GENERATION_IDS
+    assert len(newer.centres) == vector_lists.list_count(800)
+    # the batch that reached 800 joined the first generation; those after it the second
+    assert {where[i] >= newer.first for i in late} == {False, True}
+    assert None not in where.values()
+    query = clustered(rng, 1)[0].tobytes()
+    probed = vector_lists.to_probe([older, newer], query)
+    assert len(probed) == vector_lists.probes(len(older.centres)) + vector_lists.probes(
+        len(newer.centres)
+    )
 
 
 def test_the_search_reads_the_nearest_lists_and_finds_the_exact_neighbours(
@@ -127,7 +141,7 @@ def test_the_search_reads_the_nearest_lists_and_finds_the_exact_neighbours(
 ) -> None:
     rng = np.random.default_rng(5)
     add(store, clustered(rng, 1200))
-    assert made_from(store) is not None
+    assert made_from(store) == [400, 800]
     found = []
     for query in clustered(rng, 40):
         listed = [d for d, _ in store.recall_nearest(AGENT, MODEL, query.tobytes(), 10)]
@@ -139,10 +153,7 @@ def test_the_candidates_are_scored_whatever_their_list(store: SqliteStore) -> No
     rng = np.random.default_rng(6)
     ids = add(store, clustered(rng, 500))
     query = clustered(rng, 1)[0]
-    with store._recall() as sql:
-        found = vector_lists.centroids(sql, agent_key(AGENT), MODEL)
-    assert found is not None
-    probed = set(vector_lists.to_probe(found[1], query.tobytes()))
+    probed = set(vector_lists.to_probe(generations(store), query.tobytes()))
     where = lists_of(store)
     far = next(i for i in ids if where[i] not in probed)
     nearest = dict(store.recall_nearest(AGENT, MODEL, query.tobytes(), 1000, candidates=[far]))
@@ -193,7 +204,7 @@ def test_a_store_from_before_the_lists_gains_them(tmp_path: Path) -> None:
     try:
         assert set(lists_of(store).values()) == {None}
         add(store, clustered(rng, 150), first=300)  # past the threshold: every vector joins
-        assert made_from(store) == 400
+        assert made_from(store) == [400]
         assert None not in lists_of(store).values()
     finally:
         store.close()

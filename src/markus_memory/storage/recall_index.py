@@ -212,7 +212,22 @@ class RecallQueries:
         self, agent_id: str, model: str, rows: Sequence[tuple[int, bytes]]
     ) -> None:
         with self._recall(write=True) as sql:
-            save_vectors(sql, agent_id, model, rows, self._vector_codec(), lists=self._vector_lists)
+            count = save_vectors(
+                sql, agent_id, model, rows, self._vector_codec(), lists=self._vector_lists
+            )
+        if count is not None:
+            self._make_lists(agent_id, model, count)
+
+    def _make_lists(self, agent_id: str, model: str, count: int) -> None:
+        """A generation of lists over the agent's ``count`` ``model`` vectors: sampled and
+        trained in a read (no writer waits on k-means), stored in a short write."""
+        agent = agent_key(agent_id)
+        with self._recall() as sql:
+            sample = vector_lists.sample(sql, agent, model, count)
+        centres = vector_lists.train(sample, vector_lists.list_count(count))
+        del sample
+        with self._recall(write=True) as sql:
+            vector_lists.add_generation(sql, agent, model, count, centres)
 
     def unvectored(self, agent_id: str, model: str, limit: int) -> list[tuple[int, str]]:
         with self._recall() as sql:
@@ -256,13 +271,13 @@ class RecallQueries:
         vectors have lists (:mod:`.vector_lists`), those of the lists nearest ``vector``,
         those in no list yet and the ``candidates`` (a backend that can search in the
         database overrides this)."""
-        found = None
+        made: list[vector_lists.Generation] = []
         if self._vector_lists:
             with self._recall() as sql:
-                found = vector_lists.centroids(sql, agent_key(agent_id), model)
-        if found is None:
+                made = vector_lists.generations(sql, agent_key(agent_id), model)
+        if not made:
             return nearest_in_chunks(self.recall_vectors(agent_id, model, filters), vector, limit)
-        lists: list[int | None] = [*vector_lists.to_probe(found[1], vector), None]
+        lists: list[int | None] = [*vector_lists.to_probe(made, vector), None]
         return self._nearest_among(agent_id, model, vector, limit, filters, candidates, lists=lists)
 
     def _nearest_among(

@@ -29,15 +29,15 @@ def save_vectors(
     codec: VectorCodec = BYTES,
     *,
     lists: bool = False,
-) -> None:
+) -> int | None:
     """Store the agent's ``model`` vectors (one per message, replacing any); with ``lists``,
-    each joins its nearest list, and the lists are made (again) when they are due
-    (:mod:`.vector_lists`)."""
+    each joins its nearest list (:mod:`.vector_lists`), and the vector count is returned when
+    a generation of lists is due (None otherwise)."""
     agent = agent_key(agent_id)
-    found = vector_lists.centroids(sql, agent, model) if lists and rows else None
+    made = vector_lists.generations(sql, agent, model) if lists and rows else []
     where: list[int | None] = [None] * len(rows)
-    if found is not None:
-        where = list(vector_lists.nearest_lists(found[1], vector_lists.matrix(rows)))
+    if made:
+        where = list(vector_lists.nearest_lists(made[-1], vector_lists.matrix(rows)))
     sql.many(
         f"INSERT INTO recall_vectors (doc, agent, model, vector, list) "
         f"VALUES (?, ?, ?, {codec.param}, ?) "
@@ -48,16 +48,7 @@ def save_vectors(
             for (doc, blob), at in zip(rows, where, strict=True)
         ],
     )
-    if lists and rows:
-        count = vector_lists.due(sql, agent, model, None if found is None else found[0])
-        if count is not None:
-            vector_lists.make(
-                sql,
-                agent,
-                model,
-                count,
-                lambda: vector_chunks(sql, agent_id, model, Filters(), _unfiltered),
-            )
+    return vector_lists.due(sql, agent, model, made) if lists and rows else None
 
 
 def unvectored(sql: Sql, agent_id: str, model: str, limit: int) -> list[tuple[int, str]]:
@@ -136,8 +127,3 @@ def count_vectors(sql: Sql, agent_id: str, model: str | None = None) -> int:
     return int(
         sql.rows(f"SELECT count(*) FROM recall_vectors WHERE agent = ?{extra}", params)[0][0]
     )
-
-
-def _unfiltered(moment: datetime) -> Any:
-    """The time adapter of a read with no time filter (never called)."""
-    return moment

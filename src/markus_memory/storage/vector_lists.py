@@ -1,14 +1,16 @@
 """Inverted lists over an agent's vectors in the store: a nearest-vector search that reads a
 bounded share of a long history instead of every vector (an IVF index, kept in the database).
 
-Once an agent has :data:`LISTS_FROM` vectors of one embedding space, they are clustered by
-spherical k-means into about √n lists; each list's centroid is a row of
-``recall_vector_lists`` and each vector row names its list (``recall_vectors.list``). A
-search scores the centroids, then only the vectors of the :func:`probes` nearest lists (and
-any vector not yet in a list); the caller adds the query's lexical candidates, scored exactly.
-A vector stored later joins its nearest list at once; when the vectors have doubled since the
-lists were made, they are made again, in the transaction that stores the vectors, so a
-search never sees half a set. Below :data:`LISTS_FROM` every vector is scored, exactly.
+Once an agent has :data:`LISTS_FROM` vectors of one embedding space, spherical k-means makes
+about √n lists of them; each list's centroid is a row of ``recall_vector_lists`` and each
+vector row names its list (``recall_vectors.list``). A vector stored later joins the nearest
+list at once. When the vectors have doubled, a new *generation* of lists is made from a
+sample of all of them, and the vectors stored from then on join its lists; the older vectors
+stay where they are, so no vector row (and its vector) is ever rewritten for the lists but
+the :data:`LISTS_FROM` of the first generation. A search scores every generation's centroids
+and reads the :func:`probes` nearest lists of each, and any vector in no list; the caller adds
+the query's lexical candidates, scored exactly. Below :data:`LISTS_FROM` every vector is
+scored, exactly.
 
 The functions take a :class:`~.recall_fetch.Sql` (one connection inside a transaction) and
 need numpy, as every vector path does.
@@ -17,7 +19,8 @@ need numpy, as every vector path does.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -28,11 +31,24 @@ LISTS_FROM = 20_000
 scoring every one takes tens of milliseconds; below, the exact scan is cheap enough)."""
 MIN_LISTS = 64
 MAX_LISTS = 1_024
+GENERATION_IDS = 4_096
+"""List ids per generation: generation ``g``'s lists are ``g * 4096 + i``."""
 TRAIN_SAMPLE = 32_768
 """Vectors the centroids are trained on (every n-th by id; at most ~50 MB of float32 for
 384 dimensions, held only while the lists are made)."""
 ROUNDS = 10
 """k-means rounds."""
+SAMPLE_CHUNK = 512
+"""Sampled vectors fetched by id per statement."""
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Lists made at once: from ``made_from`` vectors, ids ``first`` + row of ``centres``."""
+
+    made_from: int
+    first: int
+    centres: Any
 
 
 def list_count(vectors: int) -> int:
@@ -46,9 +62,8 @@ def probes(lists: int) -> int:
     return min(lists, max(8, round(2 * math.sqrt(lists))))
 
 
-def centroids(sql: Sql, agent: int, model: str) -> tuple[int, Any] | None:
-    """``(vectors the lists were made from, centroid matrix)`` of the agent's ``model``
-    vectors (row ``i`` is list ``i``), or None when they have no lists."""
+def generations(sql: Sql, agent: int, model: str) -> list[Generation]:
+    """The agent's ``model`` lists, oldest generation first (none below the threshold)."""
     import numpy as np
 
     rows = sql.rows(
@@ -56,40 +71,17 @@ def centroids(sql: Sql, agent: int, model: str) -> tuple[int, Any] | None:
         "ORDER BY list",
         (agent, model),
     )
-    if not rows:
-        return None
-    matrix = np.frombuffer(b"".join([r[2] for r in rows]), dtype=np.float32)
-    return int(rows[0][1]), matrix.reshape(len(rows), -1)
-
-
-def nearest_lists(matrix: Any, vectors: Any) -> list[int]:
-    """The list of each row of ``vectors`` (float32, one per row): its nearest centroid."""
-    import numpy as np
-
-    return [int(i) for i in np.argmax(vectors @ matrix.T, axis=1)]
-
-
-def to_probe(matrix: Any, query: bytes) -> list[int]:
-    """The lists a search for ``query`` reads, nearest centroid first."""
-    import numpy as np
-
-    scores = matrix @ np.frombuffer(query, dtype=np.float32)
-    count = probes(len(matrix))
-    best = np.argpartition(-scores, count - 1)[:count]
-    return [int(i) for i in best[np.argsort(-scores[best], kind="stable")]]
-
-
-def due(sql: Sql, agent: int, model: str, made_from: int | None) -> int | None:
-    """The agent's ``model`` vector count when its lists should be made (again): it reached
-    :data:`LISTS_FROM` and has no lists, or doubled since they were made; else None."""
-    floor = LISTS_FROM if made_from is None else 2 * made_from
-    # Counting stops at the floor: a store far below it pays for no full count.
-    (count,) = sql.rows(
-        "SELECT count(*) FROM (SELECT 1 FROM recall_vectors WHERE agent = ? AND model = ? "
-        "LIMIT ?) v",
-        (agent, model, floor),
-    )[0]
-    return int(count) if int(count) >= floor else None
+    out: list[Generation] = []
+    at = 0
+    while at < len(rows):
+        first, made_from = int(rows[at][0]), int(rows[at][1])
+        end = at
+        while end < len(rows) and int(rows[end][1]) == made_from:
+            end += 1
+        flat = np.frombuffer(b"".join([r[2] for r in rows[at:end]]), dtype=np.float32)
+        out.append(Generation(made_from, first, flat.reshape(end - at, -1)))
+        at = end
+    return out
 
 
 def matrix(rows: Sequence[tuple[Any, ...]]) -> Any:
@@ -100,39 +92,96 @@ def matrix(rows: Sequence[tuple[Any, ...]]) -> Any:
     return flat.reshape(len(rows), -1)
 
 
-def make(
-    sql: Sql,
-    agent: int,
-    model: str,
-    vectors: int,
-    chunks: Callable[[], Iterable[Sequence[tuple[int, bytes]]]],
-) -> int:
-    """Cluster the agent's ``model`` vectors (``vectors`` of them, read twice through
-    ``chunks``: its ``(id, float32 bytes)`` rows in id order, a bounded chunk at a time) into
-    lists, replacing any it had, and put every vector in its list; the number of lists."""
+def nearest_lists(newest: Generation, vectors: Any) -> list[int]:
+    """The list of each row of ``vectors`` (float32): its nearest centroid of ``newest``."""
     import numpy as np
 
-    step, seen, picked = max(1, vectors // TRAIN_SAMPLE), 0, []
-    for rows in chunks():  # every step-th vector, in id order
-        picked.append(matrix(rows)[(-seen) % step :: step])
-        seen += len(rows)
-    sample = np.concatenate(picked)
-    del picked
-    centres = train(sample, list_count(vectors))
-    del sample
-    sql.run("DELETE FROM recall_vector_lists WHERE agent = ? AND model = ?", (agent, model))
+    return [newest.first + int(i) for i in np.argmax(vectors @ newest.centres.T, axis=1)]
+
+
+def to_probe(made: Sequence[Generation], query: bytes) -> list[int]:
+    """The lists a search for ``query`` reads: of each generation, its nearest ones."""
+    import numpy as np
+
+    vector = np.frombuffer(query, dtype=np.float32)
+    out: list[int] = []
+    for generation in made:
+        scores = generation.centres @ vector
+        count = probes(len(scores))
+        best = np.argpartition(-scores, count - 1)[:count]
+        out.extend(generation.first + int(i) for i in best[np.argsort(-scores[best])])
+    return out
+
+
+def due(sql: Sql, agent: int, model: str, made: Sequence[Generation]) -> int | None:
+    """The agent's ``model`` vector count when a generation of lists is due: it reached
+    :data:`LISTS_FROM` with none, or doubled since the newest; else None."""
+    floor = 2 * made[-1].made_from if made else LISTS_FROM
+    # Counting stops at the floor: a store below it pays for no full count.
+    (count,) = sql.rows(
+        "SELECT count(*) FROM (SELECT 1 FROM recall_vectors WHERE agent = ? AND model = ? "
+        "LIMIT ?) v",
+        (agent, model, floor),
+    )[0]
+    return int(count) if int(count) >= floor else None
+
+
+def sample(sql: Sql, agent: int, model: str, vectors: int) -> Any:
+    """Every n-th of the agent's ``model`` vectors by id, at most about :data:`TRAIN_SAMPLE`:
+    the ids are read off the index, then only the sampled vectors."""
+    import numpy as np
+
+    step = max(1, vectors // TRAIN_SAMPLE)
+    picked: list[int] = []
+    last, seen = -(2**63), 0
+    while ids := sql.rows(
+        "SELECT doc FROM recall_vectors WHERE agent = ? AND model = ? AND doc > ? "
+        "ORDER BY doc LIMIT ?",
+        (agent, model, last, 8 * SAMPLE_CHUNK),
+    ):
+        picked.extend(int(r[0]) for r in ids[(-seen) % step :: step])
+        seen += len(ids)
+        last = int(ids[-1][0])
+    parts = []
+    for at in range(0, len(picked), SAMPLE_CHUNK):
+        wanted = picked[at : at + SAMPLE_CHUNK]
+        rows = sql.rows(
+            f"SELECT doc, vector FROM recall_vectors WHERE doc IN ({','.join('?' * len(wanted))})",
+            wanted,
+        )
+        parts.append(matrix(rows))
+    return np.concatenate(parts) if parts else np.empty((0, 0), dtype=np.float32)
+
+
+def add_generation(sql: Sql, agent: int, model: str, made_from: int, centres: Any) -> bool:
+    """Store a generation of lists made from ``made_from`` vectors (false, nothing stored,
+    when it is no longer due: another writer made one meanwhile), and put every vector in no
+    list yet (the threshold's vectors, for the first) in its nearest list."""
+    made = generations(sql, agent, model)
+    if (made and made[-1].made_from >= made_from) or (not made and made_from < LISTS_FROM):
+        return False
+    first = (made[-1].first + GENERATION_IDS) if made else 0
     sql.many(
         "INSERT INTO recall_vector_lists (agent, model, list, made_from, centroid) "
         "VALUES (?, ?, ?, ?, ?)",
-        [(agent, model, i, vectors, centre.tobytes()) for i, centre in enumerate(centres)],
+        [(agent, model, first + i, made_from, c.tobytes()) for i, c in enumerate(centres)],
     )
-    for rows in chunks():
-        lists = nearest_lists(centres, matrix(rows))
+    newest = Generation(made_from, first, centres)
+    last = -(2**63)
+    while rows := sql.rows(
+        "SELECT doc, vector FROM recall_vectors WHERE agent = ? AND model = ? AND list IS NULL "
+        "AND doc > ? ORDER BY doc LIMIT ?",
+        (agent, model, last, SAMPLE_CHUNK * 8),
+    ):
         sql.many(
             "UPDATE recall_vectors SET list = ? WHERE doc = ?",
-            [(i, int(r[0])) for i, r in zip(lists, rows, strict=True)],
+            [
+                (at, int(r[0]))
+                for at, r in zip(nearest_lists(newest, matrix(rows)), rows, strict=True)
+            ],
         )
-    return len(centres)
+        last = int(rows[-1][0])
+    return True
 
 
 def train(sample: Any, lists: int, rounds: int = ROUNDS) -> Any:
