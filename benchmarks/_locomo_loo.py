@@ -28,7 +28,10 @@ KNOBS: dict[str, tuple[object, ...]] = {
     "turn_speaker_boost": (0.0, 0.25, 0.5, 0.75, 1.0),
 }
 VECTOR_KNOBS: dict[str, tuple[object, ...]] = {
-    "vector_weight": (0.0, 0.2, 0.3, 0.5, 0.8),
+    "fusion": ("score", "rrf"),
+    "rrf_k": (60, 5, 10, 15, 20),
+    "session_weight": (0.3, 0.45, 0.6),
+    "vector_weight": (0.0, 0.2, 0.3, 0.5, 0.6, 0.8),
     "dense_first_person": (False, True),
     "nearest_lift": (0.0, 0.05, 0.1, 0.15, 0.2),
     "nearest_top": (0, 5, 10),

@@ -231,7 +231,7 @@ def test_nearest_lift_brings_a_turn_sharing_no_word_above_the_lexical_hits() -> 
     query = "unwind after work"
     first = {}
     for lift in (0.0, 1.0):
-        chosen = {"vector_weight": 0.3, "nearest_lift": lift, "nearest_top": 1}
+        chosen = {"fusion": "score", "vector_weight": 0.3, "nearest_lift": lift, "nearest_top": 1}
         options = RankingOptions(**{**PLAIN, **chosen})  # type: ignore[arg-type]
         idx = new_index(embedder=Meaning(), options=options)
         idx.add(history)

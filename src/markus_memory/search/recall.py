@@ -56,7 +56,9 @@ def speaker_of(metadata: Mapping[str, Any] | None) -> str | None:
 
 def default_options(embedder: Embedder | None) -> RankingOptions:
     """The ranking measured best on LoCoMo dev (vectors join only with an embedder)."""
-    return RankingOptions() if embedder is not None else RankingOptions(vector_weight=0.0)
+    if embedder is not None:
+        return RankingOptions()
+    return RankingOptions(vector_weight=0.0, session_weight=0.3)
 
 
 class TranscriptRecall:

@@ -53,6 +53,20 @@ class RankingOptions:
     * ``vector_weight``: weight of the min-max scaled cosine scores against the max-scaled
       lexical scores (``fusion="score"``) or of the vector list in reciprocal rank fusion
       (``fusion="rrf"``); used only with an embedder.
+    * ``fusion`` / ``rrf_k``: how the lexical and vector lists join. Reciprocal rank fusion
+      with a small ``rrf_k`` (10: the first ranks count much more than the twentieth) and
+      the vector list at 0.6, with ``session_weight`` 0.45, replaced score fusion at 0.3
+      (session 0.3): by rank, a turn near in meaning that shares few words with the question
+      (often multi-hop evidence) gets nearer the lexical hits than min-max scaled cosines
+      let it. LoCoMo dev with MiniLM, leave-one-out over the three together (every fold
+      chose these from rrf_k 5-20, vector 0.5-0.7 and session 0.3 or 0.45, and score fusion):
+      recall_any@10 0.866 -> 0.868, recall_all@10 0.741 -> 0.751 (multi-hop 0.234 ->
+      0.270); conv-26 and conv-41 better, conv-42 equal, conv-30 worse (recall_any@10
+      0.914 -> 0.889, recall_all@10 0.802 -> 0.790); the best hit is first less often
+      (recall_any@1 0.466 -> 0.443). At ``rrf_k`` 60 rank fusion was worse than score
+      fusion (docs/RETRIEVAL.md has the rest). Without an embedder nothing is fused and
+      ``session_weight`` stays 0.3 (``recall.default_options``: 0.45 loses there,
+      recall_all@10 0.708 -> 0.703).
     * ``turn_speaker_boost``: the turns of a speaker the query names are multiplied by
       ``1 + boost`` after neighbour and session propagation, so the named speaker's reply
       next to a matching turn gains too; it replaced the bm25-level ``speaker_boost``
@@ -71,12 +85,13 @@ class RankingOptions:
       0.857 with MiniLM (0.830 -> 0.833 without), no conversation worse.
     * ``nearest_lift`` / ``nearest_top``: after the speaker stage, the ``nearest_top`` turns
       nearest the query in meaning gain up to ``nearest_lift`` times the best score (their
-      cosines min-max scaled among themselves). The fusion scales vector scores over all the
-      candidates, so a turn that shares no word with the question stays below the lexical hits
-      however near it is; multi-hop questions suffer most, most of their missing evidence is
-      not among the bm25 candidates at all ("What does Melanie do to destress?" -> "pottery
-      ... is like therapy"). LoCoMo dev with MiniLM, leave-one-out: recall_any@10 0.852 ->
-      0.859, recall_all@10 0.727 -> 0.732, no conversation worse.
+      cosines min-max scaled among themselves). Fusion weighs a turn's vector score or rank
+      against all the candidates' and adds the lexical one, so a turn that shares no word
+      with the question can stay below the lexical hits however near it is; multi-hop
+      questions suffer most, most of their missing evidence is not among the bm25 candidates
+      at all ("What does Melanie do to destress?" -> "pottery ... is like therapy"). LoCoMo
+      dev with MiniLM, leave-one-out (with score fusion, before rank fusion replaced it):
+      recall_any@10 0.852 -> 0.859, recall_all@10 0.727 -> 0.732, no conversation worse.
     """
 
     candidates: int = 200
@@ -84,12 +99,12 @@ class RankingOptions:
     speaker_boost: float = 0.0
     neighbour_weight: float = 0.5
     neighbour_window: int = 2
-    session_weight: float = 0.3
-    vector_weight: float = 0.3
+    session_weight: float = 0.45
+    vector_weight: float = 0.6
     dense_speaker_boost: float = 1.0
     smooth_dense: bool = False
-    fusion: Literal["score", "rrf"] = "score"
-    rrf_k: int = 60
+    fusion: Literal["score", "rrf"] = "rrf"
+    rrf_k: int = 10
     common_docs: int = 2_000
     common_share: float = 0.02
     recent_window: int = 5_000
