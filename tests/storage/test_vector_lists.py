@@ -218,3 +218,26 @@ def test_training_gives_unit_centroids_deterministically() -> None:
     assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
     assert np.array_equal(first, second)
     assert vector_lists.train(sample[:5], 12).shape == (5, 16)  # no more lists than vectors
+
+
+def test_training_leaves_damaged_vectors_out() -> None:
+    rng = np.random.default_rng(11)
+    sample = clustered(rng, 300)
+    damaged = sample.copy()
+    damaged[::7, 3] = np.nan
+    centres = vector_lists.train(damaged, 10)
+    assert np.isfinite(centres).all()
+    assert np.array_equal(centres, vector_lists.train(sample[np.isfinite(damaged).all(axis=1)], 10))
+    assert vector_lists.train(np.full((4, 16), np.nan, dtype=np.float32), 10).shape == (0, 16)
+
+
+def test_a_generation_that_another_writer_made_first_is_not_stored_twice(
+    store: SqliteStore,
+) -> None:
+    rng = np.random.default_rng(12)
+    add(store, clustered(rng, 450))
+    (only,) = generations(store)
+    with store._recall(write=True) as sql:
+        assert not vector_lists.add_generation(sql, agent_key(AGENT), MODEL, 400, only.centres)
+        assert not vector_lists.add_generation(sql, agent_key(AGENT), MODEL, 800, only.centres[:0])
+    assert made_from(store) == [400]

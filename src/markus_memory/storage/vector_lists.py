@@ -155,10 +155,13 @@ def sample(sql: Sql, agent: int, model: str, vectors: int) -> Any:
 
 def add_generation(sql: Sql, agent: int, model: str, made_from: int, centres: Any) -> bool:
     """Store a generation of lists made from ``made_from`` vectors (false, nothing stored,
-    when it is no longer due: another writer made one meanwhile), and put every vector in no
-    list yet (the threshold's vectors, for the first) in its nearest list."""
+    when it is no longer due: another writer made one meanwhile; or when ``centres`` is
+    empty), and put every vector in no list yet (the threshold's vectors, for the first) in
+    its nearest list."""
     made = generations(sql, agent, model)
     if (made and made[-1].made_from >= made_from) or (not made and made_from < LISTS_FROM):
+        return False
+    if not len(centres):
         return False
     first = (made[-1].first + GENERATION_IDS) if made else 0
     sql.many(
@@ -187,10 +190,14 @@ def add_generation(sql: Sql, agent: int, model: str, made_from: int, centres: An
 def train(sample: Any, lists: int, rounds: int = ROUNDS) -> Any:
     """Spherical k-means: ``lists`` unit centroids of the rows of ``sample`` (float32), seeded
     from evenly spaced rows (deterministic); a list left empty is seeded again from the row
-    farthest from its centroid."""
+    farthest from its centroid. A damaged row (not finite) is left out; no finite row, no
+    centroid."""
     import numpy as np
 
+    sample = sample[np.isfinite(sample).all(axis=1)] if len(sample) else sample
     lists = min(lists, len(sample))
+    if not lists:
+        return np.empty((0, sample.shape[1] if sample.ndim == 2 else 0), dtype=np.float32)
     centres = sample[np.linspace(0, len(sample) - 1, lists).astype(np.int64)].copy()
     for _ in range(rounds):
         scores = sample @ centres.T
