@@ -180,5 +180,6 @@ class RecallIndex(Protocol):
         """The agent's ``limit`` nearest ``model`` vectors (float32 bytes) to ``vector`` among
         its messages passing ``filters``, as ``(id, dot product)`` best first. A backend that
         cannot search vectors in the database may score only ``candidates`` (the query's
-        lexical candidates) and its newest vectors."""
+        lexical candidates) and its newest vectors, or those candidates and the vectors of
+        the inverted lists nearest ``vector`` (approximate: ``storage/vector_lists.py``)."""
         ...
