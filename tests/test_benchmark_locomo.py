@@ -132,3 +132,18 @@ def test_time_stage_benchmark_compares_the_same_answers(tmp_path, capsys) -> Non
     out = capsys.readouterr().out
     assert "SQLite: 1 questions naming a time, 2 rounds" in out
     assert "the same hits and scores for 2/2" in out
+
+
+def test_vector_lists_benchmark_reads_everything_through_one_list(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("onnxruntime", reason="the [semantic] extra is not installed")
+    from benchmarks import bench_vector_lists
+
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(SAMPLE))
+    assert bench_vector_lists.main([str(path), "--lists", "1", "4"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0] == "8 turns, 2 questions, MiniLM; recall@10 through the lists"
+    # One list holds every turn: reading it is the exact search (8 turns: 8 of the 10 slots).
+    assert rows[2].split() == ["1", "0.800", "0.800", "0.800", "0.800"]
+    four = [float(cell) for cell in rows[3].split()[1:]]
+    assert all(0.0 < value <= 0.8 for value in four) and four == sorted(four)
