@@ -1,9 +1,10 @@
-"""Nearest transcript vectors on each path, in one process: SQLite (every vector, in chunks,
-or through inverted lists once an agent has 20,000), PostgreSQL without pgvector (lexical
-candidates plus the newest vectors) and PostgreSQL with pgvector (exact for a small agent,
-HNSW for a large one). Baselines in the same process: on SQLite every vector scored (the
-search before the lists), on PostgreSQL the full scan; and the time to make a generation
-of the large agent's lists.
+"""Nearest transcript vectors on each path, in one process: SQLite and PostgreSQL without
+pgvector (through inverted lists once an agent has 20,000 vectors; below, every vector on
+SQLite, the lexical candidates plus the newest vectors on PostgreSQL) and PostgreSQL with
+pgvector (exact for a small agent, HNSW for a large one). Baselines in the same process: on
+SQLite every vector scored (the search before the lists), on PostgreSQL without pgvector its
+search before the lists and the full scan; and the time to make a generation of the large
+agent's lists.
 
 Usage: python benchmarks/bench_vectors.py [--vectors N] [--small-agents A] [--dim D]
                                           [--queries Q] [--pg-url URL] [--no-pgvector]
@@ -164,6 +165,16 @@ def nearest_of(store: Any, model: str, method: Callable[..., Any] | None = None)
     return nearest
 
 
+def unlisted_of(store: Any, model: str, kind: type) -> Nearest:
+    """``kind``'s search of vectors in no list: PostgreSQL's candidates and newest vectors (its
+    search before the lists), or every vector (``RecallQueries``)."""
+
+    def nearest(agent: str, query: bytes, k: int, candidates: list[int]) -> Any:
+        return kind._nearest_unlisted(store, agent, model, query, k, None, candidates)
+
+    return nearest
+
+
 def every_vector_of(store: Any, model: str) -> Nearest:
     """SQLite's search before this release, as the baseline: every vector scored, in chunks."""
 
@@ -227,10 +238,9 @@ def main() -> int:
             pg = PostgresStore(url)
             assert pg.vector_schema() is None, "this server has pgvector"
             paths = {
-                "candidates + newest (now)": nearest_of(pg, model),
-                "every vector in chunks (before)": nearest_of(
-                    pg, model, RecallQueries.recall_nearest
-                ),
+                f"lists from {vector_lists.LISTS_FROM} vectors (now)": nearest_of(pg, model),
+                "candidates + newest (before)": unlisted_of(pg, model, type(pg)),
+                "every vector in chunks": unlisted_of(pg, model, RecallQueries),
             }
             run("postgres", pg, args, paths)
             pg.close()

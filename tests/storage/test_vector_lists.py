@@ -1,4 +1,5 @@
-"""Inverted lists over a long history's vectors (``storage/vector_lists.py``) on SQLite: made
+"""Inverted lists over a long history's vectors (``storage/vector_lists.py``), on SQLite and on
+PostgreSQL without pgvector (the test server): made
 at the threshold, a new generation when the vectors double (older vectors stay in their
 lists), every vector in a list, a search that reads the nearest lists of every generation
 and still finds the exact neighbours of clustered vectors, the lexical candidates always
@@ -8,9 +9,10 @@ is lowered so a test stores hundreds of vectors, not tens of thousands."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,11 +22,14 @@ from markus_memory.storage.recall_rank import agent_key
 from markus_memory.storage.sqlite import SqliteStore
 from markus_memory.storage.vector_scan import nearest_in_chunks
 
+from .pg import postgres_schema_url
+
 np = pytest.importorskip("numpy")
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 MODEL = "test-model:16"
 AGENT = "al"
+Store = Any  # a SqliteStore, or a PostgresStore on a server without pgvector
 
 
 @pytest.fixture(autouse=True)
@@ -34,9 +39,27 @@ def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vector_lists, "SAMPLE_CHUNK", 16)  # lists made from several chunks
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Store]]:
+    """Opens a store on one database: a ``data.db``, or a fresh schema of the test server
+    (skipped when that server has pgvector, which searches without lists)."""
+    if request.param == "sqlite":
+        yield lambda: SqliteStore(tmp_path / "data.db")
+        return
+    from markus_memory.storage.postgres import PostgresStore
+
+    with postgres_schema_url() as url:
+        probe = PostgresStore(url)
+        has_pgvector = probe.vector_schema() is not None
+        probe.close()
+        if has_pgvector:
+            pytest.skip("the test server has pgvector, which searches without lists")
+        yield lambda: PostgresStore(url)
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    backend = SqliteStore(tmp_path / "data.db")
+def store(opener: Callable[[], Store]) -> Iterator[Store]:
+    backend = opener()
     yield backend
     backend.close()
 
@@ -48,7 +71,7 @@ def clustered(rng: np.random.Generator, n: int, centres: int = 24, dim: int = 16
     return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
 
 
-def add(store: SqliteStore, vectors: np.ndarray, first: int = 0, batch: int = 100) -> list[int]:
+def add(store: Store, vectors: np.ndarray, first: int = 0, batch: int = 100) -> list[int]:
     """One message per vector (three sessions, round robin), stored in batches as the
     embedder does; their ids."""
     for n in range(first, first + len(vectors)):
@@ -61,26 +84,26 @@ def add(store: SqliteStore, vectors: np.ndarray, first: int = 0, batch: int = 10
     return ids
 
 
-def lists_of(store: SqliteStore) -> dict[int, int | None]:
+def lists_of(store: Store) -> dict[int, int | None]:
     with store.read() as conn:
         return dict(conn.execute("SELECT doc, list FROM recall_vectors").fetchall())
 
 
-def generations(store: SqliteStore) -> list[vector_lists.Generation]:
+def generations(store: Store) -> list[vector_lists.Generation]:
     with store._recall() as sql:
         return vector_lists.generations(sql, agent_key(AGENT), MODEL)
 
 
-def made_from(store: SqliteStore) -> list[int]:
+def made_from(store: Store) -> list[int]:
     return [generation.made_from for generation in generations(store)]
 
 
-def exact(store: SqliteStore, query: np.ndarray, k: int, **kw: object) -> list[int]:
+def exact(store: Store, query: np.ndarray, k: int, **kw: object) -> list[int]:
     chunks = store.recall_vectors(AGENT, MODEL, **kw)  # type: ignore[arg-type]
     return [doc for doc, _ in nearest_in_chunks(chunks, query.tobytes(), k)]
 
 
-def test_below_the_threshold_every_vector_is_scored(store: SqliteStore) -> None:
+def test_below_the_threshold_every_vector_is_scored(store: Store) -> None:
     rng = np.random.default_rng(1)
     add(store, clustered(rng, 399))
     assert made_from(store) == []
@@ -91,7 +114,7 @@ def test_below_the_threshold_every_vector_is_scored(store: SqliteStore) -> None:
     )
 
 
-def test_lists_are_made_at_the_threshold_and_every_vector_joins_one(store: SqliteStore) -> None:
+def test_lists_are_made_at_the_threshold_and_every_vector_joins_one(store: Store) -> None:
     rng = np.random.default_rng(2)
     ids = add(store, clustered(rng, 450))
     assert made_from(store) == [400]  # made by the batch that reached 400
@@ -103,7 +126,7 @@ def test_lists_are_made_at_the_threshold_and_every_vector_joins_one(store: Sqlit
     assert count == vector_lists.list_count(400)
 
 
-def test_a_vector_stored_later_joins_its_nearest_list(store: SqliteStore) -> None:
+def test_a_vector_stored_later_joins_its_nearest_list(store: Store) -> None:
     rng = np.random.default_rng(3)
     add(store, clustered(rng, 400))
     late = clustered(rng, 30)
@@ -114,7 +137,7 @@ def test_a_vector_stored_later_joins_its_nearest_list(store: SqliteStore) -> Non
 
 
 def test_a_new_generation_when_the_vectors_double_and_the_older_stay_put(
-    store: SqliteStore,
+    store: Store,
 ) -> None:
     rng = np.random.default_rng(4)
     first = add(store, clustered(rng, 700))
@@ -137,7 +160,7 @@ def test_a_new_generation_when_the_vectors_double_and_the_older_stay_put(
 
 
 def test_the_search_reads_the_nearest_lists_and_finds_the_exact_neighbours(
-    store: SqliteStore,
+    store: Store,
 ) -> None:
     rng = np.random.default_rng(5)
     add(store, clustered(rng, 1200))
@@ -149,7 +172,7 @@ def test_the_search_reads_the_nearest_lists_and_finds_the_exact_neighbours(
     assert np.mean(found) >= 0.9
 
 
-def test_the_candidates_are_scored_whatever_their_list(store: SqliteStore) -> None:
+def test_the_candidates_are_scored_whatever_their_list(store: Store) -> None:
     rng = np.random.default_rng(6)
     ids = add(store, clustered(rng, 500))
     query = clustered(rng, 1)[0]
@@ -163,7 +186,7 @@ def test_the_candidates_are_scored_whatever_their_list(store: SqliteStore) -> No
     assert nearest[far] == pytest.approx(float(vector @ query), abs=1e-6)
 
 
-def test_filters_apply_to_the_search_through_lists(store: SqliteStore) -> None:
+def test_filters_apply_to_the_search_through_lists(store: Store) -> None:
     rng = np.random.default_rng(7)
     add(store, clustered(rng, 600))
     query = clustered(rng, 1)[0].tobytes()
@@ -174,14 +197,15 @@ def test_filters_apply_to_the_search_through_lists(store: SqliteStore) -> None:
     assert set(keys.values()) == {"s1"}
 
 
-def test_the_lists_outlive_the_process(store: SqliteStore, tmp_path: Path) -> None:
+def test_the_lists_outlive_the_process(store: Store, opener: Callable[[], Store]) -> None:
     rng = np.random.default_rng(8)
     add(store, clustered(rng, 450))
     before = lists_of(store)
     store.close()
-    again = SqliteStore(tmp_path / "data.db")
+    again = opener()
     try:
         assert lists_of(again) == before
+        assert made_from(again) == [400]
         query = clustered(rng, 1)[0].tobytes()
         assert again.recall_nearest(AGENT, MODEL, query, 5)
     finally:
@@ -232,7 +256,7 @@ def test_training_leaves_damaged_vectors_out() -> None:
 
 
 def test_a_generation_that_another_writer_made_first_is_not_stored_twice(
-    store: SqliteStore,
+    store: Store,
 ) -> None:
     rng = np.random.default_rng(12)
     add(store, clustered(rng, 450))

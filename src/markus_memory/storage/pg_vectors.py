@@ -8,9 +8,11 @@ it, a bounded scan when it does not.
   the ``(agent, model, doc)`` index, sorted by distance in the database); a larger one through
   the HNSW index with iterative scans (``hnsw.iterative_scan = relaxed_order``), so that the
   rows of other agents and models, skipped by the filter, do not leave it short of results.
-* **without pgvector**: the column stays ``BYTEA`` and only the query's lexical candidates and
-  the agent's :data:`RECENT_VECTORS` newest vectors are scored (in chunks, in the process):
-  exact for an agent with no more vectors than that, bounded for any other.
+* **without pgvector**: the column stays ``BYTEA`` and vectors are scored in the process, in
+  chunks: the query's lexical candidates and the agent's :data:`RECENT_VECTORS` newest (exact
+  for an agent with no more vectors than that), and from
+  :data:`~.vector_lists.LISTS_FROM` vectors those of the inverted lists nearest the query
+  instead of the newest (:mod:`.vector_lists`, as on SQLite).
 
 The store looks at the column the first time it uses vectors; when it is still ``BYTEA`` and
 the extension can be created, it converts the column in place (one transaction, under the
@@ -228,12 +230,12 @@ def nearest(
 
 
 class PgVectorQueries(RecallQueries):
-    """The vector operations of a PostgreSQL transcript store: in the database with pgvector,
-    over the lexical candidates and the newest :data:`RECENT_VECTORS` without it."""
+    """The vector operations of a PostgreSQL transcript store: in the database with pgvector;
+    without it over the lexical candidates and the newest :data:`RECENT_VECTORS`, or the
+    nearest inverted lists once the agent has them."""
 
     _pgvector: tuple[str | None, bool] | None = None
     _indexed: frozenset[int] = frozenset()
-    _vector_lists = False
 
     write: Callable[[], contextlib.AbstractContextManager[psycopg.Connection[Any]]]
 
@@ -289,6 +291,25 @@ class PgVectorQueries(RecallQueries):
                     self._when,
                     iterative=iterative,
                 )
+        return super().recall_nearest(
+            agent_id, model, vector, limit, filters, candidates=candidates
+        )
+
+    def _vector_lists(self) -> bool:
+        return self.vector_schema() is None
+
+    def _nearest_unlisted(
+        self,
+        agent_id: str,
+        model: str,
+        vector: bytes,
+        limit: int,
+        filters: RecallFilters | None,
+        candidates: Sequence[int],
+    ) -> list[tuple[int, float]]:
+        """Without pgvector and below the lists: the ``candidates`` and the
+        :data:`RECENT_VECTORS` newest (shipping every vector of a long history to each process
+        is what does not scale)."""
         return self._nearest_among(
             agent_id, model, vector, limit, filters, candidates, newest=RECENT_VECTORS
         )

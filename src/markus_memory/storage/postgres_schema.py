@@ -275,9 +275,8 @@ def m013_recall_agent_terms(conn: psycopg.Connection[Any]) -> None:
 
 @migrations()
 def m014_recall_vector_lists(conn: psycopg.Connection[Any]) -> None:
-    # As SQLite m014: the list of each recall vector and the lists' centroids, so the tables
-    # are the same on both backends. PostgreSQL searches with pgvector's index, or a bounded
-    # scan: its vectors stay in no list, and no index of the lists is written.
+    # As SQLite m014: the list of each recall vector and the lists' centroids. A server with
+    # pgvector searches with its index instead, and its vectors stay in no list.
     from .postgres_conn import PostgresSql
     from .recall_schema import add_vector_lists
 

@@ -204,16 +204,17 @@ class RecallQueries:
         """How this store's vector column is written and read."""
         return BYTES
 
-    _vector_lists = True
-    """Whether this store searches a long history's vectors through lists
-    (:mod:`.vector_lists`; PostgreSQL has pgvector's index, or a bounded scan, instead)."""
+    def _vector_lists(self) -> bool:
+        """Whether this store searches a long history's vectors through lists
+        (:mod:`.vector_lists`): unless the database searches them itself (pgvector)."""
+        return True
 
     def save_recall_vectors(
         self, agent_id: str, model: str, rows: Sequence[tuple[int, bytes]]
     ) -> None:
         with self._recall(write=True) as sql:
             count = save_vectors(
-                sql, agent_id, model, rows, self._vector_codec(), lists=self._vector_lists
+                sql, agent_id, model, rows, self._vector_codec(), lists=self._vector_lists()
             )
         if count is not None:
             self._make_lists(agent_id, model, count)
@@ -267,18 +268,31 @@ class RecallQueries:
         candidates: Sequence[int] = (),
     ) -> list[tuple[int, float]]:
         """The agent's ``limit`` nearest ``model`` vectors to ``vector`` among its messages
-        passing ``filters``, best first, scored in chunks: every vector, or once the agent's
-        vectors have lists (:mod:`.vector_lists`), those of the lists nearest ``vector``,
-        those in no list yet and the ``candidates`` (a backend that can search in the
-        database overrides this)."""
+        passing ``filters``, best first, scored in chunks: once the agent's vectors have lists
+        (:mod:`.vector_lists`), those of the lists nearest ``vector``, those in no list yet
+        and the ``candidates``; before, :meth:`_nearest_unlisted` (a backend that can search
+        in the database overrides this)."""
         made: list[vector_lists.Generation] = []
-        if self._vector_lists:
+        if self._vector_lists():
             with self._recall() as sql:
                 made = vector_lists.generations(sql, agent_key(agent_id), model)
         if not made:
-            return nearest_in_chunks(self.recall_vectors(agent_id, model, filters), vector, limit)
+            return self._nearest_unlisted(agent_id, model, vector, limit, filters, candidates)
         lists: list[int | None] = [*vector_lists.to_probe(made, vector), None]
         return self._nearest_among(agent_id, model, vector, limit, filters, candidates, lists=lists)
+
+    def _nearest_unlisted(
+        self,
+        agent_id: str,
+        model: str,
+        vector: bytes,
+        limit: int,
+        filters: Filters | None,
+        candidates: Sequence[int],
+    ) -> list[tuple[int, float]]:
+        """:meth:`recall_nearest` of vectors in no list: every vector, scored in chunks."""
+        del candidates  # every vector is scored
+        return nearest_in_chunks(self.recall_vectors(agent_id, model, filters), vector, limit)
 
     def _nearest_among(
         self,

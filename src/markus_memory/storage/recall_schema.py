@@ -42,15 +42,13 @@ def schema(blob: str, without_rowid: str) -> list[str]:
 def vector_tables(blob: str, without_rowid: str) -> list[str]:
     """CREATE statements (IF NOT EXISTS) of the recall vectors and their lists
     (:mod:`.vector_lists`): one vector per message with the list it belongs to (NULL until
-    its agent has lists), and each list's centroid with the vector count it was made from.
-    Only SQLite searches through lists, so only SQLite indexes them."""
-    by_list = "CREATE INDEX IF NOT EXISTS idx_recall_vectors_list ON recall_vectors"
-    lists = [f"{by_list}(agent, model, list, doc)"] if without_rowid else []
+    its agent has lists), and each list's centroid with the vector count it was made from."""
     return [
         "CREATE TABLE IF NOT EXISTS recall_vectors (doc BIGINT PRIMARY KEY, "
         f"agent BIGINT NOT NULL, model TEXT NOT NULL, vector {blob} NOT NULL, list BIGINT)",
         "CREATE INDEX IF NOT EXISTS idx_recall_vectors_agent ON recall_vectors(agent, model, doc)",
-        *lists,
+        "CREATE INDEX IF NOT EXISTS idx_recall_vectors_list "
+        "ON recall_vectors(agent, model, list, doc)",
         "CREATE TABLE IF NOT EXISTS recall_vector_lists (agent BIGINT NOT NULL, "
         "model TEXT NOT NULL, list BIGINT NOT NULL, made_from BIGINT NOT NULL, "
         f"centroid {blob} NOT NULL, PRIMARY KEY (agent, model, list)){without_rowid}",
