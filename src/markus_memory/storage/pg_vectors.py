@@ -309,7 +309,15 @@ class PgVectorQueries(RecallQueries):
     ) -> list[tuple[int, float]]:
         """Without pgvector and below the lists: the ``candidates`` and the
         :data:`RECENT_VECTORS` newest (shipping every vector of a long history to each process
-        is what does not scale)."""
+        is what does not scale); every vector, read once, when the agent has no more."""
+        with self._recall() as sql:
+            (count,) = sql.rows(
+                "SELECT count(*) FROM (SELECT 1 FROM recall_vectors WHERE agent = ? "
+                "AND model = ? LIMIT ?) v",
+                (agent_key(agent_id), model, RECENT_VECTORS + 1),
+            )[0]
+        if int(count) <= RECENT_VECTORS:  # the newest are all: the candidates among them
+            return super()._nearest_unlisted(agent_id, model, vector, limit, filters, candidates)
         return self._nearest_among(
             agent_id, model, vector, limit, filters, candidates, newest=RECENT_VECTORS
         )
