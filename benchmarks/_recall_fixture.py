@@ -11,9 +11,11 @@ written last says the fixture is complete; an interrupted build starts again.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import random
+import secrets
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -75,6 +77,23 @@ def sessions(
 def pg_schema_url(url: str, schema: str) -> str:
     joiner = "&" if "?" in url else "?"
     return f"{url}{joiner}options={quote(f'-csearch_path={schema}')}"
+
+
+@contextlib.contextmanager
+def fresh_pg_schema(url: str, prefix: str) -> Iterator[str]:
+    """A URL whose connections live in a new schema ``<prefix>_<random>`` of the server at
+    ``url``, dropped on exit: a run records nothing where it was pointed, and two runs never
+    share agents."""
+    import psycopg
+
+    schema = f"{prefix}_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield pg_schema_url(url, schema)
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def open_fixture_store(name: str, pg_url: str | None) -> tuple[EpisodicStore, Path, str | None]:

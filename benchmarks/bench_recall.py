@@ -129,22 +129,14 @@ def fresh_store(url: str | None, tag: str) -> Iterator[Any]:
             finally:
                 store.close()
         return
-    import psycopg
-
     from markus_memory.storage.postgres import PostgresStore
 
-    schema = f"bench_ingest_{tag}_{os.getpid()}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    try:
-        store = PostgresStore(fixture.pg_schema_url(url, schema))
+    with fixture.fresh_pg_schema(url, f"bench_ingest_{tag}") as schema_url:
+        store = PostgresStore(schema_url)
         try:
             yield store
         finally:
             store.close()
-    finally:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def record(url: str | None, texts: list[str], variant: str) -> tuple[float, float]:

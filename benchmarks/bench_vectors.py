@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -37,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import numpy as np  # noqa: E402
 
 from _common import median_ms_per_round  # noqa: E402
-from _recall_fixture import pg_schema_url  # noqa: E402
+from _recall_fixture import fresh_pg_schema  # noqa: E402
 from markus_memory.storage import pg_vectors, vector_lists  # noqa: E402
 from markus_memory.storage.base import EpisodicStore, TranscriptMessage  # noqa: E402
 from markus_memory.storage.recall_index import RecallQueries  # noqa: E402
@@ -117,20 +115,6 @@ def measure(
         f"recall@10 {at10:.3f}  recall@200 {at200:.3f}",
         flush=True,
     )
-
-
-@contextmanager
-def schema(base: str) -> Iterator[str]:
-    import psycopg
-
-    name = f"bench_vectors_{secrets.token_hex(4)}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {name}")
-    try:
-        yield pg_schema_url(base, name)
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {name} CASCADE")
 
 
 def fill(store: EpisodicStore, args: argparse.Namespace) -> tuple[list[int], np.ndarray]:
@@ -234,7 +218,7 @@ def main() -> int:
             )
         lite.close()
     if args.pg_url:
-        with schema(args.pg_url) as url:
+        with fresh_pg_schema(args.pg_url, "bench_vectors") as url:
             pg = PostgresStore(url)
             assert pg.vector_schema() is None, "this server has pgvector"
             paths = {
@@ -249,7 +233,7 @@ def main() -> int:
 
         server = pgserver.get_server(tempfile.mkdtemp(prefix="bench-vectors-"), "delete")
         try:
-            with schema(server.get_uri()) as url:
+            with fresh_pg_schema(server.get_uri(), "bench_vectors") as url:
                 pg = PostgresStore(url)
                 assert pg.vector_schema() is not None
                 exact_limit = pg_vectors.EXACT_LIMIT

@@ -20,6 +20,7 @@ transcripts in that PostgreSQL database instead of SQLite (each run under its ow
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -33,6 +34,7 @@ import _markus_keyword as markus  # noqa: E402
 from _locomo_data import CATEGORIES, LocomoConversation, ReplayClock, load, record  # noqa: E402
 from _locomo_tables import Result, breakdown, format_breakdown  # noqa: E402
 from _metrics import KS, summarize  # noqa: E402
+from _recall_fixture import fresh_pg_schema  # noqa: E402
 from markus_memory import open_agent  # noqa: E402
 from markus_memory.config import Settings  # noqa: E402
 
@@ -124,7 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, object] = {"data": str(args.path), "categories": CATEGORIES}
     tables: dict[str, list[Result]] = {}
     embedder = _embedder(not args.no_vectors)
-    with tempfile.TemporaryDirectory() as tmp:
+    with contextlib.ExitStack() as stack:
+        if url:  # a schema of its own: the agents' ids are the same every run
+            url = stack.enter_context(fresh_pg_schema(url, "locomo"))
+        tmp = stack.enter_context(tempfile.TemporaryDirectory())
         report["markus_keyword"], tables["markus_keyword"] = run_markus(conversations)
         report["bm25"], tables["bm25"] = run_memory(
             conversations, Path(tmp) / "bm25", None, database_url=url

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import sys
 import tempfile
 from pathlib import Path
@@ -21,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _locomo_data import ReplayClock, load, record  # noqa: E402
 from _metrics import summarize  # noqa: E402
-from _recall_fixture import pg_schema_url  # noqa: E402
+from _recall_fixture import fresh_pg_schema  # noqa: E402
 from markus_memory import open_agent  # noqa: E402
 from markus_memory.config import Settings  # noqa: E402
 
@@ -48,18 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.pg_url:
         print("set MARKUS_TEST_POSTGRES_URL or --pg-url")
         return 2
-    import psycopg
-
-    schema = f"parity_{secrets.token_hex(4)}"
-    with psycopg.connect(args.pg_url, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            lite = ranked(args.path, Path(tmp) / "sqlite", None)
-            pg = ranked(args.path, Path(tmp) / "pg", pg_schema_url(args.pg_url, schema))
-    finally:
-        with psycopg.connect(args.pg_url, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    with fresh_pg_schema(args.pg_url, "parity") as url, tempfile.TemporaryDirectory() as tmp:
+        lite = ranked(args.path, Path(tmp) / "sqlite", None)
+        pg = ranked(args.path, Path(tmp) / "pg", url)
     same = sum(a[1] == b[1] for a, b in zip(lite, pg, strict=True))
     same_set = sum(set(a[1]) == set(b[1]) for a, b in zip(lite, pg, strict=True))
     n = len(lite)

@@ -147,3 +147,42 @@ def test_vector_lists_benchmark_reads_everything_through_one_list(tmp_path, caps
     assert rows[2].split() == ["1", "0.800", "0.800", "0.800", "0.800"]
     four = [float(cell) for cell in rows[3].split()[1:]]
     assert all(0.0 < value <= 0.8 for value in four) and four == sorted(four)
+
+
+def test_benchmark_on_postgresql_leaves_the_server_as_it_found_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Each run records into a schema of its own and drops it: its agents' ids are the same
+    every run, so recording into the database's own schema doubled every conversation on the
+    second run and lowered the figures."""
+    import os
+
+    url = os.environ.get("MARKUS_TEST_POSTGRES_URL")
+    if not url:
+        pytest.skip("MARKUS_TEST_POSTGRES_URL is not set")
+    psycopg = pytest.importorskip("psycopg")
+    path, out = tmp_path / "tiny.json", tmp_path / "out.json"
+    path.write_text(json.dumps(SAMPLE))
+
+    def schemas() -> set[str]:
+        with psycopg.connect(url, autocommit=True) as conn:
+            return {r[0] for r in conn.execute("SELECT nspname FROM pg_namespace")}
+
+    def tables_here() -> int:
+        with psycopg.connect(url, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
+            ).fetchone()
+        return int(row[0])
+
+    before, tables = schemas(), tables_here()
+    reports = []
+    for _ in range(2):
+        assert (
+            locomo.main([str(path), "--out", str(out), "--no-vectors", "--database-url", url]) == 0
+        )
+        reports.append(json.loads(out.read_text()))
+    assert schemas() == before and tables_here() == tables
+
+    def figures(report: dict) -> dict:  # type: ignore[type-arg]
+        return {k: v for k, v in report["bm25"].items() if "ms" not in k and "seconds" not in k}
+
+    assert figures(reports[0]) == figures(reports[1])
