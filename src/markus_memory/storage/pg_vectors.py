@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from . import vector_lists
 from .postgres_conn import MIGRATION_LOCK_KEY
 from .recall_contract import RecallFilters
 from .recall_fetch import Sql
@@ -311,12 +312,8 @@ class PgVectorQueries(RecallQueries):
         :data:`RECENT_VECTORS` newest (shipping every vector of a long history to each process
         is what does not scale); every vector, read once, when the agent has no more."""
         with self._recall() as sql:
-            (count,) = sql.rows(
-                "SELECT count(*) FROM (SELECT 1 FROM recall_vectors WHERE agent = ? "
-                "AND model = ? LIMIT ?) v",
-                (agent_key(agent_id), model, RECENT_VECTORS + 1),
-            )[0]
-        if int(count) <= RECENT_VECTORS:  # the newest are all: the candidates among them
+            count = vector_lists.count_up_to(sql, agent_key(agent_id), model, RECENT_VECTORS + 1)
+        if count <= RECENT_VECTORS:  # the newest are all: the candidates among them
             return super()._nearest_unlisted(agent_id, model, vector, limit, filters, candidates)
         return self._nearest_among(
             agent_id, model, vector, limit, filters, candidates, newest=RECENT_VECTORS

@@ -117,13 +117,19 @@ def due(sql: Sql, agent: int, model: str, made: Sequence[Generation]) -> int | N
     """The agent's ``model`` vector count when a generation of lists is due: it reached
     :data:`LISTS_FROM` with none, or doubled since the newest; else None."""
     floor = 2 * made[-1].made_from if made else LISTS_FROM
-    # Counting stops at the floor: a store below it pays for no full count.
+    count = count_up_to(sql, agent, model, floor)
+    return count if count >= floor else None
+
+
+def count_up_to(sql: Sql, agent: int, model: str, bound: int) -> int:
+    """The agent's ``model`` vectors counted up to ``bound`` (the count stops there: a long
+    history pays for no full count)."""
     (count,) = sql.rows(
         "SELECT count(*) FROM (SELECT 1 FROM recall_vectors WHERE agent = ? AND model = ? "
         "LIMIT ?) v",
-        (agent, model, floor),
+        (agent, model, bound),
     )[0]
-    return int(count) if int(count) >= floor else None
+    return int(count)
 
 
 def sample(sql: Sql, agent: int, model: str, vectors: int) -> Any:
