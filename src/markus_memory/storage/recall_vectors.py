@@ -34,10 +34,10 @@ def save_vectors(
     each joins its nearest list (:mod:`.vector_lists`), and the vector count is returned when
     a generation of lists is due (None otherwise)."""
     agent = agent_key(agent_id)
-    made = vector_lists.generations(sql, agent, model) if lists and rows else []
+    latest = vector_lists.newest(sql, agent, model) if lists and rows else None
     where: list[int | None] = [None] * len(rows)
-    if made:
-        where = list(vector_lists.nearest_lists(made[-1], vector_lists.matrix(rows)))
+    if latest is not None:
+        where = list(vector_lists.nearest_lists(latest, vector_lists.matrix(rows)))
     sql.many(
         f"INSERT INTO recall_vectors (doc, agent, model, vector, list) "
         f"VALUES (?, ?, ?, {codec.param}, ?) "
@@ -48,7 +48,7 @@ def save_vectors(
             for (doc, blob), at in zip(rows, where, strict=True)
         ],
     )
-    return vector_lists.due(sql, agent, model, made) if lists and rows else None
+    return vector_lists.due(sql, agent, model, latest) if lists and rows else None
 
 
 def unvectored(sql: Sql, agent_id: str, model: str, limit: int) -> list[tuple[int, str]]:

@@ -64,13 +64,33 @@ def probes(lists: int) -> int:
 
 def generations(sql: Sql, agent: int, model: str) -> list[Generation]:
     """The agent's ``model`` lists, oldest generation first (none below the threshold)."""
+    return _grouped(
+        sql.rows(
+            "SELECT list, made_from, centroid FROM recall_vector_lists "
+            "WHERE agent = ? AND model = ? ORDER BY list",
+            (agent, model),
+        )
+    )
+
+
+def newest(sql: Sql, agent: int, model: str) -> Generation | None:
+    """The agent's newest generation of ``model`` lists, the one new vectors join (None below
+    the threshold): only its centroids are read."""
+    made = _grouped(
+        sql.rows(
+            "SELECT list, made_from, centroid FROM recall_vector_lists "
+            "WHERE agent = ? AND model = ? AND made_from = (SELECT max(made_from) "
+            "FROM recall_vector_lists WHERE agent = ? AND model = ?) ORDER BY list",
+            (agent, model, agent, model),
+        )
+    )
+    return made[0] if made else None
+
+
+def _grouped(rows: Sequence[tuple[Any, ...]]) -> list[Generation]:
+    """``(list, made_from, centroid)`` rows in list order, as generations."""
     import numpy as np
 
-    rows = sql.rows(
-        "SELECT list, made_from, centroid FROM recall_vector_lists WHERE agent = ? AND model = ? "
-        "ORDER BY list",
-        (agent, model),
-    )
     out: list[Generation] = []
     at = 0
     while at < len(rows):
@@ -92,11 +112,11 @@ def matrix(rows: Sequence[tuple[Any, ...]]) -> Any:
     return flat.reshape(len(rows), -1)
 
 
-def nearest_lists(newest: Generation, vectors: Any) -> list[int]:
-    """The list of each row of ``vectors`` (float32): its nearest centroid of ``newest``."""
+def nearest_lists(generation: Generation, vectors: Any) -> list[int]:
+    """The list of each row of ``vectors`` (float32): its nearest centroid of ``generation``."""
     import numpy as np
 
-    return [newest.first + int(i) for i in np.argmax(vectors @ newest.centres.T, axis=1)]
+    return [generation.first + int(i) for i in np.argmax(vectors @ generation.centres.T, axis=1)]
 
 
 def to_probe(made: Sequence[Generation], query: bytes) -> list[int]:
@@ -113,10 +133,10 @@ def to_probe(made: Sequence[Generation], query: bytes) -> list[int]:
     return out
 
 
-def due(sql: Sql, agent: int, model: str, made: Sequence[Generation]) -> int | None:
+def due(sql: Sql, agent: int, model: str, latest: Generation | None) -> int | None:
     """The agent's ``model`` vector count when a generation of lists is due: it reached
-    :data:`LISTS_FROM` with none, or doubled since the newest; else None."""
-    floor = 2 * made[-1].made_from if made else LISTS_FROM
+    :data:`LISTS_FROM` with none, or doubled since the ``latest``; else None."""
+    floor = LISTS_FROM if latest is None else 2 * latest.made_from
     count = count_up_to(sql, agent, model, floor)
     return count if count >= floor else None
 
@@ -164,18 +184,17 @@ def add_generation(sql: Sql, agent: int, model: str, made_from: int, centres: An
     when it is no longer due: another writer made one meanwhile; or when ``centres`` is
     empty), and put every vector in no list yet (the threshold's vectors, for the first) in
     its nearest list."""
-    made = generations(sql, agent, model)
-    if (made and made[-1].made_from >= made_from) or (not made and made_from < LISTS_FROM):
+    latest = newest(sql, agent, model)
+    floor = LISTS_FROM if latest is None else latest.made_from + 1
+    if made_from < floor or not len(centres):
         return False
-    if not len(centres):
-        return False
-    first = (made[-1].first + GENERATION_IDS) if made else 0
+    first = 0 if latest is None else latest.first + GENERATION_IDS
     sql.many(
         "INSERT INTO recall_vector_lists (agent, model, list, made_from, centroid) "
         "VALUES (?, ?, ?, ?, ?)",
         [(agent, model, first + i, made_from, c.tobytes()) for i, c in enumerate(centres)],
     )
-    newest = Generation(made_from, first, centres)
+    made = Generation(made_from, first, centres)
     last = -(2**63)
     while rows := sql.rows(
         "SELECT doc, vector FROM recall_vectors WHERE agent = ? AND model = ? AND list IS NULL "
@@ -186,7 +205,7 @@ def add_generation(sql: Sql, agent: int, model: str, made_from: int, centres: An
             "UPDATE recall_vectors SET list = ? WHERE doc = ?",
             [
                 (at, int(r[0]))
-                for at, r in zip(nearest_lists(newest, matrix(rows)), rows, strict=True)
+                for at, r in zip(nearest_lists(made, matrix(rows)), rows, strict=True)
             ],
         )
         last = int(rows[-1][0])
