@@ -14,7 +14,8 @@ closes each agent after ingest and reopens it: its index is backfilled from the 
 conversation and per question category for every run. ``--loo`` adds the
 leave-one-conversation-out check of each ranking knob (tuned on the other conversations,
 scored on the one left out; see ``_locomo_loo.py``). ``--database-url`` keeps the
-transcripts in that PostgreSQL database instead of SQLite (each run under its own agent ids).
+transcripts in that PostgreSQL database instead of SQLite, in a schema of the run's own that
+is dropped after it (the agent ids are the same every run).
 """
 
 from __future__ import annotations
