@@ -153,11 +153,9 @@ def test_benchmark_on_postgresql_leaves_the_server_as_it_found_it(tmp_path) -> N
     """Each run records into a schema of its own and drops it: its agents' ids are the same
     every run, so recording into the database's own schema doubled every conversation on the
     second run and lowered the figures."""
-    import os
+    from tests.postgres_support import _server_url
 
-    url = os.environ.get("MARKUS_TEST_POSTGRES_URL")
-    if not url:
-        pytest.skip("MARKUS_TEST_POSTGRES_URL is not set")
+    url = _server_url()
     psycopg = pytest.importorskip("psycopg")
     path, out = tmp_path / "tiny.json", tmp_path / "out.json"
     path.write_text(json.dumps(SAMPLE))

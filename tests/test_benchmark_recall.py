@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.postgres_support import URL_ENV
+from tests.postgres_support import _server_url
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,11 +66,7 @@ def test_the_write_cost_baseline_has_the_indexes_of_eb3b962(backend: str) -> Non
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import bench_recall
 
-    url = None
-    if backend == "postgres":
-        url = os.environ.get(URL_ENV)
-        if not url:
-            pytest.skip(f"{URL_ENV} is not set")
+    url = _server_url() if backend == "postgres" else None
     with bench_recall.fresh_store(url, "baseline") as store, store.write() as conn:
         for statement in bench_recall.EB3B962_FULL_TEXT[backend]:
             conn.execute(statement)
