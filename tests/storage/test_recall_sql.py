@@ -7,6 +7,7 @@ from collections import Counter
 from datetime import datetime, timezone
 
 from markus_memory.analysis import analyse, term_key
+from markus_memory.storage._sql import COPY_ROWS
 from markus_memory.storage.base import EpisodicStore, TranscriptMessage
 from markus_memory.storage.recall_contract import RecallFilters as Filters
 
@@ -165,3 +166,49 @@ def test_reads_in_a_recall_session_share_one_connection(store_factory: StoreFact
         with store.recall_session(), store._recall() as nested:  # type: ignore[attr-defined]
             assert nested.conn is first.conn
     assert store.recall_stats("alice", [], ["nobody"]).speakers == frozenset()
+
+
+def test_insert_takes_rows_from_an_iterator_of_any_length(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    columns = [("a", "bigint"), ("b", "integer")]
+    many = [(i, -i) for i in range(COPY_ROWS * 2 + 7)]
+    with store._recall(write=True) as sql:  # type: ignore[attr-defined]
+        sql.run("CREATE TABLE stream_probe (a BIGINT PRIMARY KEY, b INTEGER)")
+        sql.insert("stream_probe", columns, iter(()))
+        sql.insert("stream_probe", columns, iter(many[:3]))
+        sql.insert("stream_probe", columns, (row for row in many[3:]))
+        sql.insert(
+            "stream_probe",
+            columns,
+            ((i, 1) for i in range(2)),
+            "ON CONFLICT (a) DO UPDATE SET b = excluded.b",
+        )
+        found = sql.rows("SELECT a, b FROM stream_probe ORDER BY a")
+    assert [tuple(r) for r in found] == [(0, 1), (1, 1), *many[2:]]
+
+
+def test_a_batch_of_many_postings_indexes_as_its_messages_one_by_one(
+    store_factory: StoreFactory,
+) -> None:
+    store = store_factory()
+    words = [f"w{i}" for i in range(40)]
+    texts = [" ".join(words[(i * 7 + j * j) % 40] for j in range(i % 9 + 1)) for i in range(600)]
+    texts[5] = "   "
+    assert sum(len(set(t.split())) for t in texts) > COPY_ROWS * 2
+    at_once = [TranscriptMessage("alice", "s", i, "user", t, T0) for i, t in enumerate(texts)]
+    store.import_transcript("alice", "s", at_once, synced_at=T0)
+    for i, text in enumerate(texts):
+        one = TranscriptMessage("bob", "s", i, "user", text, T0)
+        store.import_transcript("bob", "s", [one], synced_at=T0)
+    keys = [term_key(w) for w in words]
+    alice, bob = store.recall_stats("alice", keys), store.recall_stats("bob", keys)
+    assert (alice.docs, alice.tokens, alice.df) == (bob.docs, bob.tokens, bob.df)
+    assert alice.docs == 599 and len(alice.df) == 40
+
+    def ranked(agent: str) -> list[tuple[int, float]]:
+        seq = {i: m.seq for i, m in store.recall_around(agent, [("s", 0, 600)]).items()}
+        weights = {key: alice.idf(key) for key in keys[:3]}
+        found, _ = store.recall_rank(agent, weights, avgdl=alice.avgdl, per_term=1000, limit=600)
+        return [(seq[doc], score) for doc, score in found]
+
+    assert ranked("alice") == ranked("bob") and len(ranked("alice")) > 100

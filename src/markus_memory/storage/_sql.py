@@ -6,7 +6,8 @@ The recall index (:mod:`.recall_index`) and the schema back-fills run their SQL 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -15,6 +16,10 @@ if TYPE_CHECKING:
 SEARCH_CANDIDATES = 2000
 """A search ranks (by bm25 or ``ts_rank``) only match sets up to this size (see
 :func:`.sqlite_conn.bounded_rank`); a larger one is ordered by recency."""
+
+COPY_ROWS = 1024
+"""Rows per write of a ``COPY``: the server stores each part while the caller makes the next
+(on two cores, the analysis of a batch's messages overlaps the storing of their postings)."""
 
 _INTEGER_KINDS = frozenset({"bigint", "integer"})
 
@@ -37,9 +42,7 @@ class DialectSql:
     def run(self, sql: str, params: Sequence[Any] = ()) -> int:
         return int(self.conn.execute(self.dialect.sql(sql), tuple(params)).rowcount)
 
-    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        if not rows:
-            return
+    def many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         cursor = self.conn.cursor()
         try:
             cursor.executemany(self.dialect.sql(sql), rows)
@@ -50,16 +53,16 @@ class DialectSql:
         self,
         table: str,
         columns: Sequence[tuple[str, str]],
-        rows: Sequence[Sequence[Any]],
+        rows: Iterable[Sequence[Any]],
         conflict: str = "",
     ) -> None:
-        """Many rows at once; on PostgreSQL one statement whatever their number (each column
+        """Many rows at once, taken from ``rows`` as they come (an iterator may compute them
+        while they are written); on PostgreSQL one statement whatever their number (each column
         travels as one typed array), or ``COPY`` without a conflict clause (the recall postings
-        of a batch: about half the cost of an ``INSERT``). Integer columns are sent as text the
-        server parses (an array literal, a ``COPY`` line): formatting a Python int is several
-        times cheaper than the driver's per-value adaptation."""
-        if not rows:
-            return
+        of a batch: about half the cost of an ``INSERT``), sent :data:`COPY_ROWS` rows at a
+        time so that the server stores rows while the next ones are made. Integer columns are
+        sent as text the server parses (an array literal, a ``COPY`` line): formatting a
+        Python int is several times cheaper than the driver's per-value adaptation."""
         names = ", ".join(name for name, _ in columns)
         if not self.dialect.identity:  # SQLite
             marks = ", ".join("?" * len(columns))
@@ -67,25 +70,19 @@ class DialectSql:
             return
         numeric = [kind in _INTEGER_KINDS for _, kind in columns]
         if not conflict:
-            with (
-                self.conn.cursor() as cursor,
-                cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy,
-            ):
-                if all(numeric):
-                    line = "\t".join(["%d"] * len(columns)) + "\n"
-                    copy.write("".join([line % tuple(row) for row in rows]))
-                else:
-                    for row in rows:
-                        copy.write_row(row)
+            self._copy(table, columns, iter(rows))
+            return
+        listed = list(rows)
+        if not listed:
             return
         arrays = ", ".join(
             f"?::text::{kind}[]" if whole else f"?::{kind}[]"
             for (_, kind), whole in zip(columns, numeric, strict=True)
         )
         values = [
-            "{" + ",".join([str(row[i]) for row in rows]) + "}"
+            "{" + ",".join([str(row[i]) for row in listed]) + "}"
             if whole
-            else [row[i] for row in rows]
+            else [row[i] for row in listed]
             for i, whole in enumerate(numeric)
         ]
         self.conn.execute(
@@ -94,3 +91,25 @@ class DialectSql:
             ),
             values,
         )
+
+    def _copy(
+        self, table: str, columns: Sequence[tuple[str, str]], rows: Iterator[Sequence[Any]]
+    ) -> None:
+        """``COPY`` of ``rows``, written :data:`COPY_ROWS` at a time; nothing for no rows."""
+        part = list(islice(rows, COPY_ROWS))
+        if not part:
+            return
+        names = ", ".join(name for name, _ in columns)
+        integers = all(kind in _INTEGER_KINDS for _, kind in columns)
+        line = "\t".join(["%d"] * len(columns)) + "\n"
+        with (
+            self.conn.cursor() as cursor,
+            cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy,
+        ):
+            while part:
+                if integers:
+                    copy.write("".join([line % tuple(row) for row in part]))
+                else:
+                    for row in part:
+                        copy.write_row(row)
+                part = list(islice(rows, COPY_ROWS))

@@ -8,7 +8,7 @@ position, with the functions here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -35,17 +35,18 @@ class Sql(Protocol):
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> int: ...
 
-    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+    def many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
 
     def insert(
         self,
         table: str,
         columns: Sequence[tuple[str, str]],
-        rows: Sequence[Sequence[Any]],
+        rows: Iterable[Sequence[Any]],
         conflict: str = "",
     ) -> None:
-        """``INSERT INTO table … {conflict}`` of many rows at once; ``columns`` are
-        ``(name, SQL type)`` pairs (PostgreSQL sends each column as one typed array)."""
+        """``INSERT INTO table … {conflict}`` of many rows at once, taken from ``rows`` as
+        they come; ``columns`` are ``(name, SQL type)`` pairs (PostgreSQL sends each column
+        as one typed array, or streams the rows through ``COPY``)."""
         ...
 
 

@@ -19,7 +19,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import repeat
-from operator import itemgetter
 from typing import Any
 
 from ..analysis import term_counts, words
@@ -58,55 +57,71 @@ class Doc:
     role: str
 
 
+class _Batch:
+    """What a batch of messages adds to an agent's statistics, counted while its postings are
+    made (:meth:`postings` is consumed by the insert that stores them)."""
+
+    def __init__(self, agent: int) -> None:
+        self.agent = agent
+        self.df: dict[int, int] = {}
+        self.count = self.tokens = 0
+        self.speakers: set[str] = set()
+
+    def postings(self, docs: Iterable[Doc]) -> Iterator[tuple[int, int, int, int]]:
+        """(agent's term key, message, tf, message length) of each message with a word."""
+        # ``agent ^ key`` below is recall_rank.agent_term, inlined: it runs for every word.
+        agent, df = self.agent, self.df
+        for doc in docs:
+            if not doc.content.strip():
+                continue
+            self.speakers.add(doc.speaker or doc.role)
+            freqs = term_counts(doc.content)
+            length = sum(freqs.values())
+            self.count += 1
+            self.tokens += length
+            _count_elements(df, freqs)  # one more message with each of its terms
+            yield from zip(
+                map(agent.__xor__, freqs), repeat(doc.id), freqs.values(), repeat(length)
+            )
+
+
 def index_docs(sql: Sql, agent_id: str, docs: Sequence[Doc], *, sign: int = 1) -> None:
     """Add (``sign=1``) or remove (``sign=-1``) messages from the agent's index, inside the
-    caller's transaction. A message with no indexable word is not a document."""
-    agent = agent_key(agent_id)
-    # ``agent ^ key`` below is recall_rank.agent_term, inlined: it runs for every word written.
-    postings: list[tuple[int, int, int, int]] = []
-    df: dict[int, int] = {}
-    count = tokens = 0
-    speakers: set[str] = set()
-    for doc in docs:
-        if not doc.content.strip():
-            continue
-        speakers.add(doc.speaker or doc.role)
-        freqs = term_counts(doc.content)
-        length = sum(freqs.values())
-        count += 1
-        tokens += length
-        postings.extend(
-            zip(map(agent.__xor__, freqs), repeat(doc.id), freqs.values(), repeat(length))
-        )
-        _count_elements(df, freqs)  # one more message with each of its terms
-    if not count:
-        return
-    postings.sort(key=itemgetter(0))  # by term; docs stay in id order (a stable sort)
+    caller's transaction. A message with no indexable word is not a document.
+
+    Postings are stored as they are made (on PostgreSQL the server stores one part of the
+    batch's ``COPY`` while the next is analysed); the statistics follow once all are made."""
+    batch = _Batch(agent_key(agent_id))
+    agent = batch.agent
     if sign > 0:
-        sql.insert("recall_postings", _POSTING_COLUMNS, postings)
-        sql.insert(
-            "recall_speakers",
-            (("agent", "bigint"), ("word", "text")),
-            [(agent, word) for word in sorted({w for name in speakers for w in words(name)})],
-            "ON CONFLICT DO NOTHING",
-        )
+        sql.insert("recall_postings", _POSTING_COLUMNS, batch.postings(docs))
     else:
         sql.many(
             "DELETE FROM recall_postings WHERE term = ? AND doc = ?",
-            [row[:2] for row in postings],
+            [row[:2] for row in batch.postings(docs)],
         )
         sql.many("DELETE FROM recall_vectors WHERE doc = ?", [(doc.id,) for doc in docs])
+    if not batch.count:
+        return
+    if sign > 0:
+        sql.insert(
+            "recall_speakers",
+            (("agent", "bigint"), ("word", "text")),
+            [(agent, w) for w in sorted({w for name in batch.speakers for w in words(name)})],
+            "ON CONFLICT DO NOTHING",
+        )
+    # In key order: two writers that share terms lock their rows in the same order.
     sql.insert(
         "recall_terms",
         (("term", "bigint"), ("agent", "bigint"), ("docs", "bigint")),
-        sorted([(agent ^ key, agent, sign * n) for key, n in df.items()]),
+        sorted([(agent ^ key, agent, sign * n) for key, n in batch.df.items()]),
         "ON CONFLICT (term) DO UPDATE SET docs = recall_terms.docs + excluded.docs",
     )
     sql.run(
         "INSERT INTO recall_agents (agent, docs, tokens) VALUES (?, ?, ?) ON CONFLICT (agent) "
         "DO UPDATE SET docs = recall_agents.docs + excluded.docs, "
         "tokens = recall_agents.tokens + excluded.tokens",
-        (agent, sign * count, sign * tokens),
+        (agent, sign * batch.count, sign * batch.tokens),
     )
 
 
