@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/bench_recall.py [--messages N] [--backend sqlite|postgres|both]
                                         [--processes P] [--queries Q]
+       python benchmarks/bench_recall.py --write-cost-only [--rounds R] [--backend ...]
 
 The agent's transcript is a cached fixture (``benchmarks/_recall_fixture.py``: synthetic chat
 with a Zipf vocabulary, recorded through the store's own import path). For each backend:
@@ -16,7 +17,9 @@ with a Zipf vocabulary, recorded through the store's own import path). For each 
 * write cost: µs per message for a fresh store to record the same messages as the background
   writer does, in the same process, with the recall index (now), as at commit eb3b962 (before
   the recall index: its full-text index instead) and with no index at all; the ratios are
-  printed, and the fixture's bulk build cost when it was built now.
+  printed, and the fixture's bulk build cost when it was built now. ``--write-cost-only``
+  measures only this, with no fixture (``--rounds`` rounds of each variant; to compare two
+  versions of the code, run it in turn with ``PYTHONPATH`` naming each one's ``src``).
 
 PostgreSQL runs need ``MARKUS_TEST_POSTGRES_URL`` (or ``--pg-url``).
 """
@@ -212,6 +215,22 @@ def append_into(home: Path, url: str | None, messages: int = 2_000) -> tuple[lis
     return appends, total
 
 
+def print_write_cost(costs: dict[str, tuple[float, float]], url: str | None) -> None:
+    """The write-cost lines of :func:`ingest_ratio`'s figures."""
+    (now, now_cpu), (before, before_cpu) = costs["recall index"], costs["eb3b962"]
+    bare = costs["no index"][0]
+    print(
+        f"  write cost per message, fresh store, same process: {now:.0f} us with the recall "
+        f"index; {before:.0f} us as at eb3b962 (full-text index, no recall index): "
+        f"{now / before:.2f}x; {bare:.0f} us with no index at all: {now / bare:.2f}x"
+    )
+    if url is None:  # in this thread: the ratio of CPU does not depend on the load
+        print(
+            f"    CPU of this thread: {now_cpu:.0f} us vs {before_cpu:.0f} us as at eb3b962: "
+            f"{now_cpu / before_cpu:.2f}x"
+        )
+
+
 def load() -> str:
     one, five, _ = os.getloadavg()
     return f"load average {one:.1f} / {five:.1f} on {os.cpu_count()} cores"
@@ -224,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=7)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--pg-url", default=os.environ.get("MARKUS_TEST_POSTGRES_URL"))
+    parser.add_argument("--write-cost-only", action="store_true")
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
     backends = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
     queries = fixture.Chat().queries(args.queries)
@@ -232,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
         if backend == "postgres" and not pg:
             print("postgres: skipped (set MARKUS_TEST_POSTGRES_URL or --pg-url)")
             continue
+        if args.write_cost_only:
+            print(f"[{backend}] write cost, {args.rounds} rounds ({load()})")
+            print_write_cost(ingest_ratio(pg, args.rounds), pg)
+            continue
         home, url, built_us = fixture.build(
             f"recall-{args.messages}", ["bench"], args.messages, pg_url=pg
         )
@@ -239,7 +264,6 @@ def main(argv: list[str] | None = None) -> int:
         runs = cold(home, url, queries, args.processes)
         latencies, cpu = warm(home, url, queries)
         appends, background_us = append_into(home, url)
-        costs = ingest_ratio(url)
         first = statistics.median(r["first_ms"] for r in runs)
         total = sorted(r["total_ms"] for r in runs)
         print(f"[{backend}] {args.messages} messages (fixture {home.name}; {load()})")
@@ -258,18 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             f"p95 {percentile(appends, 0.95):.1f} us; recorded + indexed in the background "
             f"{background_us:.0f} us/message"
         )
-        (now, now_cpu), (before, before_cpu) = costs["recall index"], costs["eb3b962"]
-        bare = costs["no index"][0]
-        print(
-            f"  write cost per message, fresh store, same process: {now:.0f} us with the recall "
-            f"index; {before:.0f} us as at eb3b962 (full-text index, no recall index): "
-            f"{now / before:.2f}x; {bare:.0f} us with no index at all: {now / bare:.2f}x"
-        )
-        if url is None:  # in this thread: the ratio of CPU does not depend on the load
-            print(
-                f"    CPU of this thread: {now_cpu:.0f} us vs {before_cpu:.0f} us as at eb3b962: "
-                f"{now_cpu / before_cpu:.2f}x"
-            )
+        print_write_cost(ingest_ratio(url, args.rounds), url)
         if built_us is not None:
             print(f"  fixture built now: {built_us:.0f} us/message (bulk import)")
     return 0

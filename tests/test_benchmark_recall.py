@@ -16,26 +16,37 @@ from tests.postgres_support import _server_url
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_bench_recall_prints_cold_warm_and_write_cost(tmp_path: Path) -> None:
+def bench_recall(cache: Path, *args: str) -> str:
+    """What ``bench_recall.py args`` prints, with its fixtures cached under ``cache``."""
     out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_recall.py"),
-            *("--messages", "3000", "--backend", "sqlite", "--processes", "1"),
-            *("--queries", "5"),
-        ],
+        [sys.executable, str(ROOT / "benchmarks" / "bench_recall.py"), *args],
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, "MARKUS_BENCH_CACHE": str(tmp_path)},
+        env={**os.environ, "MARKUS_BENCH_CACHE": str(cache)},
     )
     assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_bench_recall_prints_cold_warm_and_write_cost(tmp_path: Path) -> None:
+    out = bench_recall(
+        tmp_path, "--messages", "3000", "--backend", "sqlite", "--processes", "1", "--queries", "5"
+    )
     number = r"\d+(\.\d+)?"
-    assert re.search(rf"cold: open \+ first recall median {number} ms", out.stdout), out.stdout
-    assert re.search(rf"warm: recall median {number} ms", out.stdout), out.stdout
-    assert re.search(rf"append median {number} us", out.stdout), out.stdout
-    ratio = re.search(rf"as at eb3b962 .*: ({number})x", out.stdout)
-    assert ratio is not None and float(ratio.group(1)) > 0, out.stdout
+    assert re.search(rf"cold: open \+ first recall median {number} ms", out), out
+    assert re.search(rf"warm: recall median {number} ms", out), out
+    assert re.search(rf"append median {number} us", out), out
+    ratio = re.search(rf"as at eb3b962 .*: ({number})x", out)
+    assert ratio is not None and float(ratio.group(1)) > 0, out
+
+
+def test_bench_recall_measures_the_write_cost_alone_without_a_fixture(tmp_path: Path) -> None:
+    out = bench_recall(tmp_path, "--write-cost-only", "--rounds", "1", "--backend", "sqlite")
+    assert "[sqlite] write cost, 1 rounds" in out, out
+    ratio = re.search(r"as at eb3b962 .*: (\d+\.\d+)x", out)
+    assert ratio is not None and float(ratio.group(1)) > 0, out
+    assert "cold:" not in out and not any(tmp_path.iterdir()), out
 
 
 # The indexes on transcript_messages at commit eb3b962 (its m005; m006 added none), as
