@@ -213,3 +213,17 @@ def test_vectors_too_wide_for_hnsw_are_searched_exactly(
         assert [rowid for rowid, _ in found] == exact(ids, vectors, query, 5)
     finally:
         store.close()
+
+
+def test_forgetting_a_session_drops_its_vectors_with_or_without_words(
+    store: EpisodicStore,
+) -> None:
+    for seq, content in enumerate(["…", "a word"]):  # no indexable word, then one
+        store.index_message("alice", "gone", seq, "user", content, T0)
+    ids = [rowid for rowid, _ in store.unvectored("alice", MODEL, 10)]
+    assert len(ids) == 2
+    vector = unit(np.random.default_rng(5), 1)[0].tobytes()
+    store.save_recall_vectors("alice", MODEL, [(i, vector) for i in ids])
+    assert store.count_recall_vectors("alice", MODEL) == 2
+    assert store.forget_session("alice", "gone") == 2
+    assert store.count_recall_vectors("alice", MODEL) == 0

@@ -70,7 +70,7 @@ class DialectSql:
             return
         numeric = [kind in _INTEGER_KINDS for _, kind in columns]
         if not conflict:
-            self._copy(table, columns, iter(rows))
+            self._copy(f"COPY {table} ({names}) FROM STDIN", iter(rows), all(numeric))
             return
         listed = list(rows)
         if not listed:
@@ -92,20 +92,14 @@ class DialectSql:
             values,
         )
 
-    def _copy(
-        self, table: str, columns: Sequence[tuple[str, str]], rows: Iterator[Sequence[Any]]
-    ) -> None:
-        """``COPY`` of ``rows``, written :data:`COPY_ROWS` at a time; nothing for no rows."""
+    def _copy(self, statement: str, rows: Iterator[Sequence[Any]], integers: bool) -> None:
+        """``statement`` (a ``COPY … FROM STDIN``) fed ``rows``, :data:`COPY_ROWS` at a time
+        (formatted as text lines when every column is an integer); nothing for no rows."""
         part = list(islice(rows, COPY_ROWS))
         if not part:
             return
-        names = ", ".join(name for name, _ in columns)
-        integers = all(kind in _INTEGER_KINDS for _, kind in columns)
-        line = "\t".join(["%d"] * len(columns)) + "\n"
-        with (
-            self.conn.cursor() as cursor,
-            cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy,
-        ):
+        line = "\t".join(["%d"] * len(part[0])) + "\n"
+        with self.conn.cursor() as cursor, cursor.copy(statement) as copy:
             while part:
                 if integers:
                     copy.write("".join([line % tuple(row) for row in part]))
