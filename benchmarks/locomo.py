@@ -65,7 +65,8 @@ def run_memory(
         if reopen:
             mem.close()
             mem = open_agent(agent, settings=settings, embedder=embedder)  # type: ignore[arg-type]
-        mem.recall_conversation("index warm-up", limit=1)  # builds the index: part of ingest
+        mem.catch_up_transcripts()  # every turn in the index, with its vector: part of ingest
+        mem.recall_conversation("index warm-up", limit=1)
         ingest += time.perf_counter() - started
         for question in conv.questions:
             started = time.perf_counter()

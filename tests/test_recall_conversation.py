@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -97,6 +98,7 @@ def test_vectors_with_a_fake_embedder(tmp_path, clock) -> None:  # type: ignore[
     fake = FakeEmbedder()
     with open_agent("alice", settings=settings(tmp_path, clock), embedder=fake) as mem:
         fill(mem, clock)
+        mem.catch_up_transcripts()
         assert mem.recall_conversation("lake camping", limit=1)[0].session_id == "chat_2"
         assert fake.calls >= 2
 
@@ -115,7 +117,7 @@ def test_vectors_are_stored_with_the_model_and_reused_after_reopening(tmp_path, 
     pytest.importorskip("numpy")
     with open_agent("alice", settings=settings(tmp_path, clock), embedder=FakeEmbedder()) as mem:
         fill(mem, clock)
-        mem.recall_conversation("lake", limit=1)
+        mem.catch_up_transcripts()
     again = FakeEmbedder()
     with open_agent("alice", settings=settings(tmp_path, clock), embedder=again) as mem:
         assert mem.recall_conversation("lake camping", limit=1)[0].session_id == "chat_2"
@@ -133,3 +135,57 @@ def test_compaction_keeps_every_turn_recallable_at_its_seq(tmp_path, clock) -> N
         assert [t.index for t in hits[0].before] == [2]
         top = mem.recall_conversation("support group", limit=1)[0]
         assert (top.index, top.text) == (0, "I went to an LGBTQ support group yesterday.")
+
+
+class GatedEmbedder(FakeEmbedder):
+    """Embeds queries at once; a batch of stored turns waits until ``gate`` is set (at most
+    30 s, then ``timed_out``), so a test can see who waits for the turns' vectors."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+        self.timed_out = False
+        self.turns_embedded = 0
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        if len(texts) > 1:
+            self.entered.set()
+            self.timed_out |= not self.gate.wait(30)
+            self.turns_embedded += len(texts)
+        return super().embed(texts)
+
+
+def append_turns(mem, count: int) -> None:  # type: ignore[no-untyped-def]
+    session = mem.sessions.get_or_create("long")
+    for n in range(count):
+        text = "We went camping at the lake." if n == 7 else f"Small talk number {n} about nothing."
+        mem.sessions.append(session.id, {"role": "user", "content": text})
+
+
+def test_a_recall_ranks_by_words_while_the_vectors_are_still_being_made(tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("numpy")
+    gated = GatedEmbedder()
+    with open_agent("alice", settings=settings(tmp_path, clock), embedder=gated) as mem:
+        append_turns(mem, 50)
+        hits = mem.recall_conversation("camping lake", limit=1)
+        assert not gated.timed_out, "the recall waited for the turns' vectors"
+        assert gated.entered.is_set(), "the turns' vectors are being made in the background"
+        assert [hit.index for hit in hits] == [7]
+        gated.gate.set()
+        mem.catch_up_transcripts()
+        assert gated.turns_embedded == 50
+        assert [hit.index for hit in mem.recall_conversation("camping lake", limit=1)] == [7]
+
+
+def test_an_open_makes_the_vectors_an_earlier_process_did_not(tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("numpy")
+    with open_agent("alice", settings=settings(tmp_path, clock)) as mem:
+        append_turns(mem, 40)  # no embedder: no vectors
+    gated = GatedEmbedder()
+    with open_agent("alice", settings=settings(tmp_path, clock), embedder=gated) as mem:
+        assert [hit.index for hit in mem.recall_conversation("camping lake", limit=1)] == [7]
+        assert not gated.timed_out, "the first recall waited for the history's vectors"
+        gated.gate.set()
+        mem.catch_up_transcripts()
+        assert gated.turns_embedded == 40

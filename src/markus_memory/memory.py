@@ -210,9 +210,10 @@ class AgentMemory:
 
     def catch_up_transcripts(self) -> None:
         """Record in the store every session message it does not hold yet (appends still
-        queued, and session files written past it): what the first recall does anyway."""
+        queued, and session files written past it), and with an embedder wait until each has
+        its vector: a recall does the first part and ranks what is embedded by then."""
         self._check_open()
-        self._transcripts.caught_up()
+        self._transcripts.caught_up().wait_for_vectors()
 
     def _session_sources(self) -> Iterator[SessionSource]:
         """Every session file for the catch-up import: id and activity time (nothing parsed)."""

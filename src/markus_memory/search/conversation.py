@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -87,7 +87,9 @@ class ConversationIndex:
         self.options = options or RankingOptions()
         self._embedder = embedder
         self._lock = threading.RLock()
-        self._unembedded = embedder is not None
+        self._embedding = threading.Lock()  # one embedding loop at a time (never under _lock)
+        self._due = 1  # stores reported since the start (the store may lack vectors)
+        self._done = 0  # of those, how many the last finished embedding loop had seen
 
     @property
     def embedder(self) -> Embedder | None:
@@ -110,25 +112,46 @@ class ConversationIndex:
         self.stored()
 
     def stored(self) -> None:
-        """New messages reached the store: embed them (with an embedder)."""
+        """New messages reached the store: embed them now (with an embedder)."""
+        self.due()
+        self.embed_missing()
+
+    def due(self) -> None:
+        """New messages reached the store: their vectors are due (see :meth:`embed_missing`)."""
         with self._lock:
-            self._unembedded = self._embedder is not None
-            self._embed_missing()
+            self._due += 1
+
+    @property
+    def embedding_due(self) -> bool:
+        """Whether the store may hold turns without a vector of this embedder."""
+        return self._embedder is not None and self._done != self._due
 
     def set_embedder(self, embedder: Embedder | None) -> None:
         """Use another embedder; a different model embeds every turn again (at once)."""
         with self._lock:
             self._embedder = embedder
-            self.stored()
+        self.stored()
 
-    def _embed_missing(self) -> None:
-        embedder = self._embedder
-        if embedder is None or not self._unembedded:
-            return
+    def embed_missing(
+        self, stopping: Callable[[], bool] = lambda: False, batch: int = EMBED_BATCH
+    ) -> None:
+        """Store a vector for every turn that lacks one, ``batch`` turns at a time, until none
+        is left or ``stopping()`` says so. The search never waits on it."""
+        with self._embedding:
+            with self._lock:
+                seen, embedder = self._due, self._embedder
+            if embedder is None or seen == self._done:
+                return
+            if self._embed(embedder, stopping, batch):
+                self._done = seen
+
+    def _embed(self, embedder: Embedder, stopping: Callable[[], bool], size: int) -> bool:
         import numpy as np
 
         key, dimension = model_key(embedder.model, embedder.dimension), embedder.dimension
-        while batch := self.store.unvectored(self.agent_id, key, EMBED_BATCH):
+        while batch := self.store.unvectored(self.agent_id, key, size):
+            if stopping():
+                return False
             vectors = embedder.embed([text for _, text in batch])
             if len(vectors) != len(batch):
                 raise InvalidInputError(
@@ -144,9 +167,9 @@ class ConversationIndex:
                     )
                 rows.append((rowid, array.tobytes()))
             self.store.save_recall_vectors(self.agent_id, key, rows)
-            if len(batch) < EMBED_BATCH:
+            if len(batch) < size:
                 break
-        self._unembedded = False
+        return True
 
     def get(self, session_id: str, index: int) -> Turn | None:
         found = self.store.recall_around(self.agent_id, [(session_id, index, index)])
@@ -179,19 +202,28 @@ class ConversationIndex:
         return self.search_around(query, filters, limit=limit)[0]
 
     def search_around(
-        self, query: str, filters: Filters, *, limit: int = 10, neighbours: int = 0
+        self,
+        query: str,
+        filters: Filters,
+        *,
+        limit: int = 10,
+        neighbours: int = 0,
+        embed: bool = True,
     ) -> tuple[list[RankedTurn], dict[tuple[str, int], Turn]]:
         """:meth:`search`, and the turns with text up to ``neighbours`` from each hit in its
         session, by ``(session, index)`` (fetched with the hits, whatever the filters).
 
         The reads share one connection (``recall_session``): on PostgreSQL a recall is one
         pool checkout and three statements (statistics with the speakers the query names,
-        bm25 with the candidates' and neighbours' keys, the hits with their context)."""
+        bm25 with the candidates' and neighbours' keys, the hits with their context).
+        ``embed`` false: turns still without a vector are ranked by their words alone (their
+        vectors are made elsewhere, :meth:`embed_missing`), instead of embedded first."""
         if limit <= 0:
             return [], {}
         options = self.options
+        if embed:
+            self.embed_missing()
         with self._lock, self.store.recall_session():
-            self._embed_missing()
             pool = self.pool(filters)
             words = query_terms(query)
             pairs = joined_pairs(query, among=set(words))

@@ -10,11 +10,17 @@ from typing import Any
 
 from ..errors import InvalidInputError
 from ..storage.recall_contract import RecallFilters as Filters
+from .background import BackgroundJob
 from .conversation import ConversationIndex, RankingOptions, RecallStore, Turn
 from .embedders import Embedder
 
 MAX_LIMIT = 50
 MAX_NEIGHBOURS = 5
+RECALL_WAIT_SECONDS = 0.1
+"""How long a recall waits for vectors still being made before it ranks without them (the
+turns still without a vector are ranked by their words)."""
+BACKGROUND_BATCH = 32
+"""Turns embedded per step in the background: a close waits for one step at most."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,7 @@ class TranscriptRecall:
         self._options = options or default_options(embedder)
         self._index: ConversationIndex | None = None
         self._lock = threading.RLock()
+        self._vectors = BackgroundJob(self._embed, f"markus-vectors-{agent_id}")
 
     @property
     def index(self) -> ConversationIndex:
@@ -98,10 +105,20 @@ class TranscriptRecall:
             self._index = None
 
     def stored(self) -> None:
-        """New messages reached the store (their vectors are made at the next recall)."""
-        with self._lock:
-            if self._index is not None and self._embedder is not None:
-                self._index._unembedded = True
+        """New messages reached the store: their vectors are made in the background."""
+        if self._embedder is not None:
+            self.index.due()
+            self._vectors.kick()
+
+    def wait_for_vectors(self) -> None:
+        """Return once every turn the store held when called has its vector (with an
+        embedder); raises what making them raised."""
+        if self._embedder is not None and self.index.embedding_due:
+            self._vectors.kick()
+        self._vectors.wait()
+
+    def _embed(self, stopping: Callable[[], bool]) -> None:
+        self.index.embed_missing(stopping, BACKGROUND_BATCH)
 
     def recall(
         self,
@@ -116,13 +133,23 @@ class TranscriptRecall:
     ) -> list[ConversationHit]:
         """Hits best first. Bad arguments raise InvalidInputError before anything is searched."""
         _check(query, role, since, until, limit, neighbours)
-        ranked, context = self.index.search_around(
-            query, Filters(session_id, role, since, until), limit=limit, neighbours=neighbours
+        index = self.index
+        if index.embedding_due:
+            self._vectors.kick()
+            self._vectors.wait(RECALL_WAIT_SECONDS)
+        ranked, context = index.search_around(
+            query,
+            Filters(session_id, role, since, until),
+            limit=limit,
+            neighbours=neighbours,
+            embed=False,
         )
         return [_hit(item.turn, item.score, neighbours, context) for item in ranked]
 
     def close(self) -> None:
-        """Nothing to release: the store belongs to the caller."""
+        """Stop making vectors (after the current step; the next open makes the rest). The
+        store belongs to the caller."""
+        self._vectors.stop()
 
 
 def _hit(
