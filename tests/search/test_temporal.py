@@ -113,3 +113,17 @@ def test_a_date_question_lifts_the_turn_that_speaks_of_that_day(tmp_path) -> Non
         idx.add(turns)
         assert [hit.turn.metadata["n"] for hit in idx.search(question, limit=1)] == [first]
     store.close()
+
+
+def test_a_time_far_beyond_the_calendar_is_no_time_and_never_breaks_a_recall(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from markus_memory.storage.sqlite import SqliteStore
+
+    said = at(2023, 5, 4)
+    assert mentioned_times("The pyramids rose 4500 years ago.", said) == []
+    assert mentioned_times("dinosaurs lived 100000000 days ago", said) == []
+    store = SqliteStore(tmp_path / "data.db")
+    idx = ConversationIndex(store, "a", options=RankingOptions())
+    idx.add([Turn("s1", 0, "user", "The pyramids rose 4500 years ago, a guide said.", said)])
+    assert len(idx.search("What did the guide say in May 2023 about pyramids?", limit=1)) == 1
+    store.close()
+

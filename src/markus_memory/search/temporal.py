@@ -123,9 +123,10 @@ def _relative(lowered: str, day: date) -> Iterator[Interval]:
         yield Interval(day - timedelta(days=10), day)
     for count, unit in _AGO.findall(lowered):
         n = int(count) if count.isdigit() else _NUMBERS.get(count, 2)
-        centre = day - timedelta(days=n * _UNITS[unit])
-        slack = timedelta(days=max(1, _UNITS[unit] // 2))
-        yield Interval(centre - slack, centre + slack)
+        slack = max(1, _UNITS[unit] // 2)
+        centre = _days_before(day, n * _UNITS[unit])
+        if centre is not None and (start := _days_before(centre, slack)) is not None:
+            yield Interval(start, centre + timedelta(days=slack))
     for _, unit in _LAST.findall(lowered):
         if unit == "night":
             continue
@@ -143,6 +144,14 @@ def _relative(lowered: str, day: date) -> Iterator[Interval]:
     for _, unit in _NEXT.findall(lowered):
         span = _UNITS.get(unit, 90)
         yield Interval(day + timedelta(days=1), day + timedelta(days=2 * span))
+
+
+def _days_before(day: date, days: int) -> date | None:
+    """``day`` less ``days`` days; None before the calendar's first day ("4,500 years ago")."""
+    try:
+        return day - timedelta(days=days)
+    except OverflowError:
+        return None
 
 
 @lru_cache(maxsize=65_536)
