@@ -28,14 +28,20 @@ from _locomo_data import ReplayClock, load, record  # noqa: E402
 from markus_memory import open_agent  # noqa: E402
 from markus_memory.config import Settings  # noqa: E402
 from markus_memory.search.conversation import ConversationIndex  # noqa: E402
-from markus_memory.search.temporal import named_times, temporal_boost  # noqa: E402
+from markus_memory.search.temporal import (  # noqa: E402
+    named_times,
+    question_times,
+    temporal_boost,
+)
 
 Scores = dict[int, float]
 
 
-def whole_messages(self: ConversationIndex, query: str, scores: Scores) -> Scores:
+def whole_messages(
+    self: ConversationIndex, query: str, scores: Scores, now: datetime | None
+) -> Scores:
     """The time stage as before: every candidate fetched as a whole message."""
-    if self.options.date_boost <= 0 or not scores or not named_times(query):
+    if self.options.date_boost <= 0 or not scores or not question_times(query, now):
         return scores
     said = self.store.recall_turns(self.agent_id, list(scores))
 
@@ -43,7 +49,7 @@ def whole_messages(self: ConversationIndex, query: str, scores: Scores) -> Score
         message = said.get(rowid)
         return ("", None) if message is None else (message.content, message.created_at)
 
-    return temporal_boost(query, scores, text_and_time, date_boost=self.options.date_boost)
+    return temporal_boost(query, scores, text_and_time, date_boost=self.options.date_boost, now=now)
 
 
 def answer(mem: Any, question: str) -> tuple[float, list[tuple[object, float]]]:

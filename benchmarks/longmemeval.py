@@ -1,7 +1,7 @@
 """LongMemEval retrieval benchmark for recall_conversation, with plain SQLite FTS5 as baseline.
 
 Usage: python benchmarks/longmemeval.py PATH/longmemeval.json[.gz] [--no-vectors] [--limit N]
-[--split-half] [--out results.json]
+[--split-half] [--knobs] [--now] [--out results.json]
 
 Every question is one agent with its own haystack: its sessions are appended in date order
 through the public API (one Markus session per haystack session, one message per turn, the
@@ -14,7 +14,9 @@ question type. The baselines rank the same turns with SQLite FTS5's bm25 in the 
 question's words OR-ed), with its default tokenizer (``fts5_bm25``) and with the Porter
 stemmer (``fts5_porter``). ``--split-half`` scores the two halves of the
 questions (odd and even positions within each question type) apart, so a change that wins on
-one half only shows.
+one half only shows; ``--knobs`` checks each ranking knob split-half (chosen on one half,
+scored on the other: ``_longmemeval_knobs.py``). ``--now`` asks each question at its
+``question_date`` (``recall_conversation(..., now=...)``: "a week ago" is read against it).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import _longmemeval_knobs  # noqa: E402
 from _locomo_data import ReplayClock  # noqa: E402
 from _longmemeval_data import Question, load, scored  # noqa: E402
 from _metrics import ndcg, percentile  # noqa: E402
@@ -64,7 +67,7 @@ def summarize(questions: Sequence[Question], ranked: Ranked) -> dict[str, dict[s
     out: dict[str, dict[str, float]] = {}
     for name, members in groups.items():
         rows = [score(q, ranked[q.question_id]) for q in members]
-        out[name] = {m: round(statistics.fmean(r[m] for r in rows), 4) for m in METRICS}
+        out[name] = {m: round(statistics.fmean([r[m] for r in rows] or [0.0]), 4) for m in METRICS}
         out[name]["n"] = len(rows)
     return out
 
@@ -83,7 +86,7 @@ def record(mem: object, question: Question, clock: ReplayClock) -> None:
 
 
 def run_memory(
-    questions: Sequence[Question], home: Path, embedder: object | None
+    questions: Sequence[Question], home: Path, embedder: object | None, *, now: bool = False
 ) -> tuple[Ranked, list[float], list[float], float]:
     """Ranked turn ids per question through the public API; query latencies and first-recall
     latencies right after the haystack was recorded (ms; the first does not wait for the
@@ -107,7 +110,8 @@ def run_memory(
         mem.catch_up_transcripts()  # every turn with its vector before the scored recall
         ingest += time.perf_counter() - started
         started = time.perf_counter()
-        hits = mem.recall_conversation(question.question, limit=DEPTH, neighbours=0)
+        asked = question.date if now else None
+        hits = mem.recall_conversation(question.question, limit=DEPTH, neighbours=0, now=asked)
         latencies.append((time.perf_counter() - started) * 1000)
         ranked[question.question_id] = [str(hit.metadata.get("turn")) for hit in hits]
         mem.close()
@@ -197,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-vectors", action="store_true", help="skip the hybrid run")
     parser.add_argument("--limit", type=int, help="only the first N scored questions")
     parser.add_argument("--split-half", action="store_true", help="score two halves apart")
+    parser.add_argument("--knobs", action="store_true", help="split-half check of each knob")
+    parser.add_argument("--now", action="store_true", help="ask at each question's date")
     args = parser.parse_args(argv)
     questions = [q for q in load(args.path) if scored(q)][: args.limit]
     runs: dict[str, Ranked] = {}
@@ -210,7 +216,9 @@ def main(argv: list[str] | None = None) -> int:
         if embedder is not None:
             variants.append(("recall_minilm", embedder))
         for name, model in variants:
-            ranked, latencies, firsts, ingest = run_memory(questions, Path(tmp) / name, model)
+            ranked, latencies, firsts, ingest = run_memory(
+                questions, Path(tmp) / name, model, now=args.now
+            )
             runs[name] = ranked
             turns = sum(len(q.turns) for q in questions)
             per_turn = ingest / turns * 1000 if turns else 0.0
@@ -228,6 +236,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nLongMemEval{label}, {len(subset)} questions")
         print(table(summaries))
         report[f"summary{label.strip()}"] = summaries
+    if args.knobs:
+        print("\nknobs, split-half (no extras):")
+        print(_longmemeval_knobs.run(questions, None))
+        if embedder is not None:
+            print("knobs, split-half (with vectors):")
+            print(_longmemeval_knobs.run(questions, embedder))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(f"written {args.out}")

@@ -76,9 +76,12 @@ def test_halves_split_each_question_type(data) -> None:  # type: ignore[no-untyp
 
 def test_the_script_ranks_the_evidence_first(data, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "out.json"
-    assert longmemeval.main([str(data), "--no-vectors", "--out", str(out)]) == 0
+    args = [str(data), "--no-vectors", "--knobs", "--now", "--split-half", "--out", str(out)]
+    assert longmemeval.main(args) == 0
     report = json.loads(out.read_text())
     assert report["questions"] == 1  # the abstention is not scored
     for run in ("fts5_bm25", "fts5_porter", "recall"):
         assert report["summary"][run]["all"]["all@5"] == 1.0, run
-    assert "single-session-user" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "single-session-user" in printed and "(half B)" in printed
+    assert "short_turns  A->B: chose" in printed

@@ -6,11 +6,14 @@ import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from markus_memory import open_agent
 from markus_memory.config import Settings
 from markus_memory.errors import InvalidIdError, InvalidInputError
 from markus_memory.search.embedders import FakeEmbedder
+from markus_memory.search.recall import NOT_NAMES, named_in, speaker_of
 
 T0 = datetime(2023, 5, 8, 12, 0, tzinfo=timezone.utc)
 
@@ -189,3 +192,59 @@ def test_an_open_makes_the_vectors_an_earlier_process_did_not(tmp_path, clock) -
         gated.gate.set()
         mem.catch_up_transcripts()
         assert gated.turns_embedded == 40
+
+
+def test_now_reads_the_question_s_relative_times_against_when_it_is_asked(tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
+    with open_agent("alice", settings=settings(tmp_path, clock)) as mem:
+        for when, whose in ((T0, "my cousin's"), (T0 + timedelta(days=40), "a friend's")):
+            clock.now = when
+            session = mem.sessions.get_or_create(f"chat_{when:%m%d}")
+            mem.sessions.append(session.id, {"role": "user", "content": f"A wedding, {whose}."})
+        question = "Whose wedding did I go to a week ago?"
+        asked = T0 + timedelta(days=47)
+        assert mem.recall_conversation(question, limit=1)[0].text == "A wedding, my cousin's."
+        hit = mem.recall_conversation(question, limit=1, now=asked)[0]
+        assert hit.text == "A wedding, a friend's."
+        with pytest.raises(InvalidInputError, match="now must be a timezone-aware datetime"):
+            mem.recall_conversation(question, now=datetime(2023, 6, 1))
+
+
+@given(
+    st.lists(st.from_regex(r"[A-Z][a-z]{1,12}", fullmatch=True), min_size=1, max_size=3),
+    st.text(min_size=1).filter(lambda text: not text[0].isspace()),
+)
+def test_a_name_written_before_the_text_is_its_speaker(words: list[str], said: str) -> None:
+    name = " ".join(words)
+    expected = None if name.lower() in NOT_NAMES else name
+    assert named_in(f"{name}: {said}") == expected
+    assert speaker_of({"speaker": "Ana"}, f"{name}: {said}") == "Ana"
+
+
+def test_labels_and_plain_text_name_no_speaker() -> None:
+    for text in ("Note: buy milk", "We went camping: it rained", "caroline: hi", "Ana:no space"):
+        assert named_in(text) is None, text
+    assert named_in("Mary Jane: hello") == "Mary Jane"
+
+
+def test_a_name_prefix_ranks_as_a_speaker_in_metadata(tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
+    said = [
+        ("Caroline", "I researched adoption agencies last week."),
+        ("Melanie", "What did you research, Caroline? Adoption too?"),
+        ("Melanie", "I painted a lake sunrise."),
+        ("Caroline", "Lovely painting! Research takes my evenings now."),
+    ]
+    orders = []
+    for agent, prefixed in (("meta", False), ("prefix", True)):
+        with open_agent(agent, settings=settings(tmp_path, clock)) as mem:
+            session = mem.sessions.get_or_create("chat")
+            for speaker, text in said:
+                message = (
+                    {"role": "user", "content": f"{speaker}: {text}"}
+                    if prefixed
+                    else {"role": "user", "content": text, "metadata": {"speaker": speaker}}
+                )
+                mem.sessions.append(session.id, message)
+            hits = mem.recall_conversation("What did Caroline research?", limit=4)
+            orders.append([(hit.index, hit.speaker) for hit in hits])
+    assert orders[0] == orders[1]
+    assert orders[0][0] == (0, "Caroline")

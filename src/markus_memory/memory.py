@@ -186,6 +186,7 @@ class AgentMemory:
         until: datetime | None = None,
         limit: int = 10,
         neighbours: int = 1,
+        now: datetime | None = None,
     ) -> list[ConversationHit]:
         """Search this agent's past session transcripts, best hit first.
 
@@ -193,7 +194,10 @@ class AgentMemory:
         ``metadata["speaker"]``; ``since``/``until`` bound the message time (inclusive); each hit
         carries up to ``neighbours`` turns of its session on each side. Ranked by bm25 with
         speaker, neighbour and session re-ranking, fused with vectors when the agent was opened
-        with an embedder. Raises InvalidInputError for bad arguments.
+        with an embedder. ``now`` (an aware datetime): when the question is asked, so that
+        the times it names relative to it ("a week ago", "last Saturday", "in the past three
+        months") count in the time stage; without it only written-out times do. Raises
+        InvalidInputError for bad arguments.
         """
         self._check_open()
         if session_id is not None:
@@ -206,6 +210,7 @@ class AgentMemory:
             until=until,
             limit=limit,
             neighbours=neighbours,
+            now=now,
         )
 
     def catch_up_transcripts(self) -> None:

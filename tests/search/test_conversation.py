@@ -344,3 +344,40 @@ def test_two_query_words_match_the_compound_written_as_one() -> None:
     assert ns(idx.search("What coconut ice cream did Nate make?")) == [0, 1]
     assert ns(idx.search("What coconut ice-cream did Nate make?")) == [0, 1]
     assert ns(idx.search("Which cake did Joanna like?", limit=1)) == [1]
+
+
+def test_propagation_steps_aside_when_turns_are_long() -> None:
+    """Short turns lean on their neighbours; long turns stand alone: the reply next to a strong
+    hit outranks a weaker hit elsewhere only where the agent's turns are short."""
+
+    def said(words: str, length: int) -> str:
+        filler = " ".join(f"word{i}" for i in range(length))
+        return f"{words} {filler}"
+
+    def history(length: int) -> list[Turn]:
+        return [
+            Turn(
+                "s1", 0, "user", said("violin recital violin recital", length), T0, None, {"n": 0}
+            ),
+            Turn("s1", 1, "assistant", said("that is lovely", length), T0, None, {"n": 1}),
+            Turn("s2", 0, "user", said("my violin lesson", length), T0, None, {"n": 2}),
+        ] + [
+            Turn("s3", n, "user", said("the weather", length), T0, None, {"n": 3}) for n in range(6)
+        ]
+
+    short = RankingOptions(**{**PLAIN, "neighbour_weight": 0.5, "session_weight": 0.3})
+    for length, scaled, second in ((4, 40.0, 1), (120, 40.0, 2), (120, 0.0, 1)):
+        idx = new_index(options=replace(short, short_turns=scaled))
+        idx.add(history(length))
+        assert ns(idx.search("violin recital", limit=2)) == [0, second], (length, scaled)
+
+
+def test_turn_length_scales_propagation_from_the_reference_length() -> None:
+    from markus_memory.search.stages import for_turn_length
+
+    options = RankingOptions(neighbour_weight=0.5, session_weight=0.3, short_turns=40.0)
+    assert for_turn_length(options, 25.0) is options
+    scaled = for_turn_length(options, 80.0)
+    assert (scaled.neighbour_weight, scaled.session_weight) == (0.125, 0.075)
+    off = replace(options, short_turns=0.0)
+    assert for_turn_length(off, 500.0) is off

@@ -127,3 +127,35 @@ def test_a_time_far_beyond_the_calendar_is_no_time_and_never_breaks_a_recall(tmp
     assert len(idx.search("What did the guide say in May 2023 about pyramids?", limit=1)) == 1
     store.close()
 
+
+def test_a_span_back_from_when_it_was_said() -> None:
+    said = at(2023, 5, 30)
+    assert Interval(date(2023, 3, 1), date(2023, 5, 30)) in mentioned_times(
+        "How many plants did I buy in the past three months?", said
+    )
+    assert Interval(date(2023, 5, 16), date(2023, 5, 30)) in mentioned_times(
+        "over the last 2 weeks I ran daily", said
+    )
+
+
+def test_a_question_asked_at_a_time_reads_its_relative_times_against_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from markus_memory.search.temporal import question_times
+    from markus_memory.storage.sqlite import SqliteStore
+
+    asked = at(2023, 6, 22)
+    assert question_times("What did I do a week ago?") == []
+    assert any(
+        t.start <= date(2023, 6, 15) <= t.end
+        for t in question_times("What did I do a week ago?", asked)
+    )
+    turns = [
+        Turn("s1", 0, "user", "I went to a wedding, my cousin's.", at(2023, 1, 10), None, {"n": 0}),
+        Turn("s2", 0, "user", "I went to a wedding, a friend's.", at(2023, 6, 15), None, {"n": 1}),
+    ]
+    store = SqliteStore(tmp_path / "data.db")
+    idx = ConversationIndex(store, "a", options=RankingOptions())
+    idx.add(turns)
+    question = "Whose wedding did I go to a week ago?"
+    assert [h.turn.metadata["n"] for h in idx.search(question, limit=1)] == [0]
+    assert [h.turn.metadata["n"] for h in idx.search(question, limit=1, now=asked)] == [1]
+    store.close()

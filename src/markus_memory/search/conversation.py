@@ -28,13 +28,14 @@ from .stages import (
     Scores,
     Turn,
     boost_speakers,
+    for_turn_length,
     fuse,
     in_first_person,
     lift_nearest,
     session_boost,
     smooth,
 )
-from .temporal import named_times, temporal_boost
+from .temporal import question_times, temporal_boost
 
 __all__ = ["ConversationIndex", "RankedTurn", "RankingOptions", "RecallStore", "Turn"]
 
@@ -196,10 +197,11 @@ class ConversationIndex:
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int = 10,
+        now: datetime | None = None,
     ) -> list[RankedTurn]:
         """The best ``limit`` turns for ``query`` among those passing every filter."""
         filters = Filters(session_id, role, since, until)
-        return self.search_around(query, filters, limit=limit)[0]
+        return self.search_around(query, filters, limit=limit, now=now)[0]
 
     def search_around(
         self,
@@ -209,6 +211,7 @@ class ConversationIndex:
         limit: int = 10,
         neighbours: int = 0,
         embed: bool = True,
+        now: datetime | None = None,
     ) -> tuple[list[RankedTurn], dict[tuple[str, int], Turn]]:
         """:meth:`search`, and the turns with text up to ``neighbours`` from each hit in its
         session, by ``(session, index)`` (fetched with the hits, whatever the filters).
@@ -217,10 +220,10 @@ class ConversationIndex:
         pool checkout and three statements (statistics with the speakers the query names,
         bm25 with the candidates' and neighbours' keys, the hits with their context).
         ``embed`` false: turns still without a vector are ranked by their words alone (their
-        vectors are made elsewhere, :meth:`embed_missing`), instead of embedded first."""
+        vectors are made elsewhere, :meth:`embed_missing`), instead of embedded first.
+        ``now``: when the question is asked ("a week ago" is read against it)."""
         if limit <= 0:
             return [], {}
-        options = self.options
         if embed:
             self.embed_missing()
         with self._lock, self.store.recall_session():
@@ -228,8 +231,9 @@ class ConversationIndex:
             words = query_terms(query)
             pairs = joined_pairs(query, among=set(words))
             stats = self.store.recall_stats(self.agent_id, query_counts([*words, *pairs]), words)
+            options = for_turn_length(self.options, stats.avgdl)
             named = {word for word in words if word in stats.speakers}
-            lexical = self._bm25(query, words, named, stats, filters, pool)
+            lexical = self._bm25(query, words, named, stats, filters, pool, options)
             lexical = boost_speakers(lexical, pool, named, options.speaker_boost)
             lexical = smooth(lexical, pool, options)
             embedded = in_first_person(query, named) if options.dense_first_person else query
@@ -240,7 +244,7 @@ class ConversationIndex:
             scores = session_boost(fuse(lexical, dense, options), pool, options.session_weight)
             scores = boost_speakers(scores, pool, named, options.turn_speaker_boost)
             scores = lift_nearest(scores, dense, options.nearest_top, options.nearest_lift)
-            scores = self._dated(query, scores)
+            scores = self._dated(query, scores, now)
             order = heapq.nsmallest(limit, scores, key=lambda rowid: (-scores[rowid], rowid))
             if not neighbours:
                 full = self.store.recall_turns(self.agent_id, order)
@@ -254,16 +258,18 @@ class ConversationIndex:
         context = {(m.session_id, m.seq): turn_of(m) for m in found.values() if m.content.strip()}
         return [RankedTurn(turn_of(found[rowid]), scores[rowid]) for rowid in order], context
 
-    def _dated(self, query: str, scores: Scores) -> Scores:
+    def _dated(self, query: str, scores: Scores, now: datetime | None) -> Scores:
         """The time stage (``search.temporal``) over the candidates' text and time."""
-        if self.options.date_boost <= 0 or not scores or not named_times(query):
+        if self.options.date_boost <= 0 or not scores or not question_times(query, now):
             return scores
         said = self.store.recall_said(self.agent_id, list(scores))
 
         def text_and_time(rowid: int) -> tuple[str, datetime | None]:
             return said.get(rowid, ("", None))
 
-        return temporal_boost(query, scores, text_and_time, date_boost=self.options.date_boost)
+        return temporal_boost(
+            query, scores, text_and_time, date_boost=self.options.date_boost, now=now
+        )
 
     def _bm25(
         self,
@@ -273,12 +279,12 @@ class ConversationIndex:
         stats: Stats,
         filters: Filters,
         pool: Pool,
+        options: RankingOptions,
     ) -> Scores:
         """bm25 scores of the candidates for the query's words and the compounds two of them
         make (``joined_pairs``: "ice cream" also finds "icecream"; ``stats`` cover every word
         and pair of the query); their keys, and their neighbours' for the smoothing stage, go
         into ``pool`` on the way."""
-        options = self.options
         if options.strip_speaker_names and len(named) < len(words):
             words = [word for word in words if word not in named]
         counts = query_counts([*words, *joined_pairs(query, among=set(words))])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -54,10 +55,30 @@ class ConversationHit:
     after: tuple[ContextTurn, ...]
 
 
-def speaker_of(metadata: Mapping[str, Any] | None) -> str | None:
-    """The speaker name of a message: ``metadata["speaker"]`` (None when absent or blank)."""
+def speaker_of(metadata: Mapping[str, Any] | None, text: str = "") -> str | None:
+    """The speaker name of a message: ``metadata["speaker"]``, else the name the text starts
+    with as a group chat writes it (``"Caroline: we went camping"``); None when neither."""
     value = (metadata or {}).get("speaker")
-    return value.strip() if isinstance(value, str) and value.strip() else None
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    return named_in(text)
+
+
+_NAMED = re.compile(r"([A-Z][\w'.-]{0,19}(?: [A-Z][\w'.-]{0,19}){0,2}): +\S")
+NOT_NAMES = frozenset(
+    "answer context edit error example fyi goal important input note output ps q a question "
+    "re reminder result step subject summary task tip todo update warning".split()
+)
+"""Capitalised labels that start a line the way a name does, and are not one."""
+
+
+def named_in(text: str) -> str | None:
+    """The speaker a ``"Name: text"`` message names: one to three capitalised words before
+    the colon (a label such as ``Note:`` is not a name)."""
+    found = _NAMED.match(text)
+    if found is None or found.group(1).lower() in NOT_NAMES:
+        return None
+    return found.group(1)
 
 
 def default_options(embedder: Embedder | None) -> RankingOptions:
@@ -130,9 +151,11 @@ class TranscriptRecall:
         until: datetime | None = None,
         limit: int = 10,
         neighbours: int = 1,
+        now: datetime | None = None,
     ) -> list[ConversationHit]:
         """Hits best first. Bad arguments raise InvalidInputError before anything is searched."""
         _check(query, role, since, until, limit, neighbours)
+        _aware("now", now)
         index = self.index
         if index.embedding_due:
             self._vectors.kick()
@@ -143,6 +166,7 @@ class TranscriptRecall:
             limit=limit,
             neighbours=neighbours,
             embed=False,
+            now=now,
         )
         return [_hit(item.turn, item.score, neighbours, context) for item in ranked]
 
@@ -197,8 +221,12 @@ def _check(
         or not 0 <= neighbours <= MAX_NEIGHBOURS
     ):
         raise InvalidInputError(f"neighbours must be an integer from 0 to {MAX_NEIGHBOURS}")
-    for name, moment in (("since", since), ("until", until)):
-        if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):
-            raise InvalidInputError(f"{name} must be a timezone-aware datetime")
+    _aware("since", since)
+    _aware("until", until)
     if since is not None and until is not None and since > until:
         raise InvalidInputError("since must not be later than until")
+
+
+def _aware(name: str, moment: object) -> None:
+    if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):
+        raise InvalidInputError(f"{name} must be a timezone-aware datetime")

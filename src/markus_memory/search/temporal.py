@@ -42,6 +42,10 @@ _LAST = re.compile(
 _LAST_WEEKDAY = re.compile(
     r"\b(last|this past|on) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
 )
+_LAST_SPAN = re.compile(
+    r"\b(?:in the |over the |during the )?(last|past) (two|three|four|five|six|\d+|few|couple of) "
+    r"(day|week|month|year)s\b"
+)
 _NEXT = re.compile(r"\b(next|this coming) (week|weekend|month|year|summer)\b")
 _NOW = re.compile(
     r"\b(today|tonight|this morning|this afternoon|this evening|just now|earlier today)\b"
@@ -137,6 +141,10 @@ def _relative(lowered: str, day: date) -> Iterator[Interval]:
         else:
             span = _UNITS[unit]
             yield Interval(day - timedelta(days=2 * span), day - timedelta(days=1))
+    for _, count, unit in _LAST_SPAN.findall(lowered):
+        n = int(count) if count.isdigit() else _NUMBERS.get(count, 3)
+        start = _days_before(day, n * _UNITS[unit])
+        yield Interval(start or date.min, day)
     for _, name in _LAST_WEEKDAY.findall(lowered):
         back = (day.weekday() - _WEEKDAYS[name]) % 7 or 7
         when = day - timedelta(days=back)
@@ -159,12 +167,19 @@ def _mentioned(text: str, said: datetime | None) -> tuple[Interval, ...]:
     return tuple(mentioned_times(text, said))
 
 
+def question_times(query: str, now: datetime | None = None) -> list[Interval]:
+    """The times a question names: written out, and with ``now`` (when it is asked) also the
+    relative ones ("a week ago", "last Saturday", "in March") resolved against it."""
+    return mentioned_times(query, now) if now is not None else named_times(query)
+
+
 def temporal_boost(
     query: str,
     scores: Mapping[K, float],
     said: Callable[[K], tuple[str, datetime | None]],
     *,
     date_boost: float,
+    now: datetime | None = None,
 ) -> dict[K, float]:
     """Scores with the time signal applied; ``said(key)`` gives a turn's text and timestamp.
 
@@ -172,10 +187,11 @@ def temporal_boost(
     mention that time, and to the turns said on the very day it names ("what did Nate make
     on 9 November 2022?": what he said that day is as specific as a mention of it); a turn
     merely said within a wider time it names (a month, a year: many turns are) gains half
-    that. ``date_boost`` 0 switches it off.
+    that. ``date_boost`` 0 switches it off. ``now``: when the question is asked, for the times
+    it names relative to it (:func:`question_times`).
     """
     out = dict(scores)
-    wanted = named_times(query) if date_boost > 0 else []
+    wanted = question_times(query, now) if date_boost > 0 else []
     if not out or not wanted:
         return out
     top = max(out.values()) or 1.0

@@ -198,7 +198,7 @@ def transcript_message(
         role,
         text,
         _metadata_time(metadata) or fallback_time,
-        speaker_of(metadata),
+        speaker_of(metadata, text),
         None if metadata is None else dict(metadata),
     )
 
