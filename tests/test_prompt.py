@@ -149,6 +149,21 @@ def test_auto_recall_refreshes_and_removes_relevant_context(
     assert memory.notebook.get(RELEVANT_CONTEXT_KEY) is None
 
 
+def test_auto_recall_never_matches_on_stop_words(memory: AgentMemory) -> None:
+    """ "what is the status page?" shares only "is" and "the" with these: nothing relevant."""
+    for fact in ("The deploy is on Friday", "Bob is the team lead", "Paris is the capital"):
+        memory.knowledge.save_observation(fact, type="fact")
+    for query in ("what is the status page?", "what is it?", "the"):
+        ctx = render_memory_context(
+            memory, "converse", query=query, persist_recall=True, estimator=EST
+        )
+        assert ctx.relevant_context is None, query
+        assert memory.notebook.get(RELEVANT_CONTEXT_KEY) is None, query
+        assert memory.search(query).hits == [], query
+    ctx = render_memory_context(memory, "converse", query="who is the team lead?", estimator=EST)
+    assert ctx.relevant_context is not None and "Bob" in ctx.relevant_context
+
+
 def test_auto_recall_skips_what_the_prompt_already_shows(memory: AgentMemory) -> None:
     memory.knowledge.update_section("security", "Rotate the vault token monthly")
     memory.knowledge.save_observation("vault token lives in 1password")

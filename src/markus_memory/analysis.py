@@ -158,20 +158,18 @@ def term_counts(text: str) -> dict[int, int]:
 def query_terms(query: str) -> list[str]:
     """The distinct content words of a query, in first-seen order.
 
-    Stop words and one-character words are dropped, digits and CJK characters are kept. If
-    nothing would remain (a query made only of stop words), the plain words are used so the
-    query still matches.
+    Stop words and one-character words are dropped, digits and CJK characters are kept. A
+    query made only of stop words has none: it matches nothing ("what is it?" is not about
+    anything a memory holds).
     """
     seen: dict[str, None] = {}
-    plain: dict[str, None] = {}
     for word in words(query):
-        plain.setdefault(word, None)
         if word in STOP_WORDS or (
             len(word) < 2 and not word.isdigit() and not _CJK_RUN.match(word)
         ):
             continue
         seen.setdefault(word, None)
-    return list(seen or plain)
+    return list(seen)
 
 
 def joined_pairs(query: str, among: Collection[str] | None = None) -> list[str]:

@@ -38,8 +38,9 @@ def test_digits_kept_and_duplicates_removed() -> None:
     assert query_terms("in 2023 and 2023 a 5 k") == ["2023", "5"]
 
 
-def test_only_stop_words_falls_back_to_plain_words() -> None:
-    assert query_terms("what was it?") == ["what", "was", "it"]
+def test_only_stop_words_are_about_nothing() -> None:
+    assert query_terms("what was it?") == []
+    assert query_terms("what was the lake?") == ["lake"]
     assert query_terms("?!") == []
 
 

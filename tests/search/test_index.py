@@ -87,7 +87,7 @@ def test_an_fts5_index_moves_to_postings_and_keeps_its_vectors(tmp_path: Path) -
     index = open_sqlite_index(path)
     assert index.version("a") is None  # the next search re-indexes knowledge.md
     assert index.sync("a", [doc], "v1").added == 1
-    assert ids(index, "again") == ["x"]
+    assert ids(index, "back") == ["x"]
     assert [row for chunk in index.vector_chunks("a", "m") for row in chunk] == [
         ("x", doc.digest, b"\x00\x00\x80?")
     ]

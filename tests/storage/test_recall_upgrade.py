@@ -167,9 +167,9 @@ def test_an_index_keyed_by_agent_and_term_upgrades_in_place(
         assert _hits(store) == hits
         assert store.reindex_recall() == 6
         assert _snapshot(raw) == now
-        message = TranscriptMessage("bob", "s", 3, "user", "the lake again", T0, None, None)
+        message = TranscriptMessage("bob", "s", 3, "user", "lake kayaks", T0, None, None)
         store.import_transcript("bob", "s", [message], synced_at=T0)
-        assert [h.seq for h in store.search_transcript("bob", "again")] == [3]
+        assert [h.seq for h in store.search_transcript("bob", "kayaks")] == [3]
         assert store.forget_session("alice", "s") == 3
         assert store.search_transcript("alice", "lake") == []
         assert store.search_transcript("bob", "lake")

@@ -229,6 +229,8 @@ class ConversationIndex:
         with self._lock, self.store.recall_session():
             pool = self.pool(filters)
             words = query_terms(query)
+            if not words:  # only stop words: about nothing in the history
+                return [], {}
             pairs = joined_pairs(query, among=set(words))
             stats = self.store.recall_stats(self.agent_id, query_counts([*words, *pairs]), words)
             options = for_turn_length(self.options, stats.avgdl)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ..analysis import STOP_WORDS
 from ..config import Settings
 from ..errors import InvalidInputError, MarkusMemoryError
 from ..storage.knowledge_index import KnowledgeIndex
@@ -186,10 +187,10 @@ class MemorySearcher:
         text = query or ""
         if not text.strip():
             return SearchResult(recent(observations, limit, type), METHOD_RECENT, text)
-        corpus = self.corpus(observations, sections, version)
-        tokens = tokenize(text)
-        if not tokens:
+        tokens = [token for token in tokenize(text) if token not in STOP_WORDS]
+        if not tokens:  # only stop words: about nothing the memory holds
             return SearchResult([], METHOD_KEYWORD, text)
+        corpus = self.corpus(observations, sections, version)
 
         def allowed(doc_id: str) -> bool:
             return type is None or corpus.entries[doc_id].hit.type == type
