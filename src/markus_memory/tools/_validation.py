@@ -7,8 +7,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._results import ToolCallError
-
 OBSERVATION_TYPES = ("fact", "note", "task_result", "conversation", "insight")
 SAVE_TYPES = ("fact", "note", "insight")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -39,18 +37,6 @@ def optional_string(args: Mapping[str, Any], key: str) -> str | None:
     """A schema-checked string argument, or None when it was left out."""
     value = args.get(key)
     return value if isinstance(value, str) else None
-
-
-def required_text(args: Mapping[str, Any], key: str, hint: str) -> str:
-    """A string with at least one non-space character (returned unchanged).
-
-    The schema has checked the type; what it does not say is that blank text is as good as none.
-    """
-    value = args.get(key)
-    if not isinstance(value, str) or not value.strip():
-        got = "missing" if value is None else "blank"
-        raise ToolCallError(f'"{key}" is required and must be a non-empty string ({got}). {hint}')
-    return value
 
 
 def whole_number(args: Mapping[str, Any], key: str, default: int) -> int:
