@@ -26,9 +26,15 @@ REGISTRY = Registry(
 """Every memory tool, canonical ones first, then the legacy aliases, in a stable order."""
 
 
-def dispatch(memory: AgentMemory, name: str, arguments: Any) -> str:
-    """Run tool ``name`` with ``arguments`` (dict or JSON text): a JSON string; never raises."""
-    return run(REGISTRY, memory, name, arguments)
+def dispatch(
+    memory: AgentMemory, name: str, arguments: Any, *, offered: Iterable[str] | None = None
+) -> str:
+    """Run tool ``name`` with ``arguments`` (dict or JSON text): a JSON string; never raises.
+
+    ``offered``: the tool names the model was given, which an unknown-tool error lists
+    (default: the canonical tools, as :func:`tool_schemas` gives them by default).
+    """
+    return run(REGISTRY, memory, name, arguments, offered)
 
 
 def apply_memory_updates(memory: AgentMemory, updates: Any) -> list[str]:

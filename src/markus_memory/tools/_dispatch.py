@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MarkusMemoryError
@@ -72,11 +72,22 @@ def _arguments(tool: ToolDefinition, arguments: object) -> dict[str, Any]:
     return given
 
 
-def run(registry: Registry, memory: AgentMemory, name: object, arguments: object) -> str:
-    """Run ``name`` with ``arguments`` against ``memory``; the result is always a JSON string."""
+def run(
+    registry: Registry,
+    memory: AgentMemory,
+    name: object,
+    arguments: object,
+    offered: Iterable[str] | None = None,
+) -> str:
+    """Run ``name`` with ``arguments`` against ``memory``; the result is always a JSON string.
+
+    An unknown name is answered with the tools ``offered`` to the model (by default the
+    canonical ones): never a name the model was not shown.
+    """
     tool = registry.get(name) if isinstance(name, str) else None
     if tool is None:
-        known = ", ".join(registry.names())
+        shown = offered if offered is not None else (t.name for t in registry if not t.legacy)
+        known = ", ".join(shown)
         message = f"unknown tool {_shown_name(name)}. The memory tools are: {known}."
         return to_json(error_result(message, None))
     try:
