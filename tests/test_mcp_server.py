@@ -180,8 +180,20 @@ def test_a_corrupt_file_is_a_tool_error_not_a_crash(memory: AgentMemory) -> None
     broken, fixed = with_client(build_server(memory), body)
     assert broken.is_error
     assert "NOTEBOOK.md" in broken.content[0].text
+    assert str(memory.settings.home) not in broken.content[0].text  # #28: no host path
     assert not fixed.is_error
     assert memory.notebook.get("plan") is not None
+
+
+def test_a_corrupt_resource_or_prompt_error_names_no_host_path(memory: AgentMemory) -> None:
+    memory.paths.notebook.write_bytes(b"\xff\xfe not utf-8 \xff")
+    uri = RESOURCES[1].uri(memory.agent_id)
+    errors = [
+        protocol_error(build_server(memory), lambda c: c.read_resource(uri)),
+        protocol_error(build_server(memory), lambda c: c.get_prompt(PROMPT_NAME, {})),
+    ]
+    for error in errors:
+        assert "NOTEBOOK.md" in str(error) and str(memory.settings.home) not in str(error)
 
 
 # resources and prompt

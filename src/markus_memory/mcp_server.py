@@ -21,7 +21,7 @@ from .errors import ExtraNotInstalledError, MarkusMemoryError, NotFoundError
 from .http_guard import ASGIApp, HttpGuard, bind_socket, check_binding, run_on_socket
 from .mcp_stdio import AnswerUnreadable
 from .prompt import PROFILES, render_memory_context
-from .tools import REGISTRY, dispatch, is_tool_error_result, tool_schemas
+from .tools import REGISTRY, dispatch, hide_host_paths, is_tool_error_result, tool_schemas
 
 try:
     import anyio
@@ -201,7 +201,8 @@ def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[A
             name = _resource_name(memory, uri)
             text = await run_sync(lambda: resource_text(memory, name))
         except MarkusMemoryError as exc:
-            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+            message = hide_host_paths(str(exc), memory)
+            raise MCPError(code=types.INVALID_PARAMS, message=message) from None
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)]
         )
@@ -265,7 +266,8 @@ def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[A
                 )
             )
         except MarkusMemoryError as exc:
-            raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+            message = hide_host_paths(str(exc), memory)
+            raise MCPError(code=types.INTERNAL_ERROR, message=message) from None
         return types.GetPromptResult(
             description=f"memory context of {memory.agent_id} ({profile})",
             messages=[

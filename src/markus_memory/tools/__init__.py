@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from . import _deliberation, _knowledge_tools, _notebook_tools, _recall_tools
 from ._dispatch import run
 from ._errors import is_tool_error_result
+from ._paths import hide_host_paths
 from ._recall_normalize import RecallArgs, normalize_recall_args
 from ._registry import Registry, SchemaFormat, ToolDefinition
 from ._scenarios import SCENARIO_TOOLS
@@ -81,6 +82,7 @@ __all__ = [
     "ToolDefinition",
     "apply_memory_updates",
     "dispatch",
+    "hide_host_paths",
     "is_tool_error_result",
     "normalize_recall_args",
     "tool_names",

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MarkusMemoryError
+from ._paths import hide_host_paths
 from ._registry import Registry, ToolDefinition
 from ._results import ToolCallError, error_result, to_json
 from ._schema import TooDeep, check_plain_json, problems
@@ -94,14 +95,16 @@ def run(
         result = tool.handler(memory, _arguments(tool, arguments))
     except ToolCallError as exc:
         extra = dict(exc.extra)
+        message = hide_host_paths(exc.message, memory)
         if tool.error_key == "error":
-            extra.setdefault("reason", exc.message)
-        return to_json(error_result(exc.message, tool.store, message_key=tool.error_key, **extra))
-    except MarkusMemoryError as exc:
-        return to_json(error_result(str(exc), tool.store, message_key=tool.error_key))
+            extra.setdefault("reason", hide_host_paths(str(extra.get("reason", message)), memory))
+        return to_json(error_result(message, tool.store, message_key=tool.error_key, **extra))
+    except MarkusMemoryError as exc:  # a refusal the model can act on, e.g. a read-only home
+        message = hide_host_paths(str(exc), memory)
+        return to_json(error_result(message, tool.store, message_key=tool.error_key))
     except Exception as exc:  # the model must never see a traceback; the host sees the log
         log.exception("memory tool %s failed", tool.name)
-        message = f"{tool.name} failed: {type(exc).__name__}: {exc}"
+        message = hide_host_paths(f"{tool.name} failed: {type(exc).__name__}: {exc}", memory)
         return to_json(error_result(message, tool.store, message_key=tool.error_key))
     result.setdefault("store", tool.store)
     return to_json(result)
