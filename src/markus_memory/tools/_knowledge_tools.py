@@ -111,7 +111,8 @@ def _write_section(memory: AgentMemory, section: str, content: str, mode: str) -
             curatedChars=result.curated_chars,
             curatedLimit=result.curated_limit,
         )
-    return {"status": "updated", "section": section, "mode": mode, "store": STORE}
+    shown = {"status": "updated", "section": section, "mode": mode, "note": result.note}
+    return {**shown, "store": STORE}
 
 
 def memory_update(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
