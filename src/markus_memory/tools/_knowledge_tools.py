@@ -142,15 +142,12 @@ def memory_list(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
 def memory_delete(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
     hint = "Example: " + example("memory_delete", {"ids": ["obs_1700000000000_ab12cd"]})
     hint += " or " + example("memory_delete", {"tag": "temp"})
-    if args.get("ids"):
-        ids = id_list(args["ids"])
-        if ids:
-            removed = memory.knowledge.remove_observations(ids)
-            return {"status": "deleted", "removed": removed, "store": STORE}
-    tag = optional_string(args, "tag")
-    if tag is None or not tag.strip():
+    if "ids" in args:
+        removed = memory.knowledge.remove_observations(id_list(args["ids"]))
+    elif "tag" in args:
+        removed = memory.knowledge.remove_observations_by_tag(args["tag"].strip())
+    else:
         raise ToolCallError("Provide ids or tag. " + hint)
-    removed = memory.knowledge.remove_observations_by_tag(tag.strip())
     return {"status": "deleted", "removed": removed, "store": STORE}
 
 
@@ -277,7 +274,7 @@ TOOLS = (
     ToolDefinition(
         name="memory_delete",
         description="Legacy alias: delete observations by ids (at most 20) or by tag.",
-        parameters=arguments({"ids": _IDS, "tag": {"type": "string"}}),
+        parameters=arguments({"ids": _IDS, "tag": text("Delete the observations with this tag.")}),
         handler=memory_delete,
         example={"ids": ["obs_1700000000000_ab12cd"]},
         store=STORE,

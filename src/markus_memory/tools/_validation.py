@@ -46,8 +46,8 @@ def whole_number(args: Mapping[str, Any], key: str, default: int) -> int:
 
 
 def id_list(value: Any) -> list[str]:
-    """The ids of a schema-checked array of strings, blank ones dropped."""
-    return [v.strip() for v in value if v.strip()]
+    """The ids of a schema-checked array of non-blank strings, stripped."""
+    return [v.strip() for v in value]
 
 
 def tag_list(value: Any) -> tuple[str, ...]:
