@@ -37,6 +37,7 @@ EXPECTED = {
     "StateEntry",
     "StorageError",
     "SymlinkError",
+    "UnwritableError",
     "UpsertResult",
     "WriteResult",
     "__version__",

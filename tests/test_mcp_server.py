@@ -96,6 +96,23 @@ def test_legacy_aliases_are_listed_on_request(memory: AgentMemory) -> None:
     assert any(t.legacy for t in REGISTRY)
 
 
+@pytest.mark.parametrize("legacy", [False, True])
+def test_an_unknown_tool_error_names_exactly_the_tools_listed(
+    memory: AgentMemory, legacy: bool
+) -> None:
+    """#28: it used to name the legacy aliases a client without --legacy-tools never saw."""
+
+    async def body(client: Client) -> tuple[Any, Any]:
+        return await client.list_tools(), await client.call_tool("memory_forget", {})
+
+    listed, result = with_client(build_server(memory, legacy_tools=legacy), body)
+    text = json.loads(result.content[0].text)["error"]
+    assert result.is_error and text.startswith("unknown tool 'memory_forget'")
+    named = text.split("The memory tools are: ", 1)[1].rstrip(".").split(", ")
+    assert named == [t.name for t in listed.tools]
+    assert ("memory_list" in named) is legacy
+
+
 def shape(value: Any) -> Any:
     """Keys and JSON types at every depth: what the two results must share (ids differ)."""
     if isinstance(value, dict):
@@ -163,8 +180,20 @@ def test_a_corrupt_file_is_a_tool_error_not_a_crash(memory: AgentMemory) -> None
     broken, fixed = with_client(build_server(memory), body)
     assert broken.is_error
     assert "NOTEBOOK.md" in broken.content[0].text
+    assert str(memory.settings.home) not in broken.content[0].text  # #28: no host path
     assert not fixed.is_error
     assert memory.notebook.get("plan") is not None
+
+
+def test_a_corrupt_resource_or_prompt_error_names_no_host_path(memory: AgentMemory) -> None:
+    memory.paths.notebook.write_bytes(b"\xff\xfe not utf-8 \xff")
+    uri = RESOURCES[1].uri(memory.agent_id)
+    errors = [
+        protocol_error(build_server(memory), lambda c: c.read_resource(uri)),
+        protocol_error(build_server(memory), lambda c: c.get_prompt(PROMPT_NAME, {})),
+    ]
+    for error in errors:
+        assert "NOTEBOOK.md" in str(error) and str(memory.settings.home) not in str(error)
 
 
 # resources and prompt

@@ -1,5 +1,5 @@
-"""The README works as written: the quick start, the MCP client snippet, the Python example,
-and every CLI command is documented."""
+"""The README works as written: the quick start, the MCP client snippet, every Python snippet
+(each in a fresh MARKUS_HOME), and every CLI command is documented."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ import pytest
 from click.testing import CliRunner
 
 from markus_memory.cli import cli
+from tests.postgres_support import postgres_url
+
+__all__ = ["postgres_url"]
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -40,8 +43,9 @@ def console_script(name: str) -> str:
     return found
 
 
-def test_quick_start_is_install_run_test() -> None:
-    install, run, test = quick_start()
+def test_quick_start_is_venv_install_run_test() -> None:
+    venv, install, run, test = quick_start()
+    assert venv[:3] == ["python", "-m", "venv"] and venv[4:] == ["&&", ".", ".venv/bin/activate"]
     assert install[:3] == ["pip", "install", "-e"]
     extras = re.search(r"\[(.*)\]", install[3])
     assert extras is not None and {"all", "mcp"} & set(extras.group(1).split(","))
@@ -76,7 +80,7 @@ def fresh_env(home: Path) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_the_quick_start_run_command_serves_with_no_configuration(tmp_path: Path) -> None:
-    _, run, _ = quick_start()
+    _, _, run, _ = quick_start()
     command = [console_script(run[0]), *run[1:]]
     names, saved = stdio_session(command, fresh_env(tmp_path / "home"))
     assert {"memory_save", "memory_search", "update_notebook"} <= set(names)
@@ -117,6 +121,87 @@ def test_the_agent_loop_example_runs(isolated_home: Path) -> None:
     assert str(namespace["system_prompt"]).startswith("You are Alice, the team's release engineer.")
     knowledge = (isolated_home / "agents" / "alice" / "knowledge.md").read_text("utf-8")
     assert "Deploy window: Fridays 14-16 UTC" in knowledge
+
+
+def python_snippets() -> list[Any]:
+    """Every ```python block, named by the heading above it."""
+    found = []
+    for match in re.finditer(r"^```python\n(.*?)^```", README, flags=re.S | re.M):
+        headings = re.findall(r"^#+ (.+)$", README[: match.start()], flags=re.M)
+        line = README[: match.start()].count("\n") + 1
+        found.append(pytest.param(match.group(1), id=f"line {line}: {headings[-1]}"))
+    return found
+
+
+SNIPPETS = python_snippets()
+README_DATABASE_URL = "postgresql://markus@db/markus"
+
+
+@pytest.fixture
+def fresh_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh MARKUS_HOME, which is also ``~/.markus`` (HOME moved into the test)."""
+    home = tmp_path / ".markus"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("MARKUS_HOME", str(home))
+    for name in ("MARKUS_DATABASE_URL", "MARKUS_DOCUMENTS", "MARKUS_AGENT", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+def run_snippet(snippet: str) -> str:
+    """Run ``snippet`` as a script; what it printed. A framework that is not installed skips."""
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(snippet, "README.md", "exec"), {"__name__": "__main__"})
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] == "markus_memory":
+            raise
+        pytest.skip(f"{exc.name} is not installed (its extra is not)")
+    return out.getvalue()
+
+
+def test_the_readme_has_the_snippets_the_tests_expect() -> None:
+    assert len(SNIPPETS) >= 12
+    for param in SNIPPETS:
+        snippet = str(param.values[0])
+        if "open_agent(" in snippet:
+            assert "from markus_memory import" in snippet and "open_agent" in snippet, param.id
+
+
+@pytest.mark.parametrize("snippet", SNIPPETS)
+def test_every_python_snippet_runs_as_written(
+    snippet: str, fresh_home: Path, request: pytest.FixtureRequest
+) -> None:
+    if README_DATABASE_URL in snippet:  # the reader's server, here the test run's own schema
+        url = request.getfixturevalue("postgres_url")
+        snippet = snippet.replace(README_DATABASE_URL, url)
+        from markus_memory import open_agent
+
+        for agent in re.findall(r'"(agt_\w+)"', snippet):  # the agents the reader has
+            with open_agent(agent) as mem:
+                mem.knowledge.save_observation("kept across the round trip")
+    printed = run_snippet(snippet)
+    if "dream(" in snippet:
+        assert printed.splitlines()[0] == "False" and "\napplied " in printed
+        knowledge = (fresh_home / "agents" / "alice" / "knowledge.md").read_text("utf-8")
+        assert knowledge.count("Deploys run on Fridays.") == 2  # undone, byte for byte
+
+
+def test_the_dream_snippet_runs_against_a_local_model(
+    fresh_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With OPENAI_BASE_URL set the snippet plans with that model: here a local fake server."""
+    from tests.fake_llm_server import Reply, fake_server
+
+    (snippet,) = [str(p.values[0]) for p in SNIPPETS if "undo_last_dream(mem)" in str(p.values[0])]
+    plan = {"choices": [{"message": {"content": json.dumps({"remove": [], "merge": []})}}]}
+    with fake_server() as server:
+        server.replies += [Reply(body=plan), Reply(body=plan)]
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        printed = run_snippet(snippet)
+    assert len(server.requests) == 2 and server.requests[0].body["model"] == "gpt-4o-mini"
+    assert "\napplied " in printed
 
 
 def command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

@@ -202,7 +202,7 @@ def test_item4_a_journal_write_that_fails_half_way_stores_nothing(tmp_path: Path
         timeout=120,
         check=True,
     )
-    assert done.stdout.split() == ["OSError", "1"], done.stderr
+    assert done.stdout.split() == ["UnwritableError", "1"], done.stderr
     settings = Settings(home=tmp_path)
     with open_agent("alice", settings=settings) as mem:
         messages = mem.sessions.get("sess_1_full").messages

@@ -19,6 +19,7 @@ from .errors import (
     SchemaMissingError,
     StorageError,
     SymlinkError,
+    UnwritableError,
 )
 from .layers.daily_log import DailyLogEntry
 from .layers.knowledge import CuratedSection, Observation, WriteResult
@@ -68,6 +69,7 @@ __all__ = [
     "StateEntry",
     "StorageError",
     "SymlinkError",
+    "UnwritableError",
     "UpsertResult",
     "WriteResult",
     "__version__",

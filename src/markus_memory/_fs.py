@@ -20,10 +20,19 @@ import secrets
 import sys
 import time
 import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from .errors import CorruptFileError, InvalidIdError, SymlinkError
+from .errors import (
+    WRITE_REFUSALS,
+    CorruptFileError,
+    InvalidIdError,
+    MarkusMemoryError,
+    SymlinkError,
+    UnwritableError,
+)
 
 MAX_ID_CHARS = 128
 MAX_ID_BYTES = 128
@@ -214,12 +223,32 @@ def _is_hex(text: str) -> bool:
     return all(ch in "0123456789abcdef" for ch in text)
 
 
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Turn the file system's refusal to write ``path`` (read-only, full …) into
+    :class:`UnwritableError`, which names the file and the reason; other errors pass as they are."""
+    try:
+        yield
+    except MarkusMemoryError:
+        raise
+    except OSError as exc:
+        if exc.errno not in WRITE_REFUSALS:
+            raise
+        raise UnwritableError(path, exc) from exc
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically and durably (the write is on disk on return).
 
     Stale temp files of ``path`` (``.<name>.<8 hex>.tmp`` older than
-    :data:`STALE_TEMP_SECONDS`, left by a writer killed mid-write) are removed first.
+    :data:`STALE_TEMP_SECONDS`, left by a writer killed mid-write) are removed first. A write
+    the file system refuses raises :class:`UnwritableError` and leaves ``path`` as it was.
     """
+    with writing(path):
+        _atomic_write(path, data)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     refuse_symlink(path)
     _sweep_stale_temps(path)

@@ -9,6 +9,8 @@ Every exception the package raises on purpose derives from :class:`MarkusMemoryE
     ├── NotFoundError            an unknown session, activity or section (also a KeyError)
     ├── CorruptFileError         a file on disk cannot be decoded or parsed; it is left untouched
     │   └── SymlinkError         an agent file is a symbolic link (never followed)
+    ├── UnwritableError          the file system refused a write (read-only, full …); also an
+    │                            OSError with the refusal's errno
     ├── LockTimeoutError         the per-agent lock could not be taken in time
     │   └── BusyError            an exclusive task (a dream) already runs for the agent elsewhere
     ├── StorageError             the database backend failed (SQLite or PostgreSQL)
@@ -27,6 +29,7 @@ lets any exception reach the model; it turns them into the Markus error result s
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 
@@ -89,6 +92,32 @@ class SymlinkError(CorruptFileError):
         super().__init__(
             path, f"is a symbolic link; agent files are never opened through links. {fix}"
         )
+
+
+WRITE_REFUSALS = {
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied (the user may not write there)",
+    errno.EPERM: "permission denied (the user may not write there)",
+    errno.ENOSPC: "no space left on the disk",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EFBIG: "the file would exceed the file size limit",
+    errno.ENAMETOOLONG: "a file name is too long for the file system",
+}
+"""Why the file system refuses a write, by errno: the refusals :class:`UnwritableError` names."""
+
+
+class UnwritableError(MarkusMemoryError, OSError):
+    """The file system refused to write ``path``: read-only, no permission, full, or a name
+    too long. Nothing was written. ``errno``, ``strerror`` and ``filename`` are the refusal's,
+    so code that handles an ``OSError`` keeps working."""
+
+    def __init__(self, path: Path, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause), str(path))
+        self.path = path
+        self.why = WRITE_REFUSALS.get(cause.errno or 0) or cause.strerror or str(cause)
+
+    def __str__(self) -> str:
+        return f"could not write {self.path}: {self.why}"
 
 
 class LockTimeoutError(MarkusMemoryError):

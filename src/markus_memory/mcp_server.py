@@ -21,7 +21,7 @@ from .errors import ExtraNotInstalledError, MarkusMemoryError, NotFoundError
 from .http_guard import ASGIApp, HttpGuard, bind_socket, check_binding, run_on_socket
 from .mcp_stdio import AnswerUnreadable
 from .prompt import PROFILES, render_memory_context
-from .tools import REGISTRY, dispatch, is_tool_error_result, tool_schemas
+from .tools import REGISTRY, dispatch, hide_host_paths, is_tool_error_result, tool_schemas
 
 try:
     import anyio
@@ -153,16 +153,13 @@ def _structured(text: str) -> dict[str, Any] | None:
 def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[Any]:
     """An MCP server over ``memory``: the registry's tools, the memory files, the context prompt.
 
-    ``legacy_tools`` also lists the Markus legacy aliases (they can be called either way).
+    ``legacy_tools`` also lists the Markus legacy aliases (they can be called either way; an
+    unknown tool's error names only the tools listed).
     Calls run one at a time in a worker thread, so a slow file lock never stalls the transport.
     """
     limiter = anyio.CapacityLimiter(1)
-    tools = [
-        _tool(s)
-        for s in tool_schemas(
-            "mcp", names=[t.name for t in REGISTRY if legacy_tools or not t.legacy]
-        )
-    ]
+    offered = tuple(t.name for t in REGISTRY if legacy_tools or not t.legacy)
+    tools = [_tool(s) for s in tool_schemas("mcp", names=offered)]
 
     async def run_sync(func: Callable[[], Any]) -> Any:
         return await anyio.to_thread.run_sync(func, limiter=limiter)
@@ -173,7 +170,7 @@ def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[A
     async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
         name, arguments = params.name, params.arguments
         try:
-            text = await run_sync(lambda: dispatch(memory, name, arguments))
+            text = await run_sync(lambda: dispatch(memory, name, arguments, offered=offered))
         except Exception as exc:  # dispatch never raises; this guards the worker thread itself
             log.exception("tool call %s failed outside the registry", name)
             text = json.dumps({"status": "error", "ok": False, "error": f"{name} failed: {exc}"})
@@ -204,7 +201,8 @@ def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[A
             name = _resource_name(memory, uri)
             text = await run_sync(lambda: resource_text(memory, name))
         except MarkusMemoryError as exc:
-            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+            message = hide_host_paths(str(exc), memory)
+            raise MCPError(code=types.INVALID_PARAMS, message=message) from None
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)]
         )
@@ -268,7 +266,8 @@ def build_server(memory: AgentMemory, *, legacy_tools: bool = False) -> Server[A
                 )
             )
         except MarkusMemoryError as exc:
-            raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+            message = hide_host_paths(str(exc), memory)
+            raise MCPError(code=types.INTERNAL_ERROR, message=message) from None
         return types.GetPromptResult(
             description=f"memory context of {memory.agent_id} ({profile})",
             messages=[

@@ -162,13 +162,14 @@ def render_notebook(
     moment = now if now is not None else memory.settings.clock()
     agent_used = sum(1 for e in entries if e.managed == "agent")
     slots = limits.notebook_max_agent_entries
-    curated = len(memory.knowledge.curated_text())
+    curated = memory.knowledge.curated_chars()
     lines = [
         NOTEBOOK_HEADING,
         f"Your workspace, kept across sessions: {agent_used}/{slots} entries of your own used, "
         f"{limits.notebook_max_chars_per_entry} chars each; write with update_notebook, remove "
         "with clear_notebook. When all slots are used a new key evicts your oldest entry. "
-        "Entries tagged [system] or [cpp] are managed for you. "
+        "Entries tagged [system] (written by the runtime) or [cpp] (the context its cognitive "
+        "preparation pipeline prepared) are managed for you. "
         f"Curated knowledge (knowledge.md): {curated}/{limits.curated_max_chars} chars.",
         "",
     ]

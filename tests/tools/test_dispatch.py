@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from markus_memory import AgentMemory, open_agent
-from markus_memory.tools import REGISTRY, dispatch, is_tool_error_result
+from markus_memory.tools import REGISTRY, dispatch, is_tool_error_result, tool_names
 
 from .conftest import call, files_digest
 
@@ -19,6 +19,10 @@ def test_unknown_tool_lists_the_known_ones(memory: AgentMemory) -> None:
     result = call(memory, "memory_forget", {})
     assert result["status"] == "error" and "memory_save" in result["error"]
     assert call(memory, None, {})["status"] == "error"  # type: ignore[arg-type]
+    named = result["error"].split("The memory tools are: ", 1)[1].rstrip(".").split(", ")
+    assert named == list(tool_names())  # the canonical tools: never an alias not offered
+    offered = json.loads(dispatch(memory, "x", {}, offered=["memory_save", "memory_list"]))
+    assert offered["error"].endswith("The memory tools are: memory_save, memory_list.")
 
 
 def test_invalid_json_text_is_explained(memory: AgentMemory) -> None:

@@ -34,7 +34,7 @@ def test_long_content_is_truncated_and_says_so(memory: AgentMemory) -> None:
     ("args", "message"),
     [
         ({"content": "x"}, '"key" is required'),
-        ({"key": "", "content": "x"}, '"key" is required'),
+        ({"key": "", "content": "x"}, '"key" must not be blank'),
         ({"key": "k"}, '"content" is required'),
         ({"key": "k", "content": 7}, '"content" must be a string, got 7'),
     ],

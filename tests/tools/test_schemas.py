@@ -85,7 +85,8 @@ def test_memory_update_schema_is_the_markus_one() -> None:
     assert params["properties"]["mode"]["enum"] == ["replace", "patch", "append", "delete"]
     assert params["properties"]["ids"] == {
         "type": "array",
-        "items": {"type": "string"},
+        "items": {"type": "string", "pattern": r"\S"},
+        "minItems": 1,
         "maxItems": 20,
         "description": params["properties"]["ids"]["description"],
     }

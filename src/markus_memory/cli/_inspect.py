@@ -90,7 +90,7 @@ def overview(mem: AgentMemory) -> dict[str, Any]:
             ],
         },
         "knowledge": {
-            "curated_chars": len(mem.knowledge.curated_text()),
+            "curated_chars": mem.knowledge.curated_chars(),
             "curated_limit": limits.curated_max_chars,
             "observations": len(mem.knowledge.observations()),
             "observations_limit": limits.max_observations,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..config import Limits, epoch_ms, rand36
-from ..layers.knowledge import CuratedSection, KnowledgeDoc, Observation, render_knowledge
+from ..layers.knowledge import CuratedSection, KnowledgeDoc, Observation, curated_size
 from .hygiene import HygieneAction, clean_curated
 from .plan import DEFAULT_MERGE_TAGS, Merge, Plan, Promotion, Rejection
 
@@ -48,7 +48,7 @@ class Applied:
 def curated_chars(preamble: str, sections: Sequence[tuple[str, str]]) -> int:
     """Size of the curated part as the knowledge layer measures it."""
     doc = KnowledgeDoc(preamble.rstrip(), [CuratedSection(n, b.rstrip()) for n, b in sections])
-    return len(render_knowledge(doc))
+    return curated_size(doc)
 
 
 def apply_plan(

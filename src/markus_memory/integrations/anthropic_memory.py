@@ -20,7 +20,8 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ExtraNotInstalledError
+from ..errors import WRITE_REFUSALS, ExtraNotInstalledError, MarkusMemoryError
+from ..tools import hide_host_paths
 from ._layer_files import BY_NAME, LAYER_FILES, LayerFile, LayerRefusal, write_layer
 
 try:
@@ -63,14 +64,26 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
         try:
             with self.memory.lock:
                 return super().execute(command)
-        except ToolError:
-            raise
+        except ToolError as exc:
+            raise ToolError(self._for_model(str(exc))) from None
         except (AttributeError, TypeError, ValueError) as exc:
             name = getattr(command, "command", None)
-            raise ToolError(f"Invalid input for the memory tool command {name!r}: {exc}") from None
+            said = f"Invalid input for the memory tool command {name!r}: {exc}"
+            raise ToolError(self._for_model(said)) from None
+        except MarkusMemoryError as exc:  # a refusal the model can read (a read-only home …)
+            raise ToolError(self._for_model(f"The memory command failed: {exc}")) from None
+        except OSError as exc:  # free files: the reference implementation's raw OSErrors
+            why = WRITE_REFUSALS.get(exc.errno or 0) or exc.strerror or str(exc)
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise ToolError(self._for_model(f"The memory command failed: {why}{where}")) from None
         except Exception as exc:  # the model must never see a traceback; the host sees the log
             log.exception("memory tool command failed")
-            raise ToolError(f"The memory command failed: {type(exc).__name__}: {exc}") from None
+            said = f"The memory command failed: {type(exc).__name__}: {exc}"
+            raise ToolError(self._for_model(said)) from None
+
+    def _for_model(self, text: str) -> str:
+        """``text`` with host paths turned into the ``/memories`` paths the model uses."""
+        return hide_host_paths(text, self.memory, shown={self.memory_root: ROOT})
 
     # -- commands ----------------------------------------------------------------------------
 

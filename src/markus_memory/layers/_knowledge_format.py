@@ -201,6 +201,11 @@ def curated_text(doc: KnowledgeDoc) -> str:
     return "\n".join(blocks)
 
 
+def curated_size(doc: KnowledgeDoc) -> int:
+    """Characters of the curated part: what its cap counts and every report shows."""
+    return len(curated_text(doc).rstrip())
+
+
 def _render_entry(obs: Observation) -> str:
     """One observation as written, ending with its blank line."""
     meta = obs.type + (", tags: " + ", ".join(obs.tags) if obs.tags else "")

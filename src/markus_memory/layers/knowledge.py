@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TypeVar
 
@@ -40,6 +40,7 @@ from ._knowledge_format import (
     check_tags,
     check_text,
     clean_tag,
+    curated_size,
     curated_text,
     new_observation_id,
     parse_knowledge,
@@ -53,6 +54,7 @@ __all__ = [
     "KnowledgeFile",
     "Observation",
     "WriteResult",
+    "curated_size",
     "parse_knowledge",
     "render_knowledge",
 ]
@@ -64,7 +66,10 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True)
 class WriteResult:
-    """Outcome of a curated write. On refusal the sizes are those the write *would* have made."""
+    """Outcome of a curated write. On refusal the sizes are those the write *would* have made.
+
+    ``note`` says what was stored differently from what was given (``## `` lines demoted).
+    """
 
     ok: bool
     reason: str | None = None
@@ -73,6 +78,7 @@ class WriteResult:
     section_limit: int = 0
     curated_chars: int = 0
     curated_limit: int = 0
+    note: str | None = None
 
 
 def _check_limit(limit: object) -> int:
@@ -164,6 +170,10 @@ class KnowledgeFile:
         skip = {exclude} if isinstance(exclude, str) else set(exclude)
         doc.sections = [s for s in doc.sections if s.name not in skip]
         return curated_text(doc).rstrip()
+
+    def curated_chars(self) -> int:
+        """The size of the curated part, as every cap, command, prompt and page reports it."""
+        return curated_size(self.read())
 
     # ---- writing -------------------------------------------------------------------------
 
@@ -292,7 +302,7 @@ class KnowledgeFile:
             raise InvalidInputError(f"mode must be one of {', '.join(WRITE_MODES)}; got {mode!r}")
 
         def change(doc: KnowledgeDoc) -> WriteResult:
-            before = len(curated_text(doc))
+            before = curated_size(doc)
             index = doc.section_index(section)
             existing = doc.sections[index].body.strip() if index is not None else ""
             text = existing + "\n" + content if mode != "replace" and existing else content
@@ -302,10 +312,10 @@ class KnowledgeFile:
                 doc.sections.append(new)
             else:
                 doc.sections[index] = new
-            result = self._measure(section, len(body), len(curated_text(doc)), before)
+            result = self._measure(section, len(body), curated_size(doc), before)
             if not result.ok:
                 raise _Refused(result)
-            return result
+            return replace(result, note=_demoted_note(content))
 
         try:
             return self._write(change)
@@ -380,7 +390,7 @@ class KnowledgeFile:
             self._new_observation(o.content, o.type, o.tags, o.id, o.timestamp)
             for o in doc.observations
         ]
-        before, after = len(curated_text(original)), len(curated_text(checked))
+        before, after = curated_size(original), curated_size(checked)
         for section in sections:
             changed = old_bodies.get(section.name) != section.body
             result = self._measure(section.name, len(section.body), after, before)
@@ -390,6 +400,18 @@ class KnowledgeFile:
         if not result.ok:
             raise InvalidInputError(result.reason)
         return checked
+
+
+def _demoted_note(content: str) -> str | None:
+    """What a write says when ``## `` lines of ``content`` were stored as ``### ``."""
+    count = sum(1 for line in content.split("\n") if line.startswith("## "))
+    if not count:
+        return None
+    lines = "1 line" if count == 1 else f"{count} lines"
+    return (
+        f"{lines} starting with '## ' stored as '### ' (a '## ' line would start a new "
+        "section of knowledge.md)"
+    )
 
 
 def _valid_unicode(text: str) -> str:

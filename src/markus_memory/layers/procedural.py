@@ -29,7 +29,8 @@ from ..errors import InvalidInputError, NotFoundError
 
 TEMPLATES_ENV = "MARKUS_TEMPLATES_DIR"
 DEFAULT_HEARTBEAT_CHECKLIST = (
-    "- Check your assigned tasks with task_list and continue any task that is in progress."
+    "- Check your notebook for a task in progress and continue it; keep its entry current "
+    "with update_notebook."
 )
 ROLE_FILES = ("ROLE.md", "HEARTBEAT.md", "POLICIES.md")
 

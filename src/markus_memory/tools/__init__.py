@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from . import _deliberation, _knowledge_tools, _notebook_tools, _recall_tools
 from ._dispatch import run
 from ._errors import is_tool_error_result
+from ._paths import hide_host_paths
 from ._recall_normalize import RecallArgs, normalize_recall_args
 from ._registry import Registry, SchemaFormat, ToolDefinition
 from ._scenarios import SCENARIO_TOOLS
@@ -26,9 +27,15 @@ REGISTRY = Registry(
 """Every memory tool, canonical ones first, then the legacy aliases, in a stable order."""
 
 
-def dispatch(memory: AgentMemory, name: str, arguments: Any) -> str:
-    """Run tool ``name`` with ``arguments`` (dict or JSON text): a JSON string; never raises."""
-    return run(REGISTRY, memory, name, arguments)
+def dispatch(
+    memory: AgentMemory, name: str, arguments: Any, *, offered: Iterable[str] | None = None
+) -> str:
+    """Run tool ``name`` with ``arguments`` (dict or JSON text): a JSON string; never raises.
+
+    ``offered``: the tool names the model was given, which an unknown-tool error lists
+    (default: the canonical tools, as :func:`tool_schemas` gives them by default).
+    """
+    return run(REGISTRY, memory, name, arguments, offered)
 
 
 def apply_memory_updates(memory: AgentMemory, updates: Any) -> list[str]:
@@ -75,6 +82,7 @@ __all__ = [
     "ToolDefinition",
     "apply_memory_updates",
     "dispatch",
+    "hide_host_paths",
     "is_tool_error_result",
     "normalize_recall_args",
     "tool_names",

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MarkusMemoryError
+from ._paths import hide_host_paths
 from ._registry import Registry, ToolDefinition
 from ._results import ToolCallError, error_result, to_json
 from ._schema import TooDeep, check_plain_json, problems
@@ -72,25 +73,38 @@ def _arguments(tool: ToolDefinition, arguments: object) -> dict[str, Any]:
     return given
 
 
-def run(registry: Registry, memory: AgentMemory, name: object, arguments: object) -> str:
-    """Run ``name`` with ``arguments`` against ``memory``; the result is always a JSON string."""
+def run(
+    registry: Registry,
+    memory: AgentMemory,
+    name: object,
+    arguments: object,
+    offered: Iterable[str] | None = None,
+) -> str:
+    """Run ``name`` with ``arguments`` against ``memory``; the result is always a JSON string.
+
+    An unknown name is answered with the tools ``offered`` to the model (by default the
+    canonical ones): never a name the model was not shown.
+    """
     tool = registry.get(name) if isinstance(name, str) else None
     if tool is None:
-        known = ", ".join(registry.names())
+        shown = offered if offered is not None else (t.name for t in registry if not t.legacy)
+        known = ", ".join(shown)
         message = f"unknown tool {_shown_name(name)}. The memory tools are: {known}."
         return to_json(error_result(message, None))
     try:
         result = tool.handler(memory, _arguments(tool, arguments))
     except ToolCallError as exc:
         extra = dict(exc.extra)
+        message = hide_host_paths(exc.message, memory)
         if tool.error_key == "error":
-            extra.setdefault("reason", exc.message)
-        return to_json(error_result(exc.message, tool.store, message_key=tool.error_key, **extra))
-    except MarkusMemoryError as exc:
-        return to_json(error_result(str(exc), tool.store, message_key=tool.error_key))
+            extra.setdefault("reason", hide_host_paths(str(extra.get("reason", message)), memory))
+        return to_json(error_result(message, tool.store, message_key=tool.error_key, **extra))
+    except MarkusMemoryError as exc:  # a refusal the model can act on, e.g. a read-only home
+        message = hide_host_paths(str(exc), memory)
+        return to_json(error_result(message, tool.store, message_key=tool.error_key))
     except Exception as exc:  # the model must never see a traceback; the host sees the log
         log.exception("memory tool %s failed", tool.name)
-        message = f"{tool.name} failed: {type(exc).__name__}: {exc}"
+        message = hide_host_paths(f"{tool.name} failed: {type(exc).__name__}: {exc}", memory)
         return to_json(error_result(message, tool.store, message_key=tool.error_key))
     result.setdefault("store", tool.store)
     return to_json(result)

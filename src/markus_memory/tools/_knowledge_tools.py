@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 from ..config import iso_ms
 from ._registry import ToolDefinition
 from ._results import Result, ToolCallError
+from ._schema import NOT_BLANK, arguments, text
 from ._validation import (
     OBSERVATION_TYPES,
     SAVE_TYPES,
     example,
     id_list,
     optional_string,
-    required_text,
     tag_list,
     whole_number,
 )
@@ -62,8 +62,7 @@ def hit_dict(hit: Any) -> Result:
 
 
 def memory_save(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
-    hint = "Call it once per insight, e.g. " + example("memory_save", SAVE_EXAMPLE)
-    content = required_text(args, "content", hint + " Never pass an array.")
+    content: str = args["content"]
     kind = args.get("type", "fact")
     tags = tag_list(args.get("tags"))
     obs = memory.knowledge.save_observation(content.strip(), type=kind, tags=tags)
@@ -91,9 +90,9 @@ def _mode(args: Mapping[str, Any]) -> str:
 
 
 def _delete(memory: AgentMemory, args: Mapping[str, Any], hint: str) -> Result:
-    ids = id_list(args.get("ids", []))
-    if not ids:
+    if "ids" not in args:
         raise ToolCallError("Provide ids to delete. " + hint)
+    ids = id_list(args["ids"])
     removed = memory.knowledge.remove_observations(ids)
     return {"status": "deleted", "removed": removed, "store": STORE}
 
@@ -112,27 +111,24 @@ def _write_section(memory: AgentMemory, section: str, content: str, mode: str) -
             curatedChars=result.curated_chars,
             curatedLimit=result.curated_limit,
         )
-    return {"status": "updated", "section": section, "mode": mode, "store": STORE}
+    shown = {"status": "updated", "section": section, "mode": mode, "note": result.note}
+    return {**shown, "store": STORE}
 
 
 def memory_update(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
-    hint = "Example: " + example("memory_update", UPDATE_EXAMPLE)
     mode = _mode(args)
     if mode == "delete":
         return _delete(memory, args, "Example: " + example("memory_update", DELETE_EXAMPLE))
-    section = required_text(args, "section", hint).strip()
-    content = required_text(
-        args, "content", f"mode {mode} needs the new text; the section is left as it is. " + hint
-    )
-    return _write_section(memory, section, content, mode)
+    if "content" not in args:  # the one rule the advertised schema cannot state
+        raise ToolCallError(
+            f'mode {mode} needs "content", the new text; the section is left as it is. '
+            "Example: " + example("memory_update", UPDATE_EXAMPLE)
+        )
+    return _write_section(memory, args["section"].strip(), args["content"], mode)
 
 
 def memory_update_longterm(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
-    hint = "Example: " + example("memory_update_longterm", UPDATE_EXAMPLE)
-    mode = _mode(args)
-    section = required_text(args, "section", hint).strip()
-    content = required_text(args, "content", "The section is left as it is. " + hint)
-    return _write_section(memory, section, content, mode)
+    return _write_section(memory, args["section"].strip(), args["content"], _mode(args))
 
 
 def memory_list(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
@@ -146,19 +142,22 @@ def memory_list(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
 def memory_delete(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
     hint = "Example: " + example("memory_delete", {"ids": ["obs_1700000000000_ab12cd"]})
     hint += " or " + example("memory_delete", {"tag": "temp"})
-    if args.get("ids"):
-        ids = id_list(args["ids"])
-        if ids:
-            removed = memory.knowledge.remove_observations(ids)
-            return {"status": "deleted", "removed": removed, "store": STORE}
-    tag = optional_string(args, "tag")
-    if tag is None or not tag.strip():
+    if "ids" in args:
+        removed = memory.knowledge.remove_observations(id_list(args["ids"]))
+    elif "tag" in args:
+        removed = memory.knowledge.remove_observations_by_tag(args["tag"].strip())
+    else:
         raise ToolCallError("Provide ids or tag. " + hint)
-    removed = memory.knowledge.remove_observations_by_tag(tag.strip())
     return {"status": "deleted", "removed": removed, "store": STORE}
 
 
 _TYPE_ENUM = {"type": "string", "enum": list(OBSERVATION_TYPES)}
+_IDS = {
+    "type": "array",
+    "items": {"type": "string", "pattern": NOT_BLANK},
+    "minItems": 1,
+    "maxItems": DELETE_MAX_IDS,
+}
 
 TOOLS = (
     ToolDefinition(
@@ -171,13 +170,9 @@ TOOLS = (
             '{"status":"saved","store":"knowledge.md"}. For multi-step procedures or durable '
             "lessons use memory_update instead."
         ),
-        parameters={
-            "type": "object",
-            "properties": {
-                "content": {
-                    "type": "string",
-                    "description": "The observation, one self-contained statement.",
-                },
+        parameters=arguments(
+            {
+                "content": text("The observation, one self-contained statement."),
                 "type": {
                     "type": "string",
                     "enum": list(SAVE_TYPES),
@@ -191,9 +186,8 @@ TOOLS = (
                     "description": "Optional tags: an array or a comma-separated string.",
                 },
             },
-            "required": ["content"],
-            "additionalProperties": False,
-        },
+            "content",
+        ),
         handler=memory_save,
         example=SAVE_EXAMPLE,
         store=STORE,
@@ -205,9 +199,8 @@ TOOLS = (
             "OR-matched; an empty query lists the most recent observations. Returns "
             '{"results":[…],"count","searchMethod","store":"knowledge.md"}.'
         ),
-        parameters={
-            "type": "object",
-            "properties": {
+        parameters=arguments(
+            {
                 "query": {
                     "type": "string",
                     "description": "Keywords, OR-matched. Empty = list recent observations.",
@@ -219,8 +212,8 @@ TOOLS = (
                     "maximum": SEARCH_MAX_LIMIT,
                     "description": f"Maximum results, 1-{SEARCH_MAX_LIMIT} (default 10).",
                 },
-            },
-        },
+            }
+        ),
         handler=memory_search,
         example=SEARCH_EXAMPLE,
         store=STORE,
@@ -236,28 +229,22 @@ TOOLS = (
             'by ids. Success looks like {"status":"updated","store":"knowledge.md"}; if a write '
             "is refused the result says why and how large the section and file are."
         ),
-        parameters={
-            "type": "object",
-            "properties": {
-                "section": {"type": "string", "description": "Section name, e.g. procedures."},
-                "content": {
-                    "type": "string",
-                    "description": "Text to write (required for replace/patch/append).",
-                },
+        parameters=arguments(
+            {
+                "section": text("Section name, e.g. procedures."),
+                "content": text("Text to write (required for replace/patch/append)."),
                 "mode": {
                     "type": "string",
                     "enum": list(UPDATE_MODES),
                     "description": "replace (default), patch, append (= patch) or delete.",
                 },
                 "ids": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "maxItems": DELETE_MAX_IDS,
+                    **_IDS,
                     "description": f"Ids to delete (mode delete, max {DELETE_MAX_IDS}).",
                 },
             },
-            "required": ["section"],
-        },
+            "section",
+        ),
         handler=memory_update,
         example=UPDATE_EXAMPLE,
         store=STORE,
@@ -268,9 +255,8 @@ TOOLS = (
             "Legacy alias: list the most recent observations "
             "(memory_search with an empty query does the same)."
         ),
-        parameters={
-            "type": "object",
-            "properties": {
+        parameters=arguments(
+            {
                 "type": _TYPE_ENUM,
                 "limit": {
                     "type": "integer",
@@ -278,8 +264,8 @@ TOOLS = (
                     "maximum": LIST_MAX_LIMIT,
                     "description": f"1-{LIST_MAX_LIMIT} (default 15).",
                 },
-            },
-        },
+            }
+        ),
         handler=memory_list,
         example={"limit": 15},
         store=STORE,
@@ -288,13 +274,7 @@ TOOLS = (
     ToolDefinition(
         name="memory_delete",
         description="Legacy alias: delete observations by ids (at most 20) or by tag.",
-        parameters={
-            "type": "object",
-            "properties": {
-                "ids": {"type": "array", "items": {"type": "string"}, "maxItems": DELETE_MAX_IDS},
-                "tag": {"type": "string"},
-            },
-        },
+        parameters=arguments({"ids": _IDS, "tag": text("Delete the observations with this tag.")}),
         handler=memory_delete,
         example={"ids": ["obs_1700000000000_ab12cd"]},
         store=STORE,
@@ -306,11 +286,10 @@ TOOLS = (
             "Legacy alias of memory_update for curated knowledge.md sections "
             "(modes replace, patch, append = patch)."
         ),
-        parameters={
-            "type": "object",
-            "properties": {
-                "section": {"type": "string"},
-                "content": {"type": "string"},
+        parameters=arguments(
+            {
+                "section": text("Section name."),
+                "content": text("Text to write."),
                 "mode": {
                     "type": "string",
                     "enum": ["replace", "patch", "append"],
@@ -318,8 +297,9 @@ TOOLS = (
                     "observations use memory_update with mode delete.",
                 },
             },
-            "required": ["section", "content"],
-        },
+            "section",
+            "content",
+        ),
         handler=memory_update_longterm,
         example=UPDATE_EXAMPLE,
         store=STORE,

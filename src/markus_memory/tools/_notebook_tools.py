@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from ._registry import ToolDefinition
 from ._results import Result, ToolCallError
-from ._validation import example, optional_string, required_text
+from ._schema import arguments, text
+from ._validation import example, optional_string
 
 if TYPE_CHECKING:
     from ..memory import AgentMemory
@@ -58,9 +59,7 @@ def _upsert(memory: AgentMemory, key: str, content: str, hint: str) -> Result:
 
 def _update(memory: AgentMemory, args: Mapping[str, Any], tool: str) -> Result:
     hint = "Example: " + example(tool, NOTEBOOK_EXAMPLE)
-    key = required_text(args, "key", hint)
-    content = required_text(args, "content", hint)
-    return _upsert(memory, key, content, hint)
+    return _upsert(memory, args["key"], args["content"], hint)
 
 
 def update_notebook(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
@@ -101,38 +100,33 @@ def clear_working_memory(memory: AgentMemory, args: Mapping[str, Any]) -> Result
 
 
 def state_update(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
-    hint = "Example: " + example("state_update", STATE_EXAMPLE)
-    key = required_text(args, "key", hint).strip()
-    content = required_text(args, "content", hint)
-    entry = memory.state.update(key, content.strip())
+    entry = memory.state.update(args["key"].strip(), args["content"].strip())
     return {"status": "updated", "key": entry.key, "store": STATE}
 
 
 def state_clear(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
-    hint = "Example: " + example("state_clear", {"key": "deploy-freeze"})
-    key = required_text(args, "key", hint).strip()
+    key = args["key"].strip()
     removed = memory.state.clear(key)
     return {"status": "cleared", "key": key, "cleared": 1 if removed else 0, "store": STATE}
 
 
-_NOTEBOOK_PARAMS = {
-    "type": "object",
-    "properties": {
-        "key": {"type": "string", "description": "Short stable key, e.g. current-task."},
-        "content": {"type": "string", "description": "The full new text of the entry."},
+_NOTEBOOK_PARAMS = arguments(
+    {
+        "key": text("Short stable key, e.g. current-task."),
+        "content": text("The full new text of the entry."),
     },
-    "required": ["key", "content"],
-}
-_CLEAR_PARAMS = {
-    "type": "object",
-    "properties": {
+    "key",
+    "content",
+)
+_CLEAR_PARAMS = arguments(
+    {
         "key": {"type": "string", "description": "The entry to remove."},
         "all": {
             "type": "boolean",
             "description": "true removes all of your own entries (instead of a key).",
         },
-    },
-}
+    }
+)
 
 TOOLS = (
     ToolDefinition(
@@ -168,14 +162,14 @@ TOOLS = (
             "ongoing incident). State entries expire after 7 days without an update. Use "
             "memory_save for lasting facts."
         ),
-        parameters={
-            "type": "object",
-            "properties": {
-                "key": {"type": "string", "description": "Short stable key."},
-                "content": {"type": "string", "description": "The current state, briefly."},
+        parameters=arguments(
+            {
+                "key": text("Short stable key."),
+                "content": text("The current state, briefly."),
             },
-            "required": ["key", "content"],
-        },
+            "key",
+            "content",
+        ),
         handler=state_update,
         example=STATE_EXAMPLE,
         store=STATE,
@@ -183,11 +177,7 @@ TOOLS = (
     ToolDefinition(
         name="state_clear",
         description="Remove a state.md entry by key when it no longer holds.",
-        parameters={
-            "type": "object",
-            "properties": {"key": {"type": "string"}},
-            "required": ["key"],
-        },
+        parameters=arguments({"key": text("The entry to remove.")}, "key"),
         handler=state_clear,
         example={"key": "deploy-freeze"},
         store=STATE,

@@ -8,6 +8,11 @@ from typing import Any
 
 OPERATIONS = ("list", "get", "search")
 _OP_KEYS = ("operation", "op", "action", "mode", "data")
+_ID_KEYS = ("activity_id", "activityId", "id")
+_QUERY_KEYS = ("query", "q", "keywords")
+_TASK_KEYS = ("task_id", "taskId")
+ALIASES = {keys[0]: keys[1:] for keys in (_ID_KEYS, _QUERY_KEYS, _TASK_KEYS, _OP_KEYS)}
+"""Each argument's other spellings, as models send them."""
 
 
 @dataclass(frozen=True)
@@ -51,9 +56,9 @@ def _explicit_op(args: Mapping[str, Any]) -> str | None:
 
 def normalize_recall_args(args: Mapping[str, Any]) -> RecallArgs:
     """Map every argument spelling seen in production onto one operation and its inputs."""
-    activity_id = _first_string(args, ("activity_id", "activityId", "id"))
-    query = _first_string(args, ("query", "q", "keywords"))
-    task_id = _first_string(args, ("task_id", "taskId"))
+    activity_id = _first_string(args, _ID_KEYS)
+    query = _first_string(args, _QUERY_KEYS)
+    task_id = _first_string(args, _TASK_KEYS)
     kind = args.get("type") if isinstance(args.get("type"), str) else None
     op = _explicit_op(args)
     if op is None and kind is not None and kind.strip().lower() in OPERATIONS:

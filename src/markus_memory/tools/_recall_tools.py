@@ -9,10 +9,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import iso_ms, parse_iso
 from ..errors import NotFoundError
-from ._recall_normalize import OPERATIONS, explicit_operation, normalize_recall_args, recall_limit
+from ._recall_normalize import (
+    ALIASES,
+    OPERATIONS,
+    explicit_operation,
+    normalize_recall_args,
+    recall_limit,
+)
 from ._registry import ToolDefinition
 from ._results import Result, ToolCallError
-from ._validation import example, optional_string, required_text, whole_number
+from ._schema import arguments, text
+from ._validation import example, optional_string, whole_number
 
 if TYPE_CHECKING:
     from ..memory import AgentMemory
@@ -21,6 +28,7 @@ ACTIVITIES = "activities"
 SESSIONS = "sessions"
 CONVERSATION_MAX_LIMIT = 50
 MAX_NEIGHBOURS = 5
+ACTIVITY_MAX_LIMIT = 20
 
 
 def _iso(value: Any) -> str | None:
@@ -123,7 +131,7 @@ def _moment(args: Mapping[str, Any], key: str, hint: str) -> datetime | None:
 
 def recall_conversation(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
     hint = "Example: " + example("recall_conversation", {"query": "database migration plan"})
-    query = required_text(args, "query", hint)
+    query: str = args["query"]
     session_id = optional_string(args, "session_id")
     role = optional_string(args, "role")
     since, until = _moment(args, "since", hint), _moment(args, "until", hint)
@@ -161,6 +169,13 @@ def _hit_dict(hit: Any) -> Result:
     return shown
 
 
+_ALIASES = {
+    alias: {"type": "string", "description": f"Same as {name}."}
+    for name, aliases in ALIASES.items()
+    for alias in aliases
+}
+"""The other spellings models use for recall_activity's arguments (the original took them)."""
+
 TOOLS = (
     ToolDefinition(
         name="recall_activity",
@@ -170,9 +185,8 @@ TOOLS = (
             "activity_id get that activity's step-by-step logs. operation (list/get/search) is "
             "optional and inferred."
         ),
-        parameters={
-            "type": "object",
-            "properties": {
+        parameters=arguments(
+            {
                 "activity_id": {"type": "string", "description": "Get this activity's logs."},
                 "query": {"type": "string", "description": "Search words (all must match)."},
                 "task_id": {"type": "string", "description": "List only this task's activities."},
@@ -180,10 +194,16 @@ TOOLS = (
                     "type": "string",
                     "description": "List only these types (comma-separated).",
                 },
-                "limit": {"type": "number", "description": "1-20 (default 5)."},
-                "operation": {"type": "string", "enum": ["list", "get", "search"]},
-            },
-        },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": ACTIVITY_MAX_LIMIT,
+                    "description": f"1-{ACTIVITY_MAX_LIMIT} (default 5).",
+                },
+                "operation": {"type": "string", "enum": list(OPERATIONS)},
+                **_ALIASES,
+            }
+        ),
         handler=recall_activity,
         example={"query": "auth error"},
         store=ACTIVITIES,
@@ -196,11 +216,9 @@ TOOLS = (
             "Filter by session_id, role (user/assistant/tool/system) and time (since/until, "
             "ISO dates); neighbours (default 1) adds that many messages before and after each hit."
         ),
-        parameters={
-            "type": "object",
-            "required": ["query"],
-            "properties": {
-                "query": {"type": "string", "description": "What to look for (required)."},
+        parameters=arguments(
+            {
+                "query": text("What to look for (required)."),
                 "session_id": {"type": "string", "description": "Only this session."},
                 "role": {
                     "type": "string",
@@ -221,7 +239,8 @@ TOOLS = (
                     "description": f"Context messages around each hit, 0-{MAX_NEIGHBOURS} (1).",
                 },
             },
-        },
+            "query",
+        ),
         handler=recall_conversation,
         example={"query": "database migration plan"},
         store=SESSIONS,

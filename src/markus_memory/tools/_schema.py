@@ -24,9 +24,11 @@ from ._validation import type_name
 MAX_DEPTH = 32
 """How deeply a call's arguments may nest (the arguments object itself is level 1)."""
 MAX_PROBLEMS = 4
+NOT_BLANK = r"\S"
+"""The pattern of a string that must not be blank."""
 _VALUE_CHECKS = frozenset(
     {"type", "enum", "oneOf", "anyOf", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
-    | {"maxItems"}
+    | {"maxItems", "minItems", "pattern"}
 )
 
 _TYPES = Draft202012Validator.TYPE_CHECKER.redefine_many(
@@ -92,6 +94,20 @@ def _check_text(text: str) -> None:
             "the arguments contain invalid Unicode (a lone surrogate such as \\ud800); "
             "send plain UTF-8 text"
         ) from None
+
+
+def text(description: str) -> dict[str, Any]:
+    """A string argument that must hold more than white space (blank text is as good as none)."""
+    return {"type": "string", "pattern": NOT_BLANK, "description": description}
+
+
+def arguments(properties: Mapping[str, Any], *required: str) -> dict[str, Any]:
+    """A tool's parameters: exactly these named arguments (any other is refused)."""
+    schema: dict[str, Any] = {"type": "object", "properties": dict(properties)}
+    if required:
+        schema["required"] = list(required)
+    schema["additionalProperties"] = False
+    return schema
 
 
 def validator_for(schema: Mapping[str, Any]) -> Any:
@@ -176,4 +192,8 @@ def _describe(tool: str, error: ValidationError) -> str:
         return f"{where} must be at most {error.validator_value}, got {_shown(value)}"
     if kind == "maxItems" and isinstance(value, Sequence):
         return f"{where} takes at most {error.validator_value} items, got {len(value)}"
+    if kind == "minItems" and isinstance(value, Sequence):
+        return f"{where} needs at least {error.validator_value} item, got none"
+    if kind == "pattern" and error.validator_value == NOT_BLANK:
+        return f"{where} must not be blank"
     return f"{where}: {error.message}"

@@ -7,8 +7,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._results import ToolCallError
-
 OBSERVATION_TYPES = ("fact", "note", "task_result", "conversation", "insight")
 SAVE_TYPES = ("fact", "note", "insight")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -41,18 +39,6 @@ def optional_string(args: Mapping[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def required_text(args: Mapping[str, Any], key: str, hint: str) -> str:
-    """A string with at least one non-space character (returned unchanged).
-
-    The schema has checked the type; what it does not say is that blank text is as good as none.
-    """
-    value = args.get(key)
-    if not isinstance(value, str) or not value.strip():
-        got = "missing" if value is None else "blank"
-        raise ToolCallError(f'"{key}" is required and must be a non-empty string ({got}). {hint}')
-    return value
-
-
 def whole_number(args: Mapping[str, Any], key: str, default: int) -> int:
     """A schema-checked integer argument (5.0 counts as 5), or ``default`` when left out."""
     value = args.get(key)
@@ -60,8 +46,8 @@ def whole_number(args: Mapping[str, Any], key: str, default: int) -> int:
 
 
 def id_list(value: Any) -> list[str]:
-    """The ids of a schema-checked array of strings, blank ones dropped."""
-    return [v.strip() for v in value if v.strip()]
+    """The ids of a schema-checked array of non-blank strings, stripped."""
+    return [v.strip() for v in value]
 
 
 def tag_list(value: Any) -> tuple[str, ...]:

@@ -52,7 +52,7 @@ def agent_card(memory: AgentMemory) -> AgentCard:
     limits = memory.settings.limits
     entries = memory.notebook.entries()
     doc = memory.knowledge.read()
-    curated = len(memory.knowledge.curated_text())
+    curated = memory.knowledge.curated_chars()
     agent_entries = sum(1 for e in entries if e.managed == "agent")
     bars = (
         Bar("notebook slots", agent_entries, limits.notebook_max_agent_entries),

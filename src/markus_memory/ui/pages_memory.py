@@ -172,7 +172,7 @@ def knowledge(
         "knowledge.html",
         status=status,
         sections=sections,
-        curated=len(memory.knowledge.curated_text()),
+        curated=memory.knowledge.curated_chars(),
         observations=timeline,
         total_observations=len(doc.observations),
         matched=matched,

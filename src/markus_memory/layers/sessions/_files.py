@@ -22,7 +22,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..._fs import FileSignature, atomic_write_bytes, open_file, read_bytes, signature
+from ..._fs import FileSignature, atomic_write_bytes, open_file, read_bytes, signature, writing
 from ...config import epoch_ms, parse_iso
 from ...errors import CorruptFileError
 from . import _format as fmt
@@ -283,8 +283,13 @@ class SessionFiles:
         """Write one journal record with a single ``os.write`` (the header too, if new).
 
         All or nothing: if any step fails (disk full, I/O error) the journal is cut back to
-        its length before the call and the error raised, so a failed append stored nothing.
+        its length before the call and the error raised, so a failed append stored nothing;
+        a write the file system refuses (read-only, full) raises :class:`UnwritableError`.
         """
+        with writing(self.journal_path):
+            self._append_line(line, now, fsync=fsync)
+
+    def _append_line(self, line: bytes, now: datetime, *, fsync: bool) -> None:
         if self.fd is None and self.journal_ino is not None:
             self.fd = open_file(self.journal_path, os.O_WRONLY | os.O_APPEND)
         if self.fd is None:

@@ -136,7 +136,8 @@ class SessionStore:
         """Append a message; it is on disk (SIGKILL-safe) when this returns.
 
         Raises InvalidInputError for a malformed or oversized message and NotFoundError for an
-        unknown session, OSError when the disk refuses the write: in each case nothing was
+        unknown session, UnwritableError (an OSError) when the file system refuses the write
+        (read-only, full), another OSError for other failures: in each case nothing was
         stored. Once the journal holds the message the append has succeeded, whatever happens
         to the checkpoint or compaction it may trigger.
         """
