@@ -20,6 +20,8 @@ from .app import Call
 from .web import PageError, fingerprint
 
 TIMELINE_PAGE = 100
+SEARCH_LIMIT = 50
+"""A search of the timeline lists this many best matches, best first."""
 
 
 def _conflict(
@@ -72,6 +74,8 @@ def notebook_save(call: Call) -> Response:
                 text,
                 retry,
             )
+        if current is not None and current.text.strip() == text.strip():
+            return call.done("notebook", f"{key!r} is unchanged; nothing was written")
         managed = "agent" if current is None else current.managed
         if managed != "agent" and form.get("allow_system") != "yes":
             raise PageError(
@@ -141,11 +145,11 @@ def knowledge(
         }
         for s in doc.sections
     ]
-    type_filter = call.query("type")
-    tag_filter = call.query("tag")
+    type_filter = call.params.choice("type", OBSERVATION_TYPES)
+    tag_filter = call.query("tag").strip()
     query = call.query("q").strip()
     if query:
-        hits = memory.search(query, limit=50, type=type_filter or None).hits
+        hits = memory.search(query, limit=SEARCH_LIMIT, type=type_filter or None).hits
         by_id = {o.id: o for o in doc.observations}
         timeline = [
             by_id[h.id]
@@ -161,8 +165,7 @@ def knowledge(
             if (not type_filter or o.type == type_filter)
             and (not tag_filter or tag_filter in o.tags)
         ]
-    page = call.query("page")
-    number = max(1, int(page)) if page.isdigit() else 1
+    number = call.params.number("page", 1, low=1)
     pages = max(1, -(-len(timeline) // TIMELINE_PAGE))
     number = min(number, pages)
     matched = len(timeline)
@@ -184,6 +187,7 @@ def knowledge(
         type_filter=type_filter,
         tag_filter=tag_filter,
         query=query,
+        search_limit=SEARCH_LIMIT,
         refusal=refusal,
         draft=draft or {},
     )
