@@ -310,3 +310,12 @@ def test_a_ticked_observation_edited_meanwhile_is_neither_merged_nor_deleted(
         assert answer.status_code == 409, action
         assert f"{obs_id} changed since the page was loaded" in answer.text
     assert path.read_text() == by_hand
+
+
+def test_every_form_that_posts_carries_the_form_token() -> None:
+    templates = Path(create_app.__code__.co_filename).parent / "templates"
+    for path in templates.glob("*.html"):
+        forms = re.findall(r"<form[^>]*>[^\n]*", path.read_text())
+        for form in forms:
+            if 'method="post"' in form:
+                assert 'name="form_token" value="{{ form_token }}"' in form, (path.name, form)

@@ -4,12 +4,13 @@ message, never 500), distinct page titles, speakers on the transcript, the timel
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
-from markus_memory import open_agent
+from markus_memory import InvalidInputError, open_agent
 from markus_memory.ui import create_app
 
 from ..clocks import FakeClock
@@ -168,3 +169,24 @@ def test_the_timeline_says_in_which_order_it_lists(ui: Running, query: str) -> N
     said = "best match first" if query else "newest first"
     other = "newest first" if query else "best match first"
     assert said in page and other not in page
+
+
+def test_the_state_layer_dates_an_entry_as_asked(tmp_path: Path) -> None:
+    """What the State page's 'expires in' and 'never expires' write through."""
+    clock = FakeClock(NOW)
+    with open_agent("carol", settings=settings_for(tmp_path / "home", clock)) as mem:
+        today = NOW.date()
+        assert mem.state.update("a", "dated", day=today - timedelta(days=5)).updated == (
+            today - timedelta(days=5)
+        )
+        assert mem.state.update("b", "never", undated=True).updated is None
+        assert mem.state.update("c", "today").updated == today
+        with pytest.raises(InvalidInputError):
+            mem.state.update("d", "both", day=today, undated=True)
+        assert [(e.key, e.updated) for e in mem.state.entries()] == [
+            ("a", today - timedelta(days=5)),
+            ("b", None),
+            ("c", today),
+        ]
+        clock.advance(days=365)
+        assert mem.state.prune() == ["a", "c"]

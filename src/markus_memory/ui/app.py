@@ -148,7 +148,15 @@ def error_page(ui: UI, request: Request, status: int, title: str, detail: str) -
 
 
 def build_routes(ui: UI) -> list[BaseRoute]:
-    from . import pages_dreams, pages_history, pages_home, pages_memory
+    from . import (
+        pages_dreams,
+        pages_history,
+        pages_home,
+        pages_memory,
+        pages_observations,
+        pages_search,
+        pages_state,
+    )
 
     routes: list[BaseRoute] = [
         Route("/", pages_home.agents_endpoint(ui)),
@@ -157,8 +165,10 @@ def build_routes(ui: UI) -> list[BaseRoute]:
         Route("/logout", logout, methods=["POST"]),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
         Route("/agents/{agent}", pages_home.agent_redirect),
+        Route("/search", pages_search.search_endpoint(ui)),
     ]
-    for module in (pages_memory, pages_history, pages_dreams):
+    modules = (pages_memory, pages_observations, pages_state, pages_history, pages_dreams)
+    for module in modules:
         for path, tab, handler, post in module.ROUTES:
             routes.append(agent_route(ui, path, tab, handler, post=post))
     return routes

@@ -77,6 +77,23 @@ def transcript(call: Call) -> Response:
     )
 
 
+def session_delete(call: Call) -> Response:
+    session_id = call.request.path_params["session"]
+    if call.form.get("confirm") != "yes":
+        raise PageError(
+            400,
+            "Not confirmed",
+            "tick the box that confirms the deletion; nothing was deleted.",
+        )
+    if not call.memory.delete_session(session_id):
+        raise PageError(
+            404, "No such session", f"agent {call.memory.agent_id!r} has no session {session_id!r}."
+        )
+    return call.done(
+        "conversations", f"deleted session {session_id} (its files and its text in recall)"
+    )
+
+
 def activities(call: Call) -> Response:
     log = call.memory.activities
     query = call.query("q").strip()
@@ -100,6 +117,7 @@ def activity(call: Call) -> Response:
 ROUTES = (
     ("/conversations", "conversations", conversations, False),
     ("/conversations/{session}", "conversations", transcript, False),
+    ("/conversations/{session}/delete", "conversations", session_delete, True),
     ("/activities", "activities", activities, False),
     ("/activities/{activity}", "activities", activity, False),
 )
