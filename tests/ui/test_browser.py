@@ -60,6 +60,7 @@ def test_every_page_of_an_agent_loads_cleanly(watched: Watched, ui: Running) -> 
     watched.goto("/agents/alice/conversations")
     page.locator("table a").first.click()
     assert page.locator(".transcript .turn").count() >= 4
+    shot(page, "transcript")
     watched.goto("/agents/alice/activities")
     page.get_by_role("link", name="Investigate search latency").click()
     logs = [line.split("\n")[-1] for line in page.locator(".log li").all_inner_texts()]
@@ -89,6 +90,9 @@ def test_dark_mode_and_keyboard(browser: Any, ui: Running) -> None:
     background = page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
     assert background == "rgb(21, 23, 27)"
     shot(page, "knowledge-dark")
+    page.goto(ui.url + "/search?q=Ana")
+    shot(page, "search-dark")
+    page.goto(ui.url + "/agents/alice/knowledge")
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.textContent") == "Skip to content"
     page.keyboard.press("Tab")

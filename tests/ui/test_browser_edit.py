@@ -115,7 +115,6 @@ def test_edit_a_state_entry_and_how_long_it_lives(watched: Watched, ui: Running)
     page.fill("#new-state-text", "No deploys from Dec 20 to Jan 5.")
     page.get_by_role("button", name="Add", exact=True).click()
     assert "saved 'freeze'" in text_of(page, ".notice")
-    shot(page, "state")
     with memory(ui) as mem:
         on_call, freeze = mem.state.get("on-call"), mem.state.get("freeze")
         assert on_call is not None and on_call.updated is None  # never expires
