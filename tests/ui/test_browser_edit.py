@@ -198,6 +198,8 @@ def test_search_every_agent_from_the_header(watched: Watched, ui: Running) -> No
     alice, bob = sections.nth(0), sections.nth(1)
     assert "Ana" in alice.locator(".timeline").inner_text()
     assert alice.locator("article.hit").count() >= 1  # from the conversations
+    link = alice.locator("article.hit header a").first.get_attribute("href")
+    assert link is not None and link.startswith("/agents/alice/conversations/chat_")
     assert "Refunds over 500 EUR need Ana." in bob.inner_text()
     assert page.title() == "“Ana” in every agent · Search · markus-memory"
     shot(page, "search")

@@ -10,7 +10,7 @@ from ..config import OBSERVATION_TYPES
 from ..layers._knowledge_format import new_observation_id
 from ..layers.knowledge import Observation
 from .app import Call
-from .web import PageError, fingerprint
+from .web import PageError, changed_meanwhile, fingerprint
 
 
 def observation_print(obs: Observation) -> str:
@@ -60,12 +60,7 @@ def observation_save(call: Call) -> Response:
     with kf.documents.lock():
         current = _present(call, obs_id)
         if observation_print(current) != call.form.get("fingerprint"):
-            raise PageError(
-                409,
-                "Changed meanwhile",
-                f"observation {obs_id} changed since the page was loaded; nothing was written. "
-                "Reload it and edit again.",
-            )
+            raise changed_meanwhile(f"observation {obs_id}", "written")
         if (current.content, current.type, current.tags) == (content.strip(), kind, tags):
             return call.done("knowledge", f"{obs_id} is unchanged; nothing was written")
         kf.replace_observations([obs_id], Observation(obs_id, kind, content, call.now(), tags))

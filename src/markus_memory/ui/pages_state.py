@@ -9,7 +9,7 @@ from starlette.responses import Response
 
 from ..layers.state import StateEntry
 from .app import Call
-from .web import PageError, fingerprint
+from .web import PageError, changed_meanwhile, fingerprint
 
 
 def state_print(entry: StateEntry | None) -> str:
@@ -67,13 +67,7 @@ def state_save(call: Call) -> Response:
     with layer.documents.lock():
         current = layer.get(key)
         if state_print(current) != call.form.get("fingerprint"):
-            what = "was added" if current is None else "changed"
-            raise PageError(
-                409,
-                "Changed meanwhile",
-                f"state entry {key!r} {what} since the page was loaded (a hand edit, or the "
-                "agent itself); nothing was written. Reload the page and edit again.",
-            )
+            raise changed_meanwhile(f"state entry {key!r}", "written")
         if current is not None and (current.content, current.updated) == (content.strip(), day):
             return call.done("state", f"{key!r} is unchanged; nothing was written")
         entry = layer.update(key, content, day=day, undated=undated)
@@ -89,12 +83,7 @@ def state_clear(call: Call) -> Response:
         if current is None:
             return call.done("state", f"{key!r} was already gone")
         if state_print(current) != call.form.get("fingerprint"):
-            raise PageError(
-                409,
-                "Changed meanwhile",
-                f"state entry {key!r} changed since the page was loaded; nothing was removed. "
-                "Reload the page and remove it again if you still mean to.",
-            )
+            raise changed_meanwhile(f"state entry {key!r}", "removed")
         layer.clear(key)
     return call.done("state", f"removed {key!r}")
 

@@ -35,6 +35,16 @@ class PageError(Exception):
         self.detail = detail
 
 
+def changed_meanwhile(what: str, verb: str) -> PageError:
+    """The 409 refusal of a write whose item changed since the page showed it."""
+    return PageError(
+        409,
+        "Changed meanwhile",
+        f"{what} changed since the page was loaded (a hand edit, or the agent itself); nothing "
+        f"was {verb}. Reload the page and try again.",
+    )
+
+
 def fingerprint(text: str | None) -> str:
     """A short content hash put in edit forms: a changed item means someone else saved."""
     if text is None:
