@@ -6,12 +6,16 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlencode
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from markus_memory import InvalidInputError, open_agent
 from markus_memory.ui import create_app
+from markus_memory.ui.web import parse_fields
 
 from ..clocks import FakeClock
 from .conftest import FormClient, Running, serving
@@ -190,3 +194,14 @@ def test_the_state_layer_dates_an_entry_as_asked(tmp_path: Path) -> None:
         ]
         clock.advance(days=365)
         assert mem.state.prune() == ["a", "c"]
+
+
+field_text = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"))
+
+
+@given(st.lists(st.tuples(field_text, field_text), max_size=8))
+def test_parse_fields_reads_back_what_a_browser_encodes(pairs: list[tuple[str, str]]) -> None:
+    """urlencode (what a browser sends) then parse_fields gives the fields back, values with
+    every CR LF and lone CR as LF."""
+    parsed = parse_fields(urlencode(pairs), "form")
+    assert parsed == tuple((k, v.replace("\r\n", "\n").replace("\r", "\n")) for k, v in pairs)
