@@ -125,6 +125,7 @@ def main() -> None:
             f"{agent}/activities/{quote(ids['activity'])}",
             f"{agent}/dreams",
             f"{agent}/dreams/{quote(ids['run'])}",
+            "/search?q=deploy+latency",
         ]
         with httpx.Client(base_url=base) as client:
 

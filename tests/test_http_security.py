@@ -196,3 +196,23 @@ def test_item12_serve_on_bracketed_ipv6_loopback_works(tmp_path: Path) -> None:
         proc.wait(20)
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+def test_issue28_only_the_servers_own_origin_may_post(memory: AgentMemory) -> None:
+    with running(http_app(memory), "127.0.0.1") as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        other = port + 1 if port < 65535 else port - 1
+        refused = [
+            post(url, SAVE, {"Origin": f"http://127.0.0.1:{other}"}),
+            post(url, SAVE, {"Origin": f"http://localhost:{other}"}),
+            post(url, SAVE, {"Origin": f"https://127.0.0.1:{port}"}),
+            post(url, SAVE, {"Origin": "http://127.0.0.1"}),
+            post(url, SAVE, {"Referer": f"http://localhost:{other}/notebook"}),
+            post(url, SAVE, {"Sec-Fetch-Site": "same-site"}),
+        ]
+        own = initialize(url, {"Origin": f"http://127.0.0.1:{port}"})
+        own_referer = initialize(url, {"Referer": f"http://localhost:{port}/x"})
+    assert [r.status_code for r in refused] == [403] * len(refused)
+    assert "only pages of this server" in refused[0].json()["error"]
+    assert own.status_code == own_referer.status_code == 200
+    assert memory.knowledge.observations() == []

@@ -8,9 +8,14 @@ Rules, the same for both:
   case-insensitive, RFC 7235) or, for the UI, the session cookie its login form sets.
 * **Host and Origin, on every bind.** A request whose ``Host`` is not a name of the bound
   address is refused (DNS rebinding: a page on ``attacker.example`` that re-points its name at
-  this machine still sends ``Host: attacker.example``). A browser request whose ``Origin`` (or,
-  without one, ``Sec-Fetch-Site: cross-site``) says it comes from another site is refused too,
-  so a foreign page cannot post to a server on this machine.
+  this machine still sends ``Host: attacker.example``). A browser request must come from this
+  server's own origin, exactly: an ``Origin`` header (or, on a state-changing request without
+  one, the ``Referer``) must name the request's scheme, one of the bound address's names and
+  the very port the request was sent to. A page on another port of the same machine
+  (``http://127.0.0.1:<other port>``, a dev server, a notebook) is another origin and is
+  refused, although browsers call it the same *site* and send SameSite cookies along; so is a
+  request that says ``Sec-Fetch-Site: cross-site`` (or ``same-site`` on a state-changing
+  method) without naming its origin.
 
 The guard is plain ASGI (no framework import), so both servers wrap their app in it.
 """
@@ -36,6 +41,14 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 Refusal = Callable[[Scope, Receive, Send, int, str], Awaitable[None]]
 
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""Methods that change nothing; every other one must prove it comes from this origin."""
+DEFAULT_PORTS = {"http": 80, "https": 443}
+WEB_SCHEMES = {"http": "http", "https": "https", "ws": "http", "wss": "https"}
+"""The scheme of the page that may open a connection of each scheme."""
+AUTH_SCOPE_KEY = "markus_memory.auth"
+"""Set in the ASGI scope to ``"bearer"`` when the request proved the token in its header (a
+browser cannot add that header to a form another page submits)."""
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 """The bind addresses that may skip the token: the literal loopback names, nothing else."""
 WILDCARD = frozenset({"0.0.0.0", "::"})
@@ -89,6 +102,18 @@ def _host_of(value: str) -> str:
     if value.startswith("["):
         return value[1 : value.find("]")].lower() if "]" in value else value.lower()
     return value.rsplit(":", 1)[0].lower() if value.count(":") == 1 else value.lower()
+
+
+def _port_of(netloc: str, scheme: str) -> int | None:
+    """The port of a ``Host`` header or URL netloc (the scheme's default when absent); ``None``
+    when it is not a number."""
+    tail = netloc.rpartition("]")[2] if netloc.startswith("[") else netloc
+    if tail.count(":") != 1:
+        return DEFAULT_PORTS.get(scheme)
+    digits = tail.rpartition(":")[2]
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 5:
+        return None
+    return int(digits)
 
 
 def _is_ip(name: str) -> bool:
@@ -147,28 +172,63 @@ class HttpGuard:
         host = headers.get("host")
         if host is None or not self.host_allowed(_host_of(host)):
             return 421, f"this server does not answer to the host {host or '(none)'!r}"
-        origin = headers.get("origin")
-        if origin is not None:
-            parts = urlsplit(origin)
-            if origin == "null" or not self.host_allowed(_host_of(parts.netloc)):
-                return 403, f"requests from the origin {origin!r} are refused"
-        elif headers.get("sec-fetch-site") == "cross-site":
-            return 403, "requests from another site are refused"
+        refused = self._foreign(scope, headers, host)
+        if refused is not None:
+            return 403, refused
         if self.token is None or self._open(scope.get("path", "")):
             return None
-        if self._authorised(headers):
+        if self._authorised(scope, headers):
             return None
         return 401, "unauthorized: send Authorization: Bearer <token>"
+
+    def _foreign(self, scope: Scope, headers: dict[str, str], host: str) -> str | None:
+        """Why the request is refused as coming from another origin, or ``None``."""
+        unsafe = scope.get("method", "GET").upper() not in SAFE_METHODS
+        origin = headers.get("origin")
+        if origin is None and unsafe and "referer" in headers:
+            origin = headers["referer"]
+        if origin is not None:
+            if self._own_origin(scope, origin, host):
+                return None
+            shown = origin if len(origin) <= 200 else origin[:200] + "…"
+            return (
+                f"requests from {shown!r} are refused: only pages of this server "
+                f"({scope.get('scheme', 'http')}://{host}) may send them"
+            )
+        fetch_site = headers.get("sec-fetch-site")
+        if fetch_site == "cross-site" or (unsafe and fetch_site == "same-site"):
+            return "requests from another site or another port are refused"
+        return None
+
+    def _own_origin(self, scope: Scope, origin: str, host: str) -> bool:
+        """Whether ``origin`` (an Origin or Referer value) is this server's own: the request's
+        scheme, an allowed host name, and the port the request was sent to."""
+        if origin == "null":
+            return False
+        try:
+            parts = urlsplit(origin)
+        except ValueError:
+            return False
+        scheme = WEB_SCHEMES.get(str(scope.get("scheme", "http")).lower(), "http")
+        if parts.scheme.lower() != scheme or not parts.netloc or "@" in parts.netloc:
+            return False
+        port = _port_of(parts.netloc, scheme)
+        return (
+            self.host_allowed(_host_of(parts.netloc))
+            and port is not None
+            and port == _port_of(host.strip(), scheme)
+        )
 
     def _open(self, path: str) -> bool:
         return any(path == p or (p.endswith("/") and path.startswith(p)) for p in self.open_paths)
 
-    def _authorised(self, headers: dict[str, str]) -> bool:
+    def _authorised(self, scope: Scope, headers: dict[str, str]) -> bool:
         assert self.token is not None and self._cookie_value is not None
         scheme, _, given = headers.get("authorization", "").strip().partition(" ")
         if scheme.lower() == "bearer" and hmac.compare_digest(
             given.strip().encode(), self.token.encode()
         ):
+            scope[AUTH_SCOPE_KEY] = "bearer"
             return True
         if self.cookie is None:
             return False
@@ -194,6 +254,11 @@ def _headers(scope: Scope) -> dict[str, str]:
         if name not in found:
             found[name] = value.decode("latin-1")
     return found
+
+
+def cookies_of(scope: Scope) -> dict[str, str]:
+    """The cookies a request carries (the first of each name)."""
+    return _cookies(_headers(scope).get("cookie", ""))
 
 
 def _cookies(header: str) -> dict[str, str]:

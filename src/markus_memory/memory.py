@@ -213,6 +213,15 @@ class AgentMemory:
             now=now,
         )
 
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session: its files, and its messages from the transcript store with their
+        recall index entries and vectors, so recall no longer finds its text. False when
+        neither held it."""
+        self._check_open()
+        session_id = validate_id("session id", session_id)
+        had_files = self.sessions.delete(session_id)
+        return self._transcripts.forget(session_id) > 0 or had_files
+
     def catch_up_transcripts(self) -> None:
         """Record in the store every session message it does not hold yet (appends still
         queued, and session files written past it), and with an embedder wait until each has

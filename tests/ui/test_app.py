@@ -30,16 +30,18 @@ from markus_memory.ui.pages_dreams import side_by_side
 from markus_memory.ui.web import MAX_FORM_BYTES
 
 from ..clocks import FakeClock
-from .conftest import Running, serving
+from .conftest import FormClient, Running, serving
 from .seed import NOW, settings_for
 
 TOKEN = "ui-token-for-the-tests-0123456789"
 FORM = {"content-type": "application/x-www-form-urlencoded"}
 
 
+NOTE = {"key": "from-outside", "text": "should not land", "fingerprint": "absent"}
+
+
 def notebook_post(url: str, **headers: str) -> httpx.Response:
-    body = {"key": "from-outside", "text": "should not land", "fingerprint": "absent"}
-    return httpx.post(f"{url}/agents/alice/notebook/save", data=body, headers=headers)
+    return httpx.post(f"{url}/agents/alice/notebook/save", data=NOTE, headers=headers)
 
 
 def test_an_unknown_agent_is_a_404_page_and_creates_nothing(ui: Running) -> None:
@@ -48,7 +50,8 @@ def test_an_unknown_agent_is_a_404_page_and_creates_nothing(ui: Running) -> None
         assert response.status_code == 404, path
         assert "text/html" in response.headers["content-type"]
         assert "<h1>" in response.text
-    posted = httpx.post(ui.url + "/agents/nobody/notebook/save", data={"key": "k", "text": "t"})
+    with FormClient(base_url=ui.url) as client:
+        posted = client.send_form("/agents/nobody/notebook/save", {"key": "k", "text": "t"})
     assert posted.status_code == 404
     assert sorted(p.name for p in (ui.home / "agents").iterdir()) == ["alice", "bob"]
 
@@ -60,16 +63,55 @@ def test_unknown_session_activity_and_dream_are_404(ui: Running) -> None:
 
 def test_a_write_from_a_foreign_origin_is_refused_and_changes_nothing(ui: Running) -> None:
     before = ui.agent_file("NOTEBOOK.md").read_text()
-    foreign = notebook_post(ui.url, Origin="https://attacker.example")
-    cross = notebook_post(ui.url, **{"Sec-Fetch-Site": "cross-site"})
-    rebound = notebook_post(ui.url, Host="attacker.example")
-    assert foreign.status_code == cross.status_code == 403
-    assert rebound.status_code == 421
-    assert "nothing was changed" in foreign.text
-    assert ui.agent_file("NOTEBOOK.md").read_text() == before
-    same_origin = notebook_post(ui.url, Origin=ui.url)
-    assert same_origin.status_code == 303
+    port = int(ui.url.rsplit(":", 1)[1])
+    other = port + 1 if port < 65535 else port - 1
+    save = "/agents/alice/notebook/save"
+    with FormClient(base_url=ui.url) as client:
+        refused = {
+            "foreign": client.send_form(save, NOTE, Origin="https://attacker.example"),
+            "cross-site": client.send_form(save, NOTE, **{"Sec-Fetch-Site": "cross-site"}),
+            "same-site": client.send_form(save, NOTE, **{"Sec-Fetch-Site": "same-site"}),
+            "other port": client.send_form(save, NOTE, Origin=f"http://127.0.0.1:{other}"),
+            "localhost, other port": client.send_form(
+                save, NOTE, Origin=f"http://localhost:{other}"
+            ),
+            "no port": client.send_form(save, NOTE, Origin="http://127.0.0.1"),
+            "https": client.send_form(save, NOTE, Origin=f"https://127.0.0.1:{port}"),
+            "referer, other port": client.send_form(
+                save, NOTE, Referer=f"http://127.0.0.1:{other}/page"
+            ),
+            "null": client.send_form(save, NOTE, Origin="null"),
+            "no form token": notebook_post(ui.url, Origin=ui.url),
+            "guessed form token": client.post(
+                save, data={**NOTE, "form_token": "0" * 64}, headers={"Origin": ui.url}
+            ),
+        }
+        rebound = client.send_form(save, NOTE, Host="attacker.example")
+        assert {k: r.status_code for k, r in refused.items()} == dict.fromkeys(refused, 403)
+        assert rebound.status_code == 421
+        assert "nothing was changed" in refused["other port"].text
+        assert "form token" in refused["no form token"].text
+        assert ui.agent_file("NOTEBOOK.md").read_text() == before
+        same_origin = client.send_form(save, NOTE, Origin=f"http://localhost:{port}")
+        assert same_origin.status_code == 303
     assert "should not land" in ui.agent_file("NOTEBOOK.md").read_text()
+
+
+def test_a_form_token_belongs_to_its_browser(ui: Running) -> None:
+    before = ui.agent_file("NOTEBOOK.md").read_text()
+    with FormClient(base_url=ui.url) as mine, FormClient(base_url=ui.url) as theirs:
+        theirs.token = mine.form_token()
+        theirs.form_token()  # the other browser has its own cookie
+        stolen = theirs.send_form("/agents/alice/notebook/save", NOTE)
+        cookie = mine.cookies["markus_ui_forms"]
+        assert stolen.status_code == 403
+        assert ui.agent_file("NOTEBOOK.md").read_text() == before
+        answer = mine.get("/agents/alice/notebook")
+        assert "set-cookie" not in answer.headers  # the cookie is kept, not re-issued
+        assert mine.cookies["markus_ui_forms"] == cookie
+        assert mine.send_form("/agents/alice/notebook/save", NOTE).status_code == 303
+    first = httpx.get(ui.url + "/agents/alice/notebook").headers["set-cookie"].lower()
+    assert "httponly" in first and "samesite=strict" in first
 
 
 @pytest.fixture
@@ -94,18 +136,19 @@ def test_a_write_without_the_token_is_refused_and_changes_nothing(guarded: Runni
 
 
 def test_the_login_form_sets_a_cookie_that_opens_the_pages(guarded: Running) -> None:
-    with httpx.Client(base_url=guarded.url) as client:
+    with FormClient(base_url=guarded.url) as client:
         assert client.get("/login").status_code == 200
         assert client.get("/static/style.css").status_code == 200
-        bad = client.post("/login", data={"token": "nope"})
+        client.token = client.form_token("/login")
+        bad = client.send_form("/login", {"token": "nope"})
         assert bad.status_code == 401 and "not the right one" in bad.text
-        good = client.post("/login?next=/agents/alice/state", data={"token": TOKEN})
+        good = client.send_form("/login?next=/agents/alice/state", {"token": TOKEN})
         assert good.status_code == 303 and good.headers["location"] == "/agents/alice/state"
         cookie = good.headers["set-cookie"]
         assert TOKEN not in cookie and "httponly" in cookie.lower()
         assert "samesite=strict" in cookie.lower()
         assert client.get("/agents/alice/state").status_code == 200
-        elsewhere = client.post("/login?next=//evil.example/x", data={"token": TOKEN})
+        elsewhere = client.send_form("/login?next=//evil.example/x", {"token": TOKEN})
         assert elsewhere.headers["location"] == "/"
 
 
@@ -140,9 +183,10 @@ def test_oversized_and_malformed_forms_get_a_clear_message(ui: Running) -> None:
     assert multipart.status_code == 415 and "url-encoded" in multipart.text
     garbage = httpx.post(url, content=b"&&==&", headers=FORM)
     assert garbage.status_code == 400 and "could not be read" in garbage.text
-    no_key = httpx.post(url, data={"text": "t"})
+    with FormClient(base_url=ui.url) as client:
+        no_key = client.send_form(url, {"text": "t"})
+        bad_key = client.send_form(url, {"key": "bad\nkey", "text": "t", "fingerprint": "absent"})
     assert no_key.status_code == 400 and "the entry key is required" in no_key.text
-    bad_key = httpx.post(url, data={"key": "bad\nkey", "text": "t", "fingerprint": "absent"})
     assert bad_key.status_code == 400 and "Refused" in bad_key.text
     assert ui.agent_file("NOTEBOOK.md").read_text() == before
 
@@ -235,10 +279,10 @@ def test_the_observation_timeline_pages_by_100_newest_first(tmp_path: Path) -> N
             for i in range(150):
                 moment = NOW - timedelta(minutes=150 - i)
                 doc.observations.append(Observation(f"obs_{i:04d}", "fact", f"fact {i}", moment))
-    with serving(create_app(settings)) as url:
-        first = httpx.get(url + "/agents/carol/knowledge").text
-        second = httpx.get(url + "/agents/carol/knowledge?page=2").text
-        beyond = httpx.get(url + "/agents/carol/knowledge?page=9").text
+    with serving(create_app(settings)) as url, httpx.Client(base_url=url) as client:
+        first = client.get("/agents/carol/knowledge").text
+        second = client.get("/agents/carol/knowledge?page=2").text
+        beyond = client.get("/agents/carol/knowledge?page=9").text
     assert first.count('name="id"') == 100 and "obs_0149" in first and "obs_0049" not in first
     assert "showing 1–100" in first and "page=2" in first
     assert second.count('name="id"') == 50 and "obs_0049" in second and "obs_0000" in second
@@ -258,10 +302,20 @@ def test_a_ticked_observation_edited_meanwhile_is_neither_merged_nor_deleted(
     path.write_text(path.read_text().replace(old.content, "Edited by hand meanwhile."))
     by_hand = path.read_text()
     for action in ("merge", "delete"):
-        answer = httpx.post(
-            f"{ui.url}/agents/alice/knowledge/observations/{action}",
-            data={"id": ticked, "content": "merged"},
-        )
+        with FormClient(base_url=ui.url) as client:
+            answer = client.send_form(
+                f"/agents/alice/knowledge/observations/{action}",
+                [*(("id", t) for t in ticked), ("content", "merged")],
+            )
         assert answer.status_code == 409, action
         assert f"{obs_id} changed since the page was loaded" in answer.text
     assert path.read_text() == by_hand
+
+
+def test_every_form_that_posts_carries_the_form_token() -> None:
+    templates = Path(create_app.__code__.co_filename).parent / "templates"
+    for path in templates.glob("*.html"):
+        forms = re.findall(r"<form[^>]*>[^\n]*", path.read_text())
+        for form in forms:
+            if 'method="post"' in form:
+                assert 'name="form_token" value="{{ form_token }}"' in form, (path.name, form)

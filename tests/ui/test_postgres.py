@@ -12,7 +12,7 @@ from markus_memory.config import Settings
 from markus_memory.ui import create_app
 from tests.postgres_support import new_agent_id, postgres_url
 
-from .conftest import serving
+from .conftest import FormClient, serving
 
 __all__ = ["postgres_url"]
 
@@ -27,13 +27,14 @@ def test_the_ui_serves_agents_whose_documents_are_in_postgresql(
         mem.knowledge.update_section("People", "Ana leads payments.")
         mem.knowledge.save_observation("kept in PostgreSQL", "fact", ["pg"])
     shutil.rmtree(tmp_path / "home" / "agents")  # only the database knows the agent now
-    with serving(create_app(settings)) as url:
+    with serving(create_app(settings)) as url, FormClient(base_url=url) as client:
         listing = httpx.get(url + "/")
-        page = httpx.get(f"{url}/agents/{agent}/knowledge")
+        page = client.get(f"/agents/{agent}/knowledge")
         fingerprint = page.text.split('name="fingerprint" value="')[1].split('"')[0]
-        saved = httpx.post(
-            f"{url}/agents/{agent}/knowledge/section",
-            data={
+        client.token = client.form_token(f"/agents/{agent}/knowledge")
+        saved = client.send_form(
+            f"/agents/{agent}/knowledge/section",
+            {
                 "name": "People",
                 "content": "Ana leads payments and search.",
                 "fingerprint": fingerprint,

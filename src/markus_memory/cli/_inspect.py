@@ -11,6 +11,7 @@ from ..config import Settings
 from ..errors import NotFoundError
 from ..memory import AgentMemory
 from ..prompt import PROFILES, render_memory_context
+from ..search.passages import merge_hits
 from ..storage.base import Activity
 from ._common import (
     agent_option,
@@ -342,16 +343,18 @@ def recall_conversation(
         return
     if not hits:
         empty_listing("Conversation hits")
-    for hit in hits:
-        who = hit.speaker or hit.role
+    for passage in merge_hits(hits):  # overlapping windows of one session shown once
+        more = f"  {passage.hits} hits" if passage.hits > 1 else ""
         click.secho(
-            f"{hit.session_id} #{hit.index}  {when(hit.timestamp)}  ({hit.score:.3f})", bold=True
+            f"{passage.session_id} #{passage.index}  {when(passage.timestamp)}  "
+            f"({passage.score:.3f}){more}",
+            bold=True,
         )
-        for turn in hit.before:
-            click.echo(f"    [{turn.speaker or turn.role}] {short(turn.text, 100)}")
-        click.echo(f"  > [{who}] {short(hit.text, 200)}")
-        for turn in hit.after:
-            click.echo(f"    [{turn.speaker or turn.role}] {short(turn.text, 100)}")
+        for turn in passage.turns:
+            if turn.hit:
+                click.echo(f"  > [{turn.who}] {short(turn.text, 200)}")
+            else:
+                click.echo(f"    [{turn.who}] {short(turn.text, 100)}")
 
 
 def _utc(moment: datetime | None) -> datetime | None:

@@ -184,12 +184,17 @@ class StateFile:
             raise InvalidInputError(f"max_lines must be a non-negative integer, got {limit!r}")
         return "\n".join(snapshot_line(entry) for entry in self.entries()[:limit])
 
-    def update(self, key: str, content: str) -> StateEntry:
-        """Upsert ``## key`` dated today (UTC); an existing section keeps its position."""
+    def update(
+        self, key: str, content: str, *, day: date | None = None, undated: bool = False
+    ) -> StateEntry:
+        """Upsert ``## key`` dated ``day`` (default today, UTC; ``undated``: no date, so it
+        never expires); an existing section keeps its position. The date ages the entry: it
+        is pruned ``state_ttl_days`` after it."""
         validate_key("state key", key)
-        entry = StateEntry(
-            key, _check_content(content), self._clock().astimezone(timezone.utc).date()
-        )
+        if day is not None and (undated or not isinstance(day, date)):
+            raise InvalidInputError("day must be a date, and not given with undated=True")
+        today = self._clock().astimezone(timezone.utc).date()
+        entry = StateEntry(key, _check_content(content), None if undated else day or today)
         with self.documents.lock():
             preamble, sections = split_h2(self.documents.read(self.store_name) or NEW_FILE_TEXT)
             fresh = render_state_entry(entry)

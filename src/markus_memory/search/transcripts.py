@@ -124,6 +124,12 @@ class Transcripts:
         mark = self._store().transcript_marks(self.agent_id).get(session_id)
         return mark is not None and mark.next_seq >= keep_from_seq
 
+    def forget(self, session_id: str) -> int:
+        """Drop a session from the store (its messages, mark, recall postings and vectors)
+        once the queued writes are in; the number of messages dropped."""
+        self._writer.drain()
+        return self._store().forget_session(self.agent_id, session_id)
+
     def seq_floor(self, session_id: str) -> int:
         """The first seq a new file for ``session_id`` may use: past every message the store
         holds for that id (after the queued writes), so a session file started again (the old

@@ -30,8 +30,9 @@ from ..http_guard import (
     session_cookie_value,
 )
 from ..memory import AgentMemory
+from .form_tokens import FormTokens
 from .pool import AgentPool
-from .web import STATIC, Form, PageError, Templates, read_form
+from .web import STATIC, Form, PageError, Templates, read_form, read_query
 
 TOKEN_ENV = "MARKUS_UI_TOKEN"
 DEFAULT_PORT = 8766
@@ -76,7 +77,7 @@ class Call:
     form: Form
     ui: UI
     tab: str
-    extra: dict[str, Any] = field(default_factory=dict)
+    params: Form = field(default_factory=lambda: Form(()))
 
     @property
     def limits(self) -> Any:
@@ -86,10 +87,11 @@ class Call:
         return self.memory.settings.clock()
 
     def query(self, name: str, default: str = "") -> str:
-        return self.request.query_params.get(name, default)
+        return self.params.get(name, default)
 
     def page(self, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
         return self.ui.templates.page(
+            self.request,
             template,
             {
                 "agent": self.memory.agent_id,
@@ -119,12 +121,13 @@ def agent_route(ui: UI, path: str, tab: str, handler: Handler, *, post: bool = F
     holding the agent's handle; refusals of the layers become error pages."""
 
     async def endpoint(request: Request) -> Response:
+        params = read_query(request)
         form = await read_form(request) if post else Form(())
         agent = request.path_params["agent"]
 
         def run() -> Response:
             with ui.pool.use(agent) as memory:
-                return handler(Call(request, memory, form, ui, tab))
+                return handler(Call(request, memory, form, ui, tab, params))
 
         try:
             return await run_in_threadpool(run)
@@ -138,14 +141,22 @@ def agent_route(ui: UI, path: str, tab: str, handler: Handler, *, post: bool = F
     )
 
 
-def error_page(ui: UI, status: int, title: str, detail: str) -> HTMLResponse:
+def error_page(ui: UI, request: Request, status: int, title: str, detail: str) -> HTMLResponse:
     return ui.templates.page(
-        "error.html", {"status": status, "title": title, "detail": detail}, status=status
+        request, "error.html", {"status": status, "title": title, "detail": detail}, status=status
     )
 
 
 def build_routes(ui: UI) -> list[BaseRoute]:
-    from . import pages_dreams, pages_history, pages_home, pages_memory
+    from . import (
+        pages_dreams,
+        pages_history,
+        pages_home,
+        pages_memory,
+        pages_observations,
+        pages_search,
+        pages_state,
+    )
 
     routes: list[BaseRoute] = [
         Route("/", pages_home.agents_endpoint(ui)),
@@ -154,8 +165,10 @@ def build_routes(ui: UI) -> list[BaseRoute]:
         Route("/logout", logout, methods=["POST"]),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
         Route("/agents/{agent}", pages_home.agent_redirect),
+        Route("/search", pages_search.search_endpoint(ui)),
     ]
-    for module in (pages_memory, pages_history, pages_dreams):
+    modules = (pages_memory, pages_observations, pages_state, pages_history, pages_dreams)
+    for module in modules:
         for path, tab, handler, post in module.ROUTES:
             routes.append(agent_route(ui, path, tab, handler, post=post))
     return routes
@@ -167,16 +180,16 @@ async def favicon(request: Request) -> Response:
 
 def login_endpoint(ui: UI) -> Callable[[Request], Any]:
     async def login(request: Request) -> Response:
-        target = _safe_next(request.query_params.get("next", "/"))
+        target = _safe_next(read_query(request).get("next", "/"))
         if ui.token is None:  # nothing to log in to
             return RedirectResponse(target, status_code=303)
         if request.method == "GET":
-            return ui.templates.page("login.html", {"next": target, "failed": False})
+            return ui.templates.page(request, "login.html", {"next": target, "failed": False})
         form = await read_form(request)
         given = form.get("token")
         if not hmac.compare_digest(given.encode(), ui.token.encode()):
             context = {"next": target, "failed": True}
-            return ui.templates.page("login.html", context, status=401)
+            return ui.templates.page(request, "login.html", context, status=401)
         response = RedirectResponse(target, status_code=303)
         response.set_cookie(
             COOKIE, session_cookie_value(ui.token), httponly=True, samesite="strict"
@@ -187,6 +200,7 @@ def login_endpoint(ui: UI) -> Callable[[Request], Any]:
 
 
 async def logout(request: Request) -> Response:
+    await read_form(request)  # the form token: another page cannot log this browser out
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(COOKIE)
     return response
@@ -209,16 +223,18 @@ def create_app(settings: Settings, *, host: str = "127.0.0.1", token: str | None
 
     async def page_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, PageError)
-        return error_page(ui, exc.status, exc.title, exc.detail)
+        return error_page(ui, request, exc.status, exc.title, exc.detail)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         if exc.status_code == 404:
-            return error_page(ui, 404, "Not found", f"nothing lives at {request.url.path}.")
-        return error_page(ui, exc.status_code, "Refused", str(exc.detail))
+            return error_page(
+                ui, request, 404, "Not found", f"nothing lives at {request.url.path}."
+            )
+        return error_page(ui, request, exc.status_code, "Refused", str(exc.detail))
 
     async def memory_error(request: Request, exc: Exception) -> Response:
-        return error_page(ui, 500, "The memory could not be read", str(exc))
+        return error_page(ui, request, 500, "The memory could not be read", str(exc))
 
     app = Starlette(
         routes=build_routes(ui),
@@ -239,11 +255,11 @@ def create_app(settings: Settings, *, host: str = "127.0.0.1", token: str | None
             response: Response = RedirectResponse(f"/login?next={target}", status_code=303)
         else:
             title = {401: "Login needed", 403: "Refused", 421: "Wrong host"}.get(status, "Refused")
-            response = error_page(ui, status, title, why + "; nothing was changed.")
+            response = error_page(ui, request, status, title, why + "; nothing was changed.")
         await response(scope, receive, send)
 
     return HttpGuard(
-        with_security_headers(app),
+        with_security_headers(FormTokens(app)),
         host=host,
         token=token,
         cookie=COOKIE,

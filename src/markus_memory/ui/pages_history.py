@@ -8,6 +8,8 @@ from typing import Any
 from starlette.responses import Response
 
 from ..layers.sessions import message_text
+from ..search.passages import merge_hits
+from ..search.recall import speaker_of
 from .app import Call
 from .web import PageError
 
@@ -31,7 +33,8 @@ def conversations(call: Call) -> Response:
         sessions=sessions[:SESSION_PAGE],
         total_sessions=len(sessions),
         query=query,
-        hits=hits,
+        hits=len(hits),
+        passages=merge_hits(hits),
     )
 
 
@@ -43,6 +46,11 @@ def _text(message: Mapping[str, Any]) -> str:
     return f"(tool calls: {len(calls)})" if isinstance(calls, list) else ""
 
 
+def _speaker(message: Mapping[str, Any]) -> str | None:
+    metadata = message.get("metadata")
+    return speaker_of(metadata) if isinstance(metadata, Mapping) else None
+
+
 def transcript(call: Call) -> Response:
     session_id = call.request.path_params["session"]
     session = call.memory.sessions.get(session_id)
@@ -50,21 +58,40 @@ def transcript(call: Call) -> Response:
         raise PageError(
             404, "No such session", f"agent {call.memory.agent_id!r} has no session {session_id!r}."
         )
-    hit = call.query("hit")
-    focus = int(hit) if hit.lstrip("-").isdigit() else None
+    focus = call.params.number("hit", -1)
     messages = []
     for index, raw in enumerate(session.messages):
         seq = session.seq(index)
-        near = focus is not None and seq is not None and abs(seq - focus) <= NEIGHBOURS
+        near = focus >= 0 and seq is not None and abs(seq - focus) <= NEIGHBOURS
         messages.append(
             {
                 "seq": seq,
                 "role": str(raw.get("role", "")),
+                "speaker": _speaker(raw),
                 "text": _text(raw),
-                "mark": "hit" if seq == focus and focus is not None else "near" if near else "",
+                "mark": "hit" if seq == focus else "near" if near else "",
             }
         )
-    return call.page("transcript.html", session=session, messages=messages, focus=focus)
+    return call.page(
+        "transcript.html", session=session, messages=messages, focus=None if focus < 0 else focus
+    )
+
+
+def session_delete(call: Call) -> Response:
+    session_id = call.request.path_params["session"]
+    if call.form.get("confirm") != "yes":
+        raise PageError(
+            400,
+            "Not confirmed",
+            "tick the box that confirms the deletion; nothing was deleted.",
+        )
+    if not call.memory.delete_session(session_id):
+        raise PageError(
+            404, "No such session", f"agent {call.memory.agent_id!r} has no session {session_id!r}."
+        )
+    return call.done(
+        "conversations", f"deleted session {session_id} (its files and its text in recall)"
+    )
 
 
 def activities(call: Call) -> Response:
@@ -90,6 +117,7 @@ def activity(call: Call) -> Response:
 ROUTES = (
     ("/conversations", "conversations", conversations, False),
     ("/conversations/{session}", "conversations", transcript, False),
+    ("/conversations/{session}/delete", "conversations", session_delete, True),
     ("/activities", "activities", activities, False),
     ("/activities/{activity}", "activities", activity, False),
 )

@@ -83,6 +83,7 @@ def agents_endpoint(ui: UI) -> Callable[[Request], Awaitable[Response]]:
 
         listed = await run_in_threadpool(cards)
         return ui.templates.page(
+            request,
             "agents.html",
             {
                 "cards": listed,

@@ -7,19 +7,18 @@ meanwhile (a hand edit, the agent itself) is never overwritten; the page shows b
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from starlette.responses import Response
 
 from ..config import OBSERVATION_TYPES
-from ..layers._knowledge_format import new_observation_id
-from ..layers.knowledge import Observation
 from ..layers.notebook import age_label
 from .app import Call
 from .web import PageError, fingerprint
 
 TIMELINE_PAGE = 100
+SEARCH_LIMIT = 50
+"""A search of the timeline lists this many best matches, best first."""
 
 
 def _conflict(
@@ -72,6 +71,8 @@ def notebook_save(call: Call) -> Response:
                 text,
                 retry,
             )
+        if current is not None and current.text.strip() == text.strip():
+            return call.done("notebook", f"{key!r} is unchanged; nothing was written")
         managed = "agent" if current is None else current.managed
         if managed != "agent" and form.get("allow_system") != "yes":
             raise PageError(
@@ -141,11 +142,11 @@ def knowledge(
         }
         for s in doc.sections
     ]
-    type_filter = call.query("type")
-    tag_filter = call.query("tag")
+    type_filter = call.params.choice("type", OBSERVATION_TYPES)
+    tag_filter = call.query("tag").strip()
     query = call.query("q").strip()
     if query:
-        hits = memory.search(query, limit=50, type=type_filter or None).hits
+        hits = memory.search(query, limit=SEARCH_LIMIT, type=type_filter or None).hits
         by_id = {o.id: o for o in doc.observations}
         timeline = [
             by_id[h.id]
@@ -161,8 +162,7 @@ def knowledge(
             if (not type_filter or o.type == type_filter)
             and (not tag_filter or tag_filter in o.tags)
         ]
-    page = call.query("page")
-    number = max(1, int(page)) if page.isdigit() else 1
+    number = call.params.number("page", 1, low=1)
     pages = max(1, -(-len(timeline) // TIMELINE_PAGE))
     number = min(number, pages)
     matched = len(timeline)
@@ -184,6 +184,7 @@ def knowledge(
         type_filter=type_filter,
         tag_filter=tag_filter,
         query=query,
+        search_limit=SEARCH_LIMIT,
         refusal=refusal,
         draft=draft or {},
     )
@@ -207,94 +208,10 @@ def section_save(call: Call) -> Response:
     return call.done("knowledge", f"saved section {name!r} ({result.section_chars} chars)")
 
 
-def _selected(call: Call) -> dict[str, str | None]:
-    """The ticked observations: id → the fingerprint of the content the page showed (``id@fp``;
-    a bare id, from a script, is not checked)."""
-    picked: dict[str, str | None] = {}
-    for value in call.form.all("id"):
-        obs_id, at, seen = value.rpartition("@")
-        picked[obs_id if at else seen] = seen if at else None
-    return picked
-
-
-def _changed(call: Call, picked: dict[str, str | None], verb: str) -> None:
-    """Refuse (409, nothing written) when a ticked observation is gone or was edited since
-    the page was loaded; call under the document lock."""
-    present = {o.id: o for o in call.memory.knowledge.observations()}
-    gone = [i for i in picked if i not in present]
-    edited = [
-        i
-        for i, seen in picked.items()
-        if i in present and seen is not None and seen != fingerprint(present[i].content)
-    ]
-    if gone or edited:
-        parts = []
-        if gone:
-            parts.append(f"{', '.join(gone)} no longer exist (deleted or merged)")
-        if edited:
-            parts.append(f"{', '.join(edited)} changed")
-        raise PageError(
-            409,
-            "Changed meanwhile",
-            f"{' and '.join(parts)} since the page was loaded; nothing was {verb}. "
-            "Reload and select again.",
-        )
-
-
-def observations_delete(call: Call) -> Response:
-    picked = _selected(call)
-    if not picked:
-        raise PageError(400, "Nothing selected", "tick the observations to delete first.")
-    kf = call.memory.knowledge
-    with kf.documents.lock():
-        _changed(call, picked, "deleted")
-        removed = kf.remove_observations(list(picked))
-    return call.done("knowledge", f"deleted {removed} observations")
-
-
-def observations_merge(call: Call) -> Response:
-    form = call.form
-    picked = _selected(call)
-    if len(picked) < 2:
-        raise PageError(400, "Merge needs two", "tick at least two observations to merge.")
-    kf = call.memory.knowledge
-    with kf.documents.lock():
-        _changed(call, picked, "merged")
-        present = {o.id: o for o in kf.observations()}
-        sources = [present[i] for i in picked]
-        content = form.get("content").strip() or "\n".join(o.content for o in sources)
-        kind = form.get("type") or sources[-1].type
-        tags = tuple(dict.fromkeys(t for o in sources for t in o.tags))
-        when = call.now()
-        new = Observation(new_observation_id(when), kind, content, when, tags)
-        merged = kf.replace_observations(list(picked), new)
-    return call.done("knowledge", f"merged {len(picked)} observations into {merged.id}")
-
-
-# ---- state ------------------------------------------------------------------------------------
-
-
-def state(call: Call) -> Response:
-    ttl = call.limits.state_ttl_days
-    rows = []
-    for entry in call.memory.state.entries():
-        expires = None
-        if entry.updated is not None:
-            day = entry.updated
-            expires = datetime(day.year, day.month, day.day, tzinfo=timezone.utc) + timedelta(
-                days=ttl
-            )
-        rows.append({"entry": entry, "expires": expires})
-    return call.page("state.html", rows=rows, ttl=ttl)
-
-
 ROUTES = (
     ("/notebook", "notebook", notebook, False),
     ("/notebook/save", "notebook", notebook_save, True),
     ("/notebook/clear", "notebook", notebook_clear, True),
     ("/knowledge", "knowledge", knowledge, False),
     ("/knowledge/section", "knowledge", section_save, True),
-    ("/knowledge/observations/delete", "knowledge", observations_delete, True),
-    ("/knowledge/observations/merge", "knowledge", observations_merge, True),
-    ("/state", "state", state, False),
 )

@@ -67,6 +67,21 @@ def paths_of(directory: Path, sid: str) -> tuple[Path, Path]:
     return directory / f"{stem}.json", directory / f"{stem}.jsonl"
 
 
+def remove(directory: Path, sid: str) -> bool:
+    """Delete the files of ``sid`` (checkpoint, journal, a raw-id name the original wrote);
+    False when there were none."""
+    json_path, journal_path = paths_of(directory, sid)
+    legacy = directory / f"{sid}.json"
+    removed = False
+    for path in dict.fromkeys((journal_path, json_path, legacy)):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        removed = True
+    return removed
+
+
 def locate(directory: Path, sid: str) -> Path | None:
     """The file holding ``sid``: the encoded name, else a raw-id name the original wrote."""
     json_path, _ = paths_of(directory, sid)

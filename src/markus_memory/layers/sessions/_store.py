@@ -34,7 +34,7 @@ from ...config import AgentPaths, Clock, Limits, epoch_ms, iso_ms
 from ...errors import CorruptFileError, InvalidInputError, NotFoundError
 from . import _format as fmt
 from ._compaction import compact, shrink_old, snapshot
-from ._files import SessionFiles, locate, peek_next_seq, scan
+from ._files import SessionFiles, locate, peek_next_seq, remove, scan
 from ._journal import journal_record
 from ._records import (
     AppendedMessage,
@@ -186,6 +186,17 @@ class SessionStore:
         )
         self._notify(record)
         return record
+
+    def delete(self, session_id: str) -> bool:
+        """Delete the session's files (checkpoint and journal); False when there were none.
+        Its messages stay in the transcript store: :meth:`AgentMemory.delete_session` forgets
+        them there too."""
+        sid = fmt.validate_session_id(session_id)
+        with self.lock:
+            live = self._cache.pop(sid, None)
+            if live is not None:
+                live.close_fd()
+            return remove(self.directory, sid)
 
     def recent(self, session_id: str, n: int) -> list[fmt.Message]:
         """The last ``n`` messages, ``[]`` for an unknown session (as the original)."""
