@@ -29,6 +29,7 @@ from .layers.sessions import AppendedMessage, CompactResult, Session, SessionInf
 from .layers.state import StateEntry
 from .memory import AgentMemory, open_agent
 from .search.corpus import SearchHit
+from .search.embedders import Embedder, MiniLMEmbedder
 from .search.memory_search import SearchResult
 from .search.recall import ContextTurn, ConversationHit
 
@@ -47,6 +48,7 @@ __all__ = [
     "CuratedSection",
     "DailyLogEntry",
     "DatabaseMissingError",
+    "Embedder",
     "ExtraNotInstalledError",
     "InvalidIdError",
     "InvalidInputError",
@@ -56,6 +58,7 @@ __all__ = [
     "LoginRefusedError",
     "MarkusMemoryError",
     "MigrationError",
+    "MiniLMEmbedder",
     "NotFoundError",
     "NotebookEntry",
     "Observation",
