@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Callable
 from functools import partial
@@ -9,8 +10,9 @@ from pathlib import Path
 
 import click
 
-from .._fs import read_text
+from .._fs import read_text, validate_id
 from .._lock import AgentLock
+from ..agents import Roster, existing, roster
 from ..backend import DATA_DB_MIGRATIONS
 from ..config import AgentPaths, Settings
 from ..errors import CorruptFileError, MarkusMemoryError
@@ -19,7 +21,6 @@ from ..storage.knowledge_schema import open_sqlite_index
 from ..storage.migrations import SqliteMigrationTarget
 from ..storage.sqlite import SqliteStore
 from ..storage.sqlite_conn import damaged, open_sqlite, sqlite_error
-from ..transfer import MOVED_MARKER
 from ._common import Check, console, emit_json, json_option, plain, progress, settings_of, table
 from ._doctor_pg import SUBJECT as PG_SUBJECT
 from ._doctor_pg import apply_pending, postgres_checks, why_not_open
@@ -64,12 +65,6 @@ def agent_checks(settings: Settings, name: str) -> list[Check]:
         checks.append(_run(name, "NOTEBOOK.md parses", mem.notebook.read))
         checks.append(_run(name, "state.md parses", mem.state.entries))
         checks.append(_run(name, "role files load", mem.roles.role))
-        if (paths.root / MOVED_MARKER).exists() and not settings.documents_on_postgres:
-            detail = (
-                f"{MOVED_MARKER}: these markdown files were exported to PostgreSQL and are a "
-                "stale backup; set MARKUS_DATABASE_URL, or import the agent back with --replace"
-            )
-            checks.append(Check(name, "markdown files are current", False, detail))
         linked = [f for f in (paths.sessions_dir, paths.daily_logs_dir) if f.is_symlink()]
         for folder in (paths.sessions_dir, paths.daily_logs_dir):
             if folder in linked:
@@ -104,6 +99,29 @@ def agent_checks(settings: Settings, name: str) -> list[Check]:
     if all(c.ok for c in checks):
         checks.extend(index_checks(settings, name))
     return checks
+
+
+def listed(settings: Settings, agent: str | None) -> tuple[Roster, list[str]]:
+    """The agents to check; with the database unusable, those of the home (the database's
+    own check says why)."""
+    try:
+        found = roster(settings)
+    except MarkusMemoryError:
+        found = roster(dataclasses.replace(settings, documents="files"))
+    if agent is None:
+        return found, found.ids()
+    if validate_id("agent id", agent) not in found.ids():
+        existing(settings, agent)  # raises, naming the agents there
+    return found, [agent]
+
+
+def placement(found: Roster, name: str) -> Check | None:
+    """Where files and database disagree about the agent (None: nothing to say)."""
+    entry = found.get(name)
+    warning = None if entry is None else found.warning(entry)
+    if entry is None or warning is None:
+        return None
+    return Check(name, "files and database agree", not found.disagrees(entry), warning)
 
 
 def pending_migrations(target: SqliteMigrationTarget) -> list[str]:
@@ -220,7 +238,7 @@ def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -
     again. Exit code 1 when a check fails (after --fix, when one still fails).
     """
     settings = settings_of(ctx)
-    agents = selected_agents(settings, agent)
+    found_agents, agents = listed(settings, agent)
 
     def run_all() -> list[Check]:
         found: list[Check] = []
@@ -230,7 +248,12 @@ def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -
             found.extend(database)
             unopened = why_not_open(database)
             for name in agents:
-                if unopened is None:
+                where = placement(found_agents, name)
+                found.extend([where] if where is not None else [])
+                entry = found_agents.get(name)
+                if entry is not None and found_agents.unexported(entry):
+                    pass  # opening it is refused: the placement check says why
+                elif unopened is None:
                     found.extend(agent_checks(settings, name))
                 else:
                     found.append(Check(name, "agent", False, unopened))

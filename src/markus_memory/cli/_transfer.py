@@ -39,6 +39,11 @@ def _show(report: TransferReport, as_json: bool, verb: str) -> None:
             [(report.documents, report.files, report.rows, report.dream_runs, report.removed)],
         )
     )
+    if report.backup:
+        click.echo(
+            f"\nBacked up what the destination held of the replaced agent(s) to {report.backup}"
+            f"\n(restore with: markus-memory import --from-home {report.backup} --replace)"
+        )
     if report.marked:
         click.echo(
             f"\nThe markdown files of {len(report.marked)} agent(s) stay on disk as they were, "
@@ -52,8 +57,28 @@ def _show(report: TransferReport, as_json: bool, verb: str) -> None:
 
 _AGENT = click.option("--agent", "-a", help="Only this agent (default: every agent).")
 _REPLACE = click.option(
-    "--replace", is_flag=True, help="Overwrite an agent that already exists at the destination."
+    "--replace",
+    is_flag=True,
+    help="Replace what the destination holds of the agent by the source's (documents, files, "
+    "episodic rows, dream history), after backing it up to --backup-to.",
 )
+_MERGE = click.option(
+    "--merge",
+    is_flag=True,
+    help="Add only what the destination lacks (documents, files, rows by id); running it "
+    "again adds nothing.",
+)
+_BACKUP = click.option(
+    "--backup-to",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where --replace backs the destination up (default: a new folder "
+    "<destination home>/backups/<UTC time>).",
+)
+
+
+def _mode(replace: bool, merge: bool) -> None:
+    if replace and merge:
+        raise click.UsageError("--replace and --merge exclude each other: pick one")
 
 
 @click.command("export")
@@ -69,6 +94,8 @@ _REPLACE = click.option(
 )
 @_AGENT
 @_REPLACE
+@_MERGE
+@_BACKUP
 @json_option
 @click.pass_context
 def export_command(
@@ -77,6 +104,8 @@ def export_command(
     to_home: Path | None,
     agent: str | None,
     replace: bool,
+    merge: bool,
+    backup_to: Path | None,
     as_json: bool,
 ) -> None:
     """Copy agents from this memory to PostgreSQL or to another home, losslessly.
@@ -85,10 +114,13 @@ def export_command(
     Documents, other files, episodic rows and the dream history are copied. Exported in place
     to PostgreSQL, the markdown files stay on disk as a backup, marked as no longer read.
     """
+    _mode(replace, merge)
     source = settings_of(ctx)
     target = _other(ctx, source, to_home, to_database_url)
     with spinner(not as_json, "exporting"):
-        report = export_agent(source, target, agent, replace=replace)
+        report = export_agent(
+            source, target, agent, replace=replace, merge=merge, backup_to=backup_to
+        )
     _show(report, as_json, "export")
 
 
@@ -105,6 +137,8 @@ def export_command(
 )
 @_AGENT
 @_REPLACE
+@_MERGE
+@_BACKUP
 @json_option
 @click.pass_context
 def import_command(
@@ -113,9 +147,12 @@ def import_command(
     from_home: Path | None,
     agent: str | None,
     replace: bool,
+    merge: bool,
+    backup_to: Path | None,
     as_json: bool,
 ) -> None:
     """Copy agents from PostgreSQL or another home into this memory, losslessly."""
+    _mode(replace, merge)
     target = settings_of(ctx)
     if agent is not None:
         validate_id("agent id", agent)  # a malformed id is a bad argument, whatever the source
@@ -123,7 +160,9 @@ def import_command(
         raise NotFoundError(f"no memory home at {from_home}: check --from-home")
     source = _other(ctx, target, from_home, from_database_url)
     with spinner(not as_json, "importing"):
-        report = export_agent(source, target, agent, replace=replace)
+        report = export_agent(
+            source, target, agent, replace=replace, merge=merge, backup_to=backup_to
+        )
     _show(report, as_json, "import")
 
 
