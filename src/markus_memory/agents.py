@@ -95,7 +95,8 @@ class Roster:
         if self.unexported(entry):
             return (
                 f"agent {name!r} is only in files ({folder}) while MARKUS_DATABASE_URL is set: "
-                f"export it with: markus-memory export --to-database-url URL --agent {name}"
+                "export it with: env -u MARKUS_DATABASE_URL markus-memory export "
+                f"--to-database-url URL --agent {name}"
             )
         if self.documents_on_postgres and entry.in_database and entry.file_documents:
             if not entry.moved:

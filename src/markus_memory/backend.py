@@ -70,9 +70,8 @@ def unexported_note(agent_id: str, root: Path) -> str:
     PostgreSQL (it would look empty, and the first write would start a second copy)."""
     return (
         f"agent {agent_id!r} has markdown files in {root} but no documents in PostgreSQL "
-        "(MARKUS_DATABASE_URL is set): export it first with: markus-memory export "
-        f"--to-database-url URL --agent {agent_id} (or set MARKUS_DOCUMENTS=files to use "
-        "the files)"
+        "(MARKUS_DATABASE_URL is set): export it first with: env -u MARKUS_DATABASE_URL "
+        f"markus-memory export --to-database-url URL --agent {agent_id}"
     )
 
 
