@@ -26,6 +26,13 @@ def _other(ctx: click.Context, current: Settings, home: Path | None, url: str | 
 
 
 def _show(report: TransferReport, as_json: bool, verb: str) -> None:
+    if report.backup:  # said on stderr too with --json: a backup is never silent
+        click.echo(
+            "Backed up what the destination held of the replaced agent(s) to "
+            f"{report.backup}\n(restore with: markus-memory import --from-home "
+            f"{report.backup} --replace)",
+            err=as_json,
+        )
     if as_json:
         emit_json(report)
         return
@@ -39,11 +46,6 @@ def _show(report: TransferReport, as_json: bool, verb: str) -> None:
             [(report.documents, report.files, report.rows, report.dream_runs, report.removed)],
         )
     )
-    if report.backup:
-        click.echo(
-            f"\nBacked up what the destination held of the replaced agent(s) to {report.backup}"
-            f"\n(restore with: markus-memory import --from-home {report.backup} --replace)"
-        )
     if report.marked:
         click.echo(
             f"\nThe markdown files of {len(report.marked)} agent(s) stay on disk as they were, "
