@@ -18,12 +18,13 @@ from ..config import AgentPaths, Settings
 from ..errors import CorruptFileError, MarkusMemoryError
 from ..memory import open_agent
 from ..storage.knowledge_schema import open_sqlite_index
-from ..storage.migrations import SqliteMigrationTarget
+from ..storage.migrations import BOOKKEEPING_TABLE, SqliteMigrationTarget
 from ..storage.sqlite import SqliteStore
 from ..storage.sqlite_conn import damaged, open_sqlite, sqlite_error
 from ._common import Check, console, emit_json, json_option, plain, progress, settings_of, table
 from ._doctor_pg import SUBJECT as PG_SUBJECT
 from ._doctor_pg import apply_pending, postgres_checks, why_not_open
+from ._doctor_tables import missing_tables, sqlite_tables, tables_check
 from ._maintain import (
     derived_problems,
     pending_migration,
@@ -154,7 +155,14 @@ def database_checks(path: Path) -> list[Check]:
         checks.append(
             Check(subject, "schema current", not pending, ", ".join(pending), fixable=True)
         )
-        problems = derived_problems(conn, {name.split("/")[0] for name in pending})
+        behind = {name.split("/")[0] for name in pending}
+        present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
+        started = {
+            str(r[0]) for r in conn.execute(f"SELECT migration_set FROM {BOOKKEEPING_TABLE}")
+        }
+        missing = missing_tables(sqlite_tables(), started, behind, present.__contains__)
+        checks.append(tables_check(subject, missing))
+        problems = derived_problems(conn, behind)
         detail = "; ".join(problems) + " (fix: reindex)" if problems else ""
         checks.append(Check(subject, "derived data", not problems, detail, fixable=True))
     except (sqlite3.Error, MarkusMemoryError) as exc:
