@@ -168,12 +168,20 @@ def damaged(path: Path | str, detail: str) -> str:
     return DAMAGED.format(path=path, detail=detail)
 
 
+def is_damage(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` says the file is damaged (not merely busy, full or read-only)."""
+    code = getattr(exc, "sqlite_errorname", "")
+    return code.split("_VTAB")[0] in _DAMAGE_CODES or "malformed" in str(exc)
+
+
 def sqlite_error(path: Path, exc: sqlite3.Error, prefix: str = "") -> StorageError:
     """A sqlite error as a StorageError; a damaged file says so and how to recover."""
-    code = getattr(exc, "sqlite_errorname", "")
-    if code.split("_VTAB")[0] in _DAMAGE_CODES or "malformed" in str(exc):
+    if is_damage(exc):
         return StorageError(damaged(path, str(exc)))
     return StorageError(f"{prefix}{path}: {exc}")
+
+
+NOT_WRITTEN = " Nothing more is written to it by this process, so that it stays as it was found."
 
 
 class _SharedFile:
@@ -187,10 +195,23 @@ class _SharedFile:
         self.users = 0
         self.migrated: set[str] = set()
         self.read_only = False  # set when the file may only be read (a read-only home)
+        self.damage: str | None = None
+        """What said the file is damaged, once something did: from then on nothing is
+        written to it (writes are refused, and closing does not checkpoint the WAL in)."""
 
 
 _FILES: dict[str, _SharedFile] = {}
 _FILES_GUARD = threading.Lock()
+_DAMAGED: dict[tuple[str, int], str] = {}
+"""Files found damaged in this process, by path and inode (a file put in its place, as the
+repair does, is a new one), with what said so: kept when their last handle closes."""
+
+
+def _inode(key: str) -> int:
+    try:
+        return os.stat(key).st_ino
+    except OSError:
+        return -1
 
 
 def _share(path: Path) -> tuple[str, _SharedFile]:
@@ -199,6 +220,7 @@ def _share(path: Path) -> tuple[str, _SharedFile]:
         shared = _FILES.get(key)
         if shared is None or shared.pid != os.getpid():  # a forked child opens its own
             shared = _FILES[key] = _SharedFile()
+            shared.damage = _DAMAGED.get((key, _inode(key)))
         shared.users += 1
         return key, shared
 
@@ -279,7 +301,7 @@ class SqliteDatabase:
         try:
             conn, read_only = open_sqlite(self.path, writable=not self.read_only)
         except sqlite3.Error as exc:
-            raise sqlite_error(self.path, exc, "cannot open ") from exc
+            raise self._failed(exc, "cannot open ") from exc
         self._shared.read_only = read_only
         conn.row_factory = sqlite3.Row
         # Reads of a large index go through the OS page cache without a copy per page.
@@ -307,9 +329,24 @@ class SqliteDatabase:
                 shared.all.append(conn)
         return conn
 
+    def _failed(self, exc: sqlite3.Error, prefix: str = "") -> StorageError:
+        """``exc`` as a StorageError; a damaged file is remembered as such (see ``damage``)."""
+        if is_damage(exc) and self._shared.damage is None:
+            self._shared.damage = _DAMAGED[(self._key, _inode(self._key))] = str(exc)
+            return StorageError(damaged(self.path, str(exc)) + NOT_WRITTEN)
+        return sqlite_error(self.path, exc, prefix)
+
+    @property
+    def damage(self) -> str | None:
+        """What said the file is damaged (None: nothing has)."""
+        return self._shared.damage
+
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (BEGIN IMMEDIATE … COMMIT); sqlite errors become StorageError."""
+        """One write transaction (BEGIN IMMEDIATE … COMMIT); sqlite errors become StorageError.
+        Refused once the file was found damaged."""
+        if self._shared.damage is not None:
+            raise StorageError(damaged(self.path, self._shared.damage) + NOT_WRITTEN)
         conn = self.connection()
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -320,7 +357,7 @@ class SqliteDatabase:
                 raise
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise sqlite_error(self.path, exc) from exc
+            raise self._failed(exc) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
 
@@ -329,7 +366,7 @@ class SqliteDatabase:
         try:
             yield self.connection()
         except sqlite3.Error as exc:
-            raise sqlite_error(self.path, exc) from exc
+            raise self._failed(exc) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
 
@@ -361,10 +398,12 @@ class SqliteDatabase:
                 )
             self._shared.migrated.add(migrations.name)
             return []
+        if self._shared.damage is not None:
+            raise StorageError(damaged(self.path, self._shared.damage) + NOT_WRITTEN)
         try:
             applied = migrations.apply(target)
         except sqlite3.Error as exc:
-            raise sqlite_error(self.path, exc) from exc
+            raise self._failed(exc) from exc
         self._shared.migrated.add(migrations.name)
         return applied
 
@@ -374,5 +413,16 @@ class SqliteDatabase:
         if self._closed:
             return
         self._closed = True
-        for conn in _unshare(self._key, self._shared):
+        conns = _unshare(self._key, self._shared)
+        guard = None
+        if conns and self._shared.damage is not None:
+            # The last connection to close would checkpoint the WAL into the damaged file: a
+            # read-only one, closed last, cannot.
+            try:
+                guard = open_sqlite(self.path, writable=False)[0]
+            except sqlite3.Error:
+                guard = None
+        for conn in conns:
             conn.close()
+        if guard is not None:
+            guard.close()

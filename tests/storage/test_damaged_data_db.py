@@ -1,0 +1,69 @@
+"""A data.db found damaged is not written to again: writes are refused with a message that
+says so, and closing does not checkpoint the WAL into the file (memory_search used to write
+index pages into it, and close() to checkpoint them in)."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from markus_memory import Settings, open_agent
+from markus_memory.errors import StorageError
+from markus_memory.storage.base import MailboxItem
+
+PAGE = 4096
+
+
+def _digest(path: Path) -> str:
+    """The file and its WAL: a write reaches one or the other."""
+    wal = path.with_name(path.name + "-wal")
+    return hashlib.sha256(
+        path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    ).hexdigest()
+
+
+def _damage_activities(database: Path) -> None:
+    """Overwrite the root page of ``agent_activities`` (the other tables stay readable)."""
+    with sqlite3.connect(database) as conn:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        root = conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'agent_activities'"
+        ).fetchone()[0]
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with database.open("r+b") as raw:
+        raw.seek((root - 1) * page_size)
+        raw.write(b"\xff" * page_size)
+
+
+def test_once_found_damaged_data_db_is_never_written_again(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path)
+    with open_agent("al", settings=settings) as mem:
+        for i in range(20):
+            mem.activities.end(mem.activities.start("task", f"review {i}"))
+        mem.knowledge.save_observation("Deploys run on Fridays.")
+        assert mem.search("deploys").hits
+    database = settings.database_path
+    _damage_activities(database)
+    before = _digest(database)
+    with open_agent("al", settings=settings) as mem:
+        with pytest.raises(StorageError, match="is damaged"):
+            mem.activities.list(limit=50)
+        mem.knowledge.save_observation("Reviews happen on Mondays.")  # knowledge.md: a file
+        with pytest.raises(StorageError, match="Nothing more is written to it"):
+            mem.activities.start("task", "a new one")
+        item = MailboxItem("mbx_1", "al", "human_chat", datetime(2026, 7, 1, tzinfo=timezone.utc))
+        with pytest.raises(StorageError, match="Nothing more is written to it"):
+            mem.store.save_mailbox_item(item)  # a table the damage did not reach
+        try:
+            mem.search("mondays")  # would write the new observation's index pages
+        except StorageError as exc:
+            assert "Nothing more is written to it" in str(exc)
+    assert _digest(database) == before
+    with open_agent("al", settings=settings) as mem:  # a new handle in this process: the same
+        with pytest.raises(StorageError, match="Nothing more is written to it"):
+            mem.activities.start("task", "again")
+    assert _digest(database) == before
