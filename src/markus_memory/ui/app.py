@@ -145,7 +145,7 @@ def error_page(ui: UI, status: int, title: str, detail: str) -> HTMLResponse:
 
 
 def build_routes(ui: UI) -> list[BaseRoute]:
-    from . import pages_dreams, pages_history, pages_home, pages_memory
+    from . import pages_agent, pages_dreams, pages_history, pages_home, pages_memory
 
     routes: list[BaseRoute] = [
         Route("/", pages_home.agents_endpoint(ui)),
@@ -154,6 +154,7 @@ def build_routes(ui: UI) -> list[BaseRoute]:
         Route("/logout", logout, methods=["POST"]),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
         Route("/agents/{agent}", pages_home.agent_redirect),
+        *pages_agent.routes(ui),
     ]
     for module in (pages_memory, pages_history, pages_dreams):
         for path, tab, handler, post in module.ROUTES:
