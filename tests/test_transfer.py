@@ -175,12 +175,18 @@ def test_different_rows_at_the_destination_are_refused_before_writing(tmp_path: 
     assert not (dst.agent_dir("agt_one") / "NOTEBOOK.md").exists()
 
 
-def test_replace_backs_the_destination_up_then_mirrors_the_source(tmp_path: Path) -> None:
+def _diverged(tmp_path: Path) -> tuple[Settings, Settings]:
+    """A source agent, and the same agent at the destination with rows and a note of its own."""
     src, dst = Settings(home=tmp_path / "a"), Settings(home=tmp_path / "b")
     _populate(src, "agt_one")
     with open_agent("agt_one", settings=dst) as mem:
-        mem.activities.start("task", "something else")
+        mem.activities.start("task", "kept at the destination")
         mem.notebook.upsert("mine", "only at the destination")
+    return src, dst
+
+
+def test_replace_backs_the_destination_up_then_mirrors_the_source(tmp_path: Path) -> None:
+    src, dst = _diverged(tmp_path)
     theirs = _episodic(dst, "agt_one")
     report = export_agent(src, dst, "agt_one", replace=True)
     assert _episodic(dst, "agt_one") == _episodic(src, "agt_one")
@@ -196,11 +202,7 @@ def test_replace_backs_the_destination_up_then_mirrors_the_source(tmp_path: Path
 
 
 def test_merge_adds_only_what_the_destination_lacks_and_is_idempotent(tmp_path: Path) -> None:
-    src, dst = Settings(home=tmp_path / "a"), Settings(home=tmp_path / "b")
-    _populate(src, "agt_one")
-    with open_agent("agt_one", settings=dst) as mem:
-        mem.activities.start("task", "kept at the destination")
-        mem.notebook.upsert("mine", "only at the destination")
+    src, dst = _diverged(tmp_path)
     kept_notebook = (dst.agent_dir("agt_one") / "NOTEBOOK.md").read_bytes()
     first = export_agent(src, dst, "agt_one", merge=True)
     assert first.rows == _episodic(src, "agt_one").count and first.backup is None

@@ -19,6 +19,8 @@ from ._fs import validate_id
 from .backend import DATA_DB_MIGRATIONS, MOVED_MARKER, file_documents, open_backend
 from .config import Settings
 from .errors import NotFoundError, RefusedError
+from .storage.base import EpisodicStore
+from .storage.dialect import Database
 from .storage.forget import forget_agent, forget_in
 from .storage.knowledge_index import KnowledgeIndex
 from .storage.sqlite_conn import SqliteDatabase
@@ -219,20 +221,25 @@ def delete_agent(settings: Settings, agent_id: str) -> DeleteReport:
     return DeleteReport(agent_id, files, rows, other)
 
 
-def _forget_sqlite(path: Path, agent_id: str) -> tuple[int, int]:
-    from .storage.sqlite import SqliteStore
-
-    store = SqliteStore(path)
+def _forget(store: EpisodicStore, database: Database, agent_id: str) -> tuple[int, int]:
+    """Forget the agent in one database: its episodic rows (through ``store``), then its
+    knowledge index and the rows beside them (documents, dreams, LangGraph items)."""
     try:
         rows = forget_agent(store, agent_id)
     finally:
         store.close()
-    database = SqliteDatabase(path, extra_migrations=DATA_DB_MIGRATIONS[1:])
     try:
         KnowledgeIndex(database).drop(agent_id)
         return rows, forget_in(database, agent_id)
     finally:
         database.close()
+
+
+def _forget_sqlite(path: Path, agent_id: str) -> tuple[int, int]:
+    from .storage.sqlite import SqliteStore
+
+    database = SqliteDatabase(path, extra_migrations=DATA_DB_MIGRATIONS[1:])
+    return _forget(SqliteStore(path), database, agent_id)
 
 
 def _forget_postgres(url: str, agent_id: str) -> tuple[int, int]:
@@ -242,11 +249,6 @@ def _forget_postgres(url: str, agent_id: str) -> tuple[int, int]:
     from .storage.postgres import PostgresStore
     from .storage.postgres_conn import PostgresDatabase
 
-    store = PostgresStore(url)
-    try:
-        rows = forget_agent(store, agent_id)
-    finally:
-        store.close()
     migrations = (
         documents_migrations,
         knowledge_schema.postgres_migrations,
@@ -254,8 +256,4 @@ def _forget_postgres(url: str, agent_id: str) -> tuple[int, int]:
         kv.postgres_migrations,
     )
     database = PostgresDatabase(url, extra_migrations=migrations)
-    try:
-        KnowledgeIndex(database).drop(agent_id)
-        return rows, forget_in(database, agent_id)
-    finally:
-        database.close()
+    return _forget(PostgresStore(url), database, agent_id)
