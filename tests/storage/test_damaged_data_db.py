@@ -5,7 +5,10 @@ index pages into it, and close() to checkpoint them in)."""
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
+import subprocess
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -67,3 +70,48 @@ def test_once_found_damaged_data_db_is_never_written_again(tmp_path: Path) -> No
         with pytest.raises(StorageError, match="Nothing more is written to it"):
             mem.activities.start("task", "again")
     assert _digest(database) == before
+
+
+def test_damage_doctor_found_keeps_every_later_process_from_writing(tmp_path: Path) -> None:
+    """doctor (another process) finds the damage; a later process writes nothing to the file,
+    and its next doctor still says so."""
+    settings = Settings(home=tmp_path)
+    with open_agent("al", settings=settings) as mem:
+        for i in range(20):
+            mem.activities.end(mem.activities.start("task", f"review {i}"))
+        mem.knowledge.save_observation("Deploys run on Fridays.")
+        assert mem.search("deploys").hits
+    database = settings.database_path
+    _damage_activities(database)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MARKUS_")}
+    doctor = [sys.executable, "-c", "from markus_memory.cli import main; main()"]
+    found = subprocess.run(
+        [*doctor, "--home", str(tmp_path), "doctor"], env=env, capture_output=True, text=True
+    )
+    assert found.returncode == 1 and "Marked as damaged" in found.stdout
+    before = _digest(database)
+    check = [sys.executable, "-c", WRITER, str(tmp_path)]
+    wrote = subprocess.run(check, env=env, capture_output=True, text=True)
+    assert wrote.returncode == 0, wrote.stderr
+    assert wrote.stdout.split() == ["refused", "searched"], wrote.stdout
+    assert _digest(database) == before
+
+
+WRITER = """
+import sys
+from datetime import datetime, timezone
+from markus_memory import Settings, open_agent
+from markus_memory.errors import StorageError
+from markus_memory.storage.base import MailboxItem
+
+with open_agent("al", settings=Settings(home=sys.argv[1])) as mem:
+    item = MailboxItem("mbx_1", "al", "human_chat", datetime(2026, 7, 1, tzinfo=timezone.utc))
+    try:
+        mem.store.save_mailbox_item(item)
+        print("written")
+    except StorageError as exc:
+        print("refused" if "Nothing more is written to it" in str(exc) else "other")
+    mem.knowledge.save_observation("Reviews happen on Mondays.")
+    mem.search("mondays")
+    print("searched")
+"""

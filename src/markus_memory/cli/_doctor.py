@@ -20,7 +20,8 @@ from ..memory import open_agent
 from ..storage.knowledge_schema import open_sqlite_index
 from ..storage.migrations import BOOKKEEPING_TABLE, SqliteMigrationTarget
 from ..storage.sqlite import SqliteStore
-from ..storage.sqlite_conn import damaged, open_sqlite, sqlite_error
+from ..storage.sqlite_conn import close_leaving_wal, damaged, open_sqlite, sqlite_error
+from ..storage.sqlite_damage import NOTE_SUFFIX, is_damage, remember_damage
 from ._common import Check, console, emit_json, json_option, plain, progress, settings_of, table
 from ._doctor_pg import SUBJECT as PG_SUBJECT
 from ._doctor_pg import apply_pending, postgres_checks, why_not_open
@@ -137,18 +138,22 @@ def pending_migrations(target: SqliteMigrationTarget) -> list[str]:
 
 
 def database_checks(path: Path) -> list[Check]:
-    """data.db is intact and its schema is current (every migration applied)."""
+    """data.db is intact and its schema is current (every migration applied). A damaged one
+    is marked as such (:mod:`~markus_memory.storage.sqlite_damage`): from then on nothing
+    writes to it, in any process, until it is replaced."""
     subject = path.name
     if not path.exists():
         return [Check(subject, "database", True, "not created yet")]
     try:
         conn = open_sqlite(path)[0]  # read-only in a home without write access
     except sqlite3.Error as exc:
-        return [Check(subject, "opens", False, str(sqlite_error(path, exc)))]
+        return [Check(subject, "opens", False, _marked(path, exc, str(sqlite_error(path, exc))))]
+    found = None
     try:
         rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
         if rows != ["ok"]:
-            return [Check(subject, "integrity", False, damaged(path, "; ".join(rows[:3])))]
+            found = "; ".join(rows[:3])
+            return [Check(subject, "integrity", False, damaged(path, found) + MARKED)]
         checks = [Check(subject, "integrity", True)]
         target = SqliteMigrationTarget(conn)
         pending = pending_migrations(target)
@@ -166,10 +171,27 @@ def database_checks(path: Path) -> list[Check]:
         detail = "; ".join(problems) + " (fix: reindex)" if problems else ""
         checks.append(Check(subject, "derived data", not problems, detail, fixable=True))
     except (sqlite3.Error, MarkusMemoryError) as exc:
-        checks = [Check(subject, "readable", False, damaged(path, str(exc)))]
+        found = str(exc) if isinstance(exc, sqlite3.Error) and is_damage(exc) else None
+        detail = damaged(path, str(exc)) + (MARKED if found else "")
+        checks = [Check(subject, "readable", False, detail)]
     finally:
-        conn.close()
+        if found is None:
+            conn.close()
+        else:
+            remember_damage(path, found)
+            close_leaving_wal(path, [conn])
     return checks
+
+
+DATA_DB_NOTE = f"data.db{NOTE_SUFFIX}"
+MARKED = f" Marked as damaged ({DATA_DB_NOTE}): nothing writes to it any more until it is replaced."
+
+
+def _marked(path: Path, exc: sqlite3.Error, detail: str) -> str:
+    if not is_damage(exc):
+        return detail
+    remember_damage(path, str(exc))
+    return detail + MARKED
 
 
 def planned(item: Check) -> str:

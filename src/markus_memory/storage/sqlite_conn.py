@@ -26,6 +26,7 @@ from ._records import EPOCH as EPOCH
 from ._records import RowDecoder
 from ._sql import SEARCH_CANDIDATES, DialectSql
 from .migrations import Migrations, SqliteMigrationTarget
+from .sqlite_damage import NOT_WRITTEN, is_damage, known_damage, remember_damage
 from .sqlite_schema import SLOT_SHIFT
 from .sqlite_schema import migrations as markus_migrations
 
@@ -160,18 +161,11 @@ DAMAGED = (
     "mailbox and chat rows exist only in that file: restore them from a backup (or try "
     "`sqlite3 {path}.damaged .recover`)."
 )
-_DAMAGE_CODES = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
 
 
 def damaged(path: Path | str, detail: str) -> str:
     """What to say about a damaged database file, with the way back."""
     return DAMAGED.format(path=path, detail=detail)
-
-
-def is_damage(exc: sqlite3.Error) -> bool:
-    """Whether ``exc`` says the file is damaged (not merely busy, full or read-only)."""
-    code = getattr(exc, "sqlite_errorname", "")
-    return code.split("_VTAB")[0] in _DAMAGE_CODES or "malformed" in str(exc)
 
 
 def sqlite_error(path: Path, exc: sqlite3.Error, prefix: str = "") -> StorageError:
@@ -181,7 +175,17 @@ def sqlite_error(path: Path, exc: sqlite3.Error, prefix: str = "") -> StorageErr
     return StorageError(f"{prefix}{path}: {exc}")
 
 
-NOT_WRITTEN = " Nothing more is written to it by this process, so that it stays as it was found."
+def close_leaving_wal(path: Path, conns: Sequence[sqlite3.Connection]) -> None:
+    """Close ``conns`` to a damaged file without checkpointing its WAL into it: the last
+    connection to close would, and a read-only one, closed last, cannot."""
+    try:
+        guard: sqlite3.Connection | None = open_sqlite(path, writable=False)[0]
+    except sqlite3.Error:
+        guard = None
+    for conn in conns:
+        conn.close()
+    if guard is not None:
+        guard.close()
 
 
 class _SharedFile:
@@ -202,16 +206,6 @@ class _SharedFile:
 
 _FILES: dict[str, _SharedFile] = {}
 _FILES_GUARD = threading.Lock()
-_DAMAGED: dict[tuple[str, int], str] = {}
-"""Files found damaged in this process, by path and inode (a file put in its place, as the
-repair does, is a new one), with what said so: kept when their last handle closes."""
-
-
-def _inode(key: str) -> int:
-    try:
-        return os.stat(key).st_ino
-    except OSError:
-        return -1
 
 
 def _share(path: Path) -> tuple[str, _SharedFile]:
@@ -220,7 +214,7 @@ def _share(path: Path) -> tuple[str, _SharedFile]:
         shared = _FILES.get(key)
         if shared is None or shared.pid != os.getpid():  # a forked child opens its own
             shared = _FILES[key] = _SharedFile()
-            shared.damage = _DAMAGED.get((key, _inode(key)))
+            shared.damage = known_damage(path)
         shared.users += 1
         return key, shared
 
@@ -309,6 +303,8 @@ class SqliteDatabase:
         conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         if not read_only:
             conn.execute("PRAGMA foreign_keys = ON")
+        if self._shared.damage is not None:
+            conn.execute("PRAGMA query_only = 1")
         return conn
 
     @property
@@ -332,7 +328,13 @@ class SqliteDatabase:
     def _failed(self, exc: sqlite3.Error, prefix: str = "") -> StorageError:
         """``exc`` as a StorageError; a damaged file is remembered as such (see ``damage``)."""
         if is_damage(exc) and self._shared.damage is None:
-            self._shared.damage = _DAMAGED[(self._key, _inode(self._key))] = str(exc)
+            self._shared.damage = str(exc)
+            remember_damage(self.path, str(exc))
+            for conn in list(self._shared.all):  # every thread's connection stops writing
+                try:
+                    conn.execute("PRAGMA query_only = 1")
+                except sqlite3.Error:
+                    pass
             return StorageError(damaged(self.path, str(exc)) + NOT_WRITTEN)
         return sqlite_error(self.path, exc, prefix)
 
@@ -380,26 +382,27 @@ class SqliteDatabase:
     def migrate(self, migrations: Migrations[sqlite3.Connection]) -> list[str]:
         """Apply a migration set (once per process and file); returns the names applied.
 
-        A read-only file is only checked: StorageError if it lacks a migration."""
+        A read-only or damaged file is only checked: StorageError if it lacks a migration."""
         if migrations.name in self._shared.migrated:
             return []
         conn = self.connection()
         target = SqliteMigrationTarget(conn)
-        if self.read_only:
+        if self.read_only or self._shared.damage is not None:
+            if self._shared.damage is not None:
+                why = damaged(self.path, self._shared.damage) + NOT_WRITTEN + " It"
+            else:
+                why = f"{self.path} is read-only and"
             try:
                 done = target.applied(conn, migrations.name)
             except sqlite3.Error as exc:
-                raise StorageError(f"{self.path} is read-only and has no schema: {exc}") from exc
+                raise StorageError(f"{why} has no schema: {exc}") from exc
             missing = [m.name for m in migrations.migrations if m.name not in done]
             if missing:
                 raise StorageError(
-                    f"{self.path} is read-only and needs migrations {', '.join(missing)}: "
-                    "open it once with write access"
+                    f"{why} needs migrations {', '.join(missing)}: open it once with write access"
                 )
             self._shared.migrated.add(migrations.name)
             return []
-        if self._shared.damage is not None:
-            raise StorageError(damaged(self.path, self._shared.damage) + NOT_WRITTEN)
         try:
             applied = migrations.apply(target)
         except sqlite3.Error as exc:
@@ -414,15 +417,8 @@ class SqliteDatabase:
             return
         self._closed = True
         conns = _unshare(self._key, self._shared)
-        guard = None
-        if conns and self._shared.damage is not None:
-            # The last connection to close would checkpoint the WAL into the damaged file: a
-            # read-only one, closed last, cannot.
-            try:
-                guard = open_sqlite(self.path, writable=False)[0]
-            except sqlite3.Error:
-                guard = None
-        for conn in conns:
-            conn.close()
-        if guard is not None:
-            guard.close()
+        if self._shared.damage is not None:
+            close_leaving_wal(self.path, conns)
+        else:
+            for conn in conns:
+                conn.close()
