@@ -42,15 +42,20 @@ def _damage_activities(database: Path) -> None:
         raw.write(b"\xff" * page_size)
 
 
-def test_once_found_damaged_data_db_is_never_written_again(tmp_path: Path) -> None:
-    settings = Settings(home=tmp_path)
+def _damaged_home(settings: Settings) -> Path:
+    """An agent with activities and a search index, then its activities' table damaged."""
     with open_agent("al", settings=settings) as mem:
         for i in range(20):
             mem.activities.end(mem.activities.start("task", f"review {i}"))
         mem.knowledge.save_observation("Deploys run on Fridays.")
         assert mem.search("deploys").hits
-    database = settings.database_path
-    _damage_activities(database)
+    _damage_activities(settings.database_path)
+    return settings.database_path
+
+
+def test_once_found_damaged_data_db_is_never_written_again(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path)
+    database = _damaged_home(settings)
     before = _digest(database)
     with open_agent("al", settings=settings) as mem:
         with pytest.raises(StorageError, match="is damaged"):
@@ -76,13 +81,7 @@ def test_damage_doctor_found_keeps_every_later_process_from_writing(tmp_path: Pa
     """doctor (another process) finds the damage; a later process writes nothing to the file,
     and its next doctor still says so."""
     settings = Settings(home=tmp_path)
-    with open_agent("al", settings=settings) as mem:
-        for i in range(20):
-            mem.activities.end(mem.activities.start("task", f"review {i}"))
-        mem.knowledge.save_observation("Deploys run on Fridays.")
-        assert mem.search("deploys").hits
-    database = settings.database_path
-    _damage_activities(database)
+    database = _damaged_home(settings)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MARKUS_")}
     doctor = [sys.executable, "-c", "from markus_memory.cli import main; main()"]
     found = subprocess.run(
