@@ -169,9 +169,68 @@ def test_different_rows_at_the_destination_are_refused_before_writing(tmp_path: 
     _populate(src, "agt_one")
     with open_agent("agt_one", settings=dst) as mem:
         mem.activities.start("task", "something else")
-    with pytest.raises(InvalidInputError, match="never merged"):
-        export_agent(src, dst, "agt_one", replace=True)
+    (dst.agent_dir("agt_one") / "knowledge.md").unlink()
+    with pytest.raises(InvalidInputError, match="--replace .* or --merge"):
+        export_agent(src, dst, "agt_one")
     assert not (dst.agent_dir("agt_one") / "NOTEBOOK.md").exists()
+
+
+def _diverged(tmp_path: Path) -> tuple[Settings, Settings]:
+    """A source agent, and the same agent at the destination with rows and a note of its own."""
+    src, dst = Settings(home=tmp_path / "a"), Settings(home=tmp_path / "b")
+    _populate(src, "agt_one")
+    with open_agent("agt_one", settings=dst) as mem:
+        mem.activities.start("task", "kept at the destination")
+        mem.notebook.upsert("mine", "only at the destination")
+    return src, dst
+
+
+def test_replace_backs_the_destination_up_then_mirrors_the_source(tmp_path: Path) -> None:
+    src, dst = _diverged(tmp_path)
+    theirs = _episodic(dst, "agt_one")
+    report = export_agent(src, dst, "agt_one", replace=True)
+    assert _episodic(dst, "agt_one") == _episodic(src, "agt_one")
+    assert _tree(dst.agent_dir("agt_one")) == _tree(src.agent_dir("agt_one"))
+    assert report.backup is not None and Path(report.backup).parent == dst.home / "backups"
+    backup = Settings(home=Path(report.backup))
+    assert _episodic(backup, "agt_one") == theirs
+    with open_agent("agt_one", settings=backup) as mem:
+        assert mem.notebook.get("mine") is not None
+    again = export_agent(src, dst, "agt_one", replace=True)  # nothing to change: no backup
+    assert again.backup is None and again.rows == 0
+    assert len(list((dst.home / "backups").iterdir())) == 1
+
+
+def test_merge_adds_only_what_the_destination_lacks_and_is_idempotent(tmp_path: Path) -> None:
+    src, dst = _diverged(tmp_path)
+    kept_notebook = (dst.agent_dir("agt_one") / "NOTEBOOK.md").read_bytes()
+    first = export_agent(src, dst, "agt_one", merge=True)
+    assert first.rows == _episodic(src, "agt_one").count and first.backup is None
+    merged = _episodic(dst, "agt_one")
+    assert len(merged.activities) == len(_episodic(src, "agt_one").activities) + 1
+    assert (dst.agent_dir("agt_one") / "NOTEBOOK.md").read_bytes() == kept_notebook
+    assert (dst.agent_dir("agt_one") / "notes.txt").read_bytes() == (
+        src.agent_dir("agt_one") / "notes.txt"
+    ).read_bytes()
+    second = export_agent(src, dst, "agt_one", merge=True)
+    assert (second.rows, second.documents, second.files) == (0, 0, 0)
+    assert _episodic(dst, "agt_one") == merged
+
+
+def test_dot_names_in_the_agent_directory_are_exported(tmp_path: Path) -> None:
+    src, dst = Settings(home=tmp_path / "a"), Settings(home=tmp_path / "b")
+    _populate(src, "agt_one")
+    root = src.agent_dir("agt_one")
+    (root / ".notes").write_bytes(b"made by the memory tool\n")
+    (root / ".hidden").mkdir()
+    (root / ".hidden" / "deep.md").write_bytes(b"# deep\n")
+    (root / "role" / ".draft.md").write_bytes(b"not a document\n")
+    export_agent(src, dst, "agt_one")
+    out = dst.agent_dir("agt_one")
+    assert (out / ".notes").read_bytes() == b"made by the memory tool\n"
+    assert (out / ".hidden" / "deep.md").read_bytes() == b"# deep\n"
+    assert (out / "role" / ".draft.md").read_bytes() == b"not a document\n"
+    assert not (out / ".lock.tmp").exists()
 
 
 def test_rows_born_on_postgres_come_back_to_sqlite(postgres_url: str, tmp_path: Path) -> None:
@@ -196,7 +255,9 @@ def test_rows_born_on_postgres_come_back_to_sqlite(postgres_url: str, tmp_path: 
     assert again.rows == 0 and _episodic(on_pg, agent) == born
 
 
-def test_different_rows_on_postgres_are_refused(postgres_url: str, tmp_path: Path) -> None:
+def test_different_rows_on_postgres_are_refused_or_replaced(
+    postgres_url: str, tmp_path: Path
+) -> None:
     agent = new_agent_id()
     files, on_pg = (
         Settings(home=tmp_path / "a"),
@@ -205,10 +266,14 @@ def test_different_rows_on_postgres_are_refused(postgres_url: str, tmp_path: Pat
     _populate(files, agent)
     with open_agent(agent, settings=on_pg) as mem:
         mem.activities.start("task", "something else")
-    with pytest.raises(InvalidInputError, match="never merged"):
-        export_agent(files, on_pg, agent, replace=True)
+    with pytest.raises(InvalidInputError, match="--replace"):
+        export_agent(files, on_pg, agent)
     with open_agent(agent, settings=on_pg) as mem:
         assert mem.notebook.get("current-task") is None  # nothing was written
+    report = export_agent(files, on_pg, agent, replace=True)
+    assert report.backup is not None
+    assert _episodic(on_pg, agent) == _episodic(files, agent)
+    assert export_agent(files, on_pg, agent, merge=True).rows == 0
 
 
 def test_the_transcript_moves_with_the_agent_even_turns_compacted_out_of_its_files(

@@ -22,7 +22,7 @@ from ._docs import DocumentStore
 from ._fs_docs import FileDocuments
 from ._lock import AgentLock
 from .config import AgentPaths, Settings
-from .errors import MarkusMemoryError
+from .errors import MarkusMemoryError, RefusedError
 from .storage import knowledge_schema, kv, sqlite_schema
 from .storage.audit import MIGRATIONS as dream_migrations
 from .storage.audit import AuditLog, open_audit_log
@@ -44,6 +44,46 @@ DATA_DB_MIGRATIONS: tuple[Migrations[sqlite3.Connection], ...] = (
 """The one registry of the migration sets that live in ``<home>/data.db`` (the episodic
 store, the knowledge search index, the dream audit, the LangGraph items): ``doctor`` checks
 every one."""
+
+
+MOVED_MARKER = "MOVED-TO-POSTGRESQL.txt"
+"""Left in an agent directory whose documents an in-place export put in PostgreSQL."""
+
+
+def file_documents(root: Path) -> list[str]:
+    """The markdown documents an agent directory holds (reading creates nothing)."""
+    return FileDocuments(root, AgentLock(root / ".lock")).names()
+
+
+def moved_note(root: Path) -> str:
+    """Why the markdown files of ``root`` (an agent exported in place) are only a backup."""
+    return (
+        f"the markdown files in {root} were exported to PostgreSQL ({MOVED_MARKER} says so): "
+        "they are a backup, no longer the agent's memory, so they are not written. Set "
+        "MARKUS_DATABASE_URL to work on the agent in PostgreSQL, or bring it back to files "
+        "with: markus-memory import --from-database-url URL --replace"
+    )
+
+
+def unexported_note(agent_id: str, root: Path) -> str:
+    """Why an agent whose documents are only on files is refused while they live in
+    PostgreSQL (it would look empty, and the first write would start a second copy)."""
+    return (
+        f"agent {agent_id!r} has markdown files in {root} but no documents in PostgreSQL "
+        "(MARKUS_DATABASE_URL is set): export it first with: env -u MARKUS_DATABASE_URL "
+        f"markus-memory export --to-database-url URL --agent {agent_id}"
+    )
+
+
+class BackupDocuments(FileDocuments):
+    """The files an in-place export left behind (:data:`MOVED_MARKER`): read, never written,
+    so that working without the URL cannot fork the agent silently."""
+
+    def write(self, name: str, text: str, *, modified_ns: int | None = None) -> None:
+        raise RefusedError(moved_note(self.root))
+
+    def delete(self, name: str) -> bool:
+        raise RefusedError(moved_note(self.root))
 
 
 class Backend:
@@ -77,14 +117,33 @@ class Backend:
 
     def documents(self, agent_id: str, paths: AgentPaths, lock: AgentLock) -> DocumentStore:
         """The markdown layers of one agent: PostgreSQL when the documents live there, else
-        the agent directory under ``paths``."""
+        the agent directory under ``paths``.
+
+        Refused (:class:`RefusedError`) when the documents live in PostgreSQL but this agent's
+        are only on files (not exported yet); files an in-place export left behind
+        (:data:`MOVED_MARKER`) are read but never written (:class:`BackupDocuments`)."""
         if self.documents_on_postgres:
             from .storage.pg_documents import PostgresDocuments  # the [postgres] extra
 
-            return PostgresDocuments(
+            documents = PostgresDocuments(
                 self.url, agent_id, lock_timeout=self.settings.lock_timeout_seconds
             )
+            if self.unexported(paths.root) and not documents.names():
+                documents.close()
+                raise RefusedError(unexported_note(agent_id, paths.root))
+            return documents
+        if (paths.root / MOVED_MARKER).exists():
+            return BackupDocuments(paths.root, lock)
         return FileDocuments(paths.root, lock)
+
+    def unexported(self, root: Path) -> bool:
+        """Whether ``root`` holds markdown documents that are the agent's own while they are
+        expected in PostgreSQL (no :data:`MOVED_MARKER`: never exported in place)."""
+        return (
+            self.documents_on_postgres
+            and not (root / MOVED_MARKER).exists()
+            and bool(file_documents(root))
+        )
 
     def episodic(self) -> EpisodicStore:
         """The episodic store: activities, transcripts, the recall index and its vectors."""

@@ -54,6 +54,7 @@ def test_doctor_checks_a_postgresql_database(
     assert {name: c["ok"] for name, c in checks.items()} == {
         "reachable": True,
         "schema current": True,
+        "tables present": True,
         "derived data": True,
     }
 

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from markus_memory import open_agent
 
 from .conftest import Invoke, as_json
+
+
+@pytest.fixture(autouse=True)
+def agent_al(invoke: Invoke) -> None:
+    """The agent the writing commands below work on (writes never create one)."""
+    invoke("init", "-a", "al")
 
 
 def test_init_creates_the_agent_in_the_markus_layout(invoke: Invoke, isolated_home: Path) -> None:

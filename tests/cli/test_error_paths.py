@@ -24,6 +24,7 @@ SERVERS = {("serve",), ("ui",)}
 """Commands that keep running: walked for their argument errors only."""
 # What each command needs besides --agent to do its work.
 CALLS: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("agent", "delete"): ("{agent}", "--yes"),
     ("agents",): (),
     ("doctor",): (),
     ("dream", "diff"): ("dream_nosuch",),
@@ -55,8 +56,9 @@ CALLS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("state", "set"): ("focus", "review"),
     ("state", "show"): (),
 }
-WRITERS = {("init",), ("save",), ("notebook", "set"), ("knowledge", "edit"), ("state", "set")}
-"""Commands that create the agent they write to (documented: the first write creates it)."""
+CREATORS = {("init",)}
+"""The command that creates the agent it names; every other one, writers included, refuses an
+agent the memory does not have (a typo never starts a new agent)."""
 NOT_AN_AGENT = {("agents",)}
 HOOKS = {("hook", "pre-compact"), ("hook", "session-start")}
 """Claude Code hooks exit 1 for every failure (Claude Code reads exit 2 as "block")."""
@@ -77,11 +79,16 @@ def takes_agent(path: tuple[str, ...]) -> bool:
     for name in path:
         assert isinstance(command, click.Group)
         command = command.commands[name]
+    if "{agent}" in CALLS.get(path, ()):
+        return True
     return any(param.name == "agent" for param in command.params)
 
 
 def call(path: tuple[str, ...], tmp: Path, agent: str | None = None) -> list[str]:
-    args = [*path, *(a.replace("{tmp}", str(tmp)) for a in CALLS[path])]
+    named = agent or "al"
+    args = [*path, *(a.replace("{tmp}", str(tmp)).replace("{agent}", named) for a in CALLS[path])]
+    if "{agent}" in CALLS[path]:
+        return args
     if agent is not None and takes_agent(path):
         args += ["--agent", agent]
     return args
@@ -127,7 +134,9 @@ def seeded(home: Path) -> Path:
         return mem.paths.root
 
 
-COMMANDS = sorted(CALLS)
+DESTRUCTIVE = {("agent", "delete")}
+"""Walked last: what it deletes, the commands after it would not find."""
+COMMANDS = sorted(CALLS, key=lambda path: (path in DESTRUCTIVE, path))
 AGENT_COMMANDS = [p for p in COMMANDS if p not in NOT_AN_AGENT]
 
 
@@ -144,7 +153,7 @@ def test_a_malformed_agent_id_is_a_bad_argument(path: tuple[str, ...], tmp_path:
 
 
 @pytest.mark.parametrize("path", AGENT_COMMANDS, ids=" ".join)
-def test_a_missing_agent_is_refused_by_every_reader(path: tuple[str, ...], tmp_path: Path) -> None:
+def test_a_missing_agent_is_refused_by_every_command(path: tuple[str, ...], tmp_path: Path) -> None:
     home = tmp_path / "home"
     seeded(home)
     (tmp_path / "import").mkdir()
@@ -156,7 +165,7 @@ def test_a_missing_agent_is_refused_by_every_reader(path: tuple[str, ...], tmp_p
         if result.exit_code:
             assert "hook input" in failed_cleanly(result, 1)
         return
-    if path in WRITERS:
+    if path in CREATORS:
         assert result.exit_code == 0, result.output
         assert (home / "agents" / "nosuch").is_dir()
         return
@@ -195,7 +204,7 @@ def test_every_command_on_a_missing_postgres_database(tmp_path: Path) -> None:
     (tmp_path / "import").mkdir()
     for path in COMMANDS:
         result = run(home, call(path, tmp_path, "al"), env)
-        if path in NOT_AN_AGENT | SETUP:  # list directories or write a host's config only
+        if path in SETUP:  # writes a host's config only
             assert result.exit_code == 0
             continue
         if path == ("doctor",):  # a report: the database's line says it, the agent is unchecked

@@ -28,6 +28,7 @@ def one_error_line(result: Result) -> str:
 
 
 def test_item22_refused_write_exits_1(invoke: Invoke) -> None:
+    invoke("init", "-a", "al")
     invoke("notebook", "set", "triage", "decided", "--managed", "system", "-a", "al")
     result = invoke("notebook", "set", "triage", "mine", "-a", "al", code=1)
     assert "managed by the system" in one_error_line(result)
@@ -37,6 +38,7 @@ def test_item22_refused_write_exits_1(invoke: Invoke) -> None:
 
 
 def test_item22_notebook_and_state_clear_of_a_missing_key_alike(invoke: Invoke) -> None:
+    invoke("init", "-a", "al")
     invoke("notebook", "set", "task", "ship", "-a", "al")
     invoke("state", "set", "focus", "review", "-a", "al")
     notebook = one_error_line(invoke("notebook", "clear", "nosuch", "-a", "al", code=1))

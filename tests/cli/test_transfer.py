@@ -109,7 +109,7 @@ def test_item6_in_place_export_says_what_happens_to_the_markdown_files(
     assert "NOTEBOOK.md" in marker and "knowledge.md" in marker
     assert {k: v for k, v in _files(root).items() if k != "MOVED-TO-POSTGRESQL.txt"} == before
     stale = invoke("doctor", "--agent", "agt_in_place", code=1).output  # files, no URL set
-    assert "stale backup" in stale
+    assert "are a backup, read but never written" in stale
     # importing back to files makes them current again: the marker goes, the bytes stay
     invoke("import", "--from-database-url", postgres_url, "--agent", "agt_in_place", "--replace")
     assert _files(root) == before

@@ -9,6 +9,7 @@ import click
 
 from .. import __version__
 from . import (
+    _agent,
     _doctor,
     _dream,
     _edit,
@@ -43,6 +44,7 @@ def cli(ctx: click.Context, home: Path | None) -> None:
 
 for _module in (
     _inspect,
+    _agent,
     _edit,
     _search,
     _dream,

@@ -23,8 +23,8 @@ from rich.table import Table
 from rich.text import Text
 
 from .._fs import validate_id
+from ..agents import check, existing
 from ..config import Settings, iso_ms
-from ..errors import NotFoundError
 from ..memory import AgentMemory, open_agent
 from ._errors import InputError as InputError  # re-exported: commands raise it
 from ._errors import debugging, translate
@@ -110,28 +110,24 @@ def json_option(func: F) -> F:
 
 
 @contextmanager
-def memory_of(ctx: click.Context, agent: str, *, create: bool = True) -> Iterator[AgentMemory]:
-    """Open ``agent``; a reading command (``create=False``) refuses an agent that does not exist."""
+def memory_of(ctx: click.Context, agent: str, *, create: bool = False) -> Iterator[AgentMemory]:
+    """Open ``agent``, refusing one the memory does not have, as reading and writing
+    commands alike do (a typo never creates an agent); ``create=True`` (``init``, ``serve``,
+    the hooks) creates it."""
     settings = settings_of(ctx)
     ctx.ensure_object(Options).agent = agent
     agent = validate_id("agent id", agent)  # a malformed id is a bad argument (exit 2)
-    if not create and not settings.agent_dir(agent).is_dir():
-        raise NotFoundError(
-            f"no agent {agent!r} under {settings.home}; create it with: "
-            f"markus-memory init --agent {agent}"
-        )
+    if not create:
+        warning = check(settings, agent)
+        if warning:
+            click.echo(f"warning: {warning}", err=True)
     with open_agent(agent, settings=settings) as mem:
         yield mem
 
 
 def existing_agent(settings: Settings, agent: str) -> str:
-    """``agent`` if it is a well-formed id with a directory under the home, else an error."""
-    agent = validate_id("agent id", agent)
-    if not settings.agent_dir(agent).is_dir():
-        raise NotFoundError(
-            f"no agent {agent!r} under {settings.home}; list them with: markus-memory agents"
-        )
-    return agent
+    """``agent`` if it is a well-formed id of an agent the memory has, else an error."""
+    return existing(settings, agent)
 
 
 def plain(value: Any) -> Any:

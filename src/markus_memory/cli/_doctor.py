@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Callable
 from functools import partial
@@ -9,20 +10,22 @@ from pathlib import Path
 
 import click
 
-from .._fs import read_text
+from .._fs import read_text, validate_id
 from .._lock import AgentLock
+from ..agents import Roster, existing, roster
 from ..backend import DATA_DB_MIGRATIONS
 from ..config import AgentPaths, Settings
 from ..errors import CorruptFileError, MarkusMemoryError
 from ..memory import open_agent
 from ..storage.knowledge_schema import open_sqlite_index
-from ..storage.migrations import SqliteMigrationTarget
+from ..storage.migrations import BOOKKEEPING_TABLE, SqliteMigrationTarget
 from ..storage.sqlite import SqliteStore
-from ..storage.sqlite_conn import damaged, open_sqlite, sqlite_error
-from ..transfer import MOVED_MARKER
+from ..storage.sqlite_conn import close_leaving_wal, damaged, open_sqlite, sqlite_error
+from ..storage.sqlite_damage import NOTE_SUFFIX, is_damage, remember_damage
 from ._common import Check, console, emit_json, json_option, plain, progress, settings_of, table
 from ._doctor_pg import SUBJECT as PG_SUBJECT
 from ._doctor_pg import apply_pending, postgres_checks, why_not_open
+from ._doctor_tables import missing_tables, sqlite_tables, tables_check
 from ._maintain import (
     derived_problems,
     pending_migration,
@@ -64,12 +67,6 @@ def agent_checks(settings: Settings, name: str) -> list[Check]:
         checks.append(_run(name, "NOTEBOOK.md parses", mem.notebook.read))
         checks.append(_run(name, "state.md parses", mem.state.entries))
         checks.append(_run(name, "role files load", mem.roles.role))
-        if (paths.root / MOVED_MARKER).exists() and not settings.documents_on_postgres:
-            detail = (
-                f"{MOVED_MARKER}: these markdown files were exported to PostgreSQL and are a "
-                "stale backup; set MARKUS_DATABASE_URL, or import the agent back with --replace"
-            )
-            checks.append(Check(name, "markdown files are current", False, detail))
         linked = [f for f in (paths.sessions_dir, paths.daily_logs_dir) if f.is_symlink()]
         for folder in (paths.sessions_dir, paths.daily_logs_dir):
             if folder in linked:
@@ -106,6 +103,29 @@ def agent_checks(settings: Settings, name: str) -> list[Check]:
     return checks
 
 
+def listed(settings: Settings, agent: str | None) -> tuple[Roster, list[str]]:
+    """The agents to check; with the database unusable, those of the home (the database's
+    own check says why)."""
+    try:
+        found = roster(settings)
+    except MarkusMemoryError:
+        found = roster(dataclasses.replace(settings, documents="files"))
+    if agent is None:
+        return found, found.ids()
+    if validate_id("agent id", agent) not in found.ids():
+        existing(settings, agent)  # raises, naming the agents there
+    return found, [agent]
+
+
+def placement(found: Roster, name: str) -> Check | None:
+    """Where files and database disagree about the agent (None: nothing to say)."""
+    entry = found.get(name)
+    warning = None if entry is None else found.warning(entry)
+    if entry is None or warning is None:
+        return None
+    return Check(name, "files and database agree", not found.disagrees(entry), warning)
+
+
 def pending_migrations(target: SqliteMigrationTarget) -> list[str]:
     """Migrations missing from a set data.db has started; a set never started is created on
     first use (activities open one, the first search the other), so it is not behind."""
@@ -118,32 +138,60 @@ def pending_migrations(target: SqliteMigrationTarget) -> list[str]:
 
 
 def database_checks(path: Path) -> list[Check]:
-    """data.db is intact and its schema is current (every migration applied)."""
+    """data.db is intact and its schema is current (every migration applied). A damaged one
+    is marked as such (:mod:`~markus_memory.storage.sqlite_damage`): from then on nothing
+    writes to it, in any process, until it is replaced."""
     subject = path.name
     if not path.exists():
         return [Check(subject, "database", True, "not created yet")]
     try:
         conn = open_sqlite(path)[0]  # read-only in a home without write access
     except sqlite3.Error as exc:
-        return [Check(subject, "opens", False, str(sqlite_error(path, exc)))]
+        return [Check(subject, "opens", False, _marked(path, exc, str(sqlite_error(path, exc))))]
+    found = None
     try:
         rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
         if rows != ["ok"]:
-            return [Check(subject, "integrity", False, damaged(path, "; ".join(rows[:3])))]
+            found = "; ".join(rows[:3])
+            return [Check(subject, "integrity", False, damaged(path, found) + MARKED)]
         checks = [Check(subject, "integrity", True)]
         target = SqliteMigrationTarget(conn)
         pending = pending_migrations(target)
         checks.append(
             Check(subject, "schema current", not pending, ", ".join(pending), fixable=True)
         )
-        problems = derived_problems(conn, {name.split("/")[0] for name in pending})
+        behind = {name.split("/")[0] for name in pending}
+        present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
+        started = {
+            str(r[0]) for r in conn.execute(f"SELECT migration_set FROM {BOOKKEEPING_TABLE}")
+        }
+        missing = missing_tables(sqlite_tables(), started, behind, present.__contains__)
+        checks.append(tables_check(subject, missing))
+        problems = derived_problems(conn, behind)
         detail = "; ".join(problems) + " (fix: reindex)" if problems else ""
         checks.append(Check(subject, "derived data", not problems, detail, fixable=True))
     except (sqlite3.Error, MarkusMemoryError) as exc:
-        checks = [Check(subject, "readable", False, damaged(path, str(exc)))]
+        found = str(exc) if isinstance(exc, sqlite3.Error) and is_damage(exc) else None
+        detail = damaged(path, str(exc)) + (MARKED if found else "")
+        checks = [Check(subject, "readable", False, detail)]
     finally:
-        conn.close()
+        if found is None:
+            conn.close()
+        else:
+            remember_damage(path, found)
+            close_leaving_wal(path, [conn])
     return checks
+
+
+DATA_DB_NOTE = f"data.db{NOTE_SUFFIX}"
+MARKED = f" Marked as damaged ({DATA_DB_NOTE}): nothing writes to it any more until it is replaced."
+
+
+def _marked(path: Path, exc: sqlite3.Error, detail: str) -> str:
+    if not is_damage(exc):
+        return detail
+    remember_damage(path, str(exc))
+    return detail + MARKED
 
 
 def planned(item: Check) -> str:
@@ -220,7 +268,7 @@ def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -
     again. Exit code 1 when a check fails (after --fix, when one still fails).
     """
     settings = settings_of(ctx)
-    agents = selected_agents(settings, agent)
+    found_agents, agents = listed(settings, agent)
 
     def run_all() -> list[Check]:
         found: list[Check] = []
@@ -230,7 +278,12 @@ def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -
             found.extend(database)
             unopened = why_not_open(database)
             for name in agents:
-                if unopened is None:
+                where = placement(found_agents, name)
+                found.extend([where] if where is not None else [])
+                entry = found_agents.get(name)
+                if entry is not None and found_agents.unexported(entry):
+                    pass  # opening it is refused: the placement check says why
+                elif unopened is None:
                     found.extend(agent_checks(settings, name))
                 else:
                     found.append(Check(name, "agent", False, unopened))

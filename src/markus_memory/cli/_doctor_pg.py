@@ -21,6 +21,7 @@ from ..storage.postgres_conn import (
     conninfo_with_timeouts,
 )
 from ._common import Check
+from ._doctor_tables import POSTGRES_TABLES, missing_tables, tables_check
 from ._maintain import derived_gaps
 
 SUBJECT = "postgresql"
@@ -72,6 +73,8 @@ def why_not_open(checks: list[Check]) -> str | None:
             "not checked: the PostgreSQL schema is behind and opening the agent would migrate "
             "it (doctor --fix applies the migrations, then checks the agent)"
         )
+    if "tables present" in found and not found["tables present"].ok:
+        return "not checked: tables of the PostgreSQL schema are missing (see its line above)"
     if "database" in found:
         return (
             "not checked: the PostgreSQL database holds no markus-memory schema yet, and "
@@ -100,6 +103,7 @@ def _schema_checks(conn: Any) -> list[Check]:
     ]
     checks = [Check(SUBJECT, "schema current", not pending, ", ".join(pending), fixable=True)]
     behind = {name.split("/")[0] for name in pending}
+    checks.append(tables_check(SUBJECT, missing_tables(POSTGRES_TABLES, applied, behind, exists)))
     problems = derived_gaps(
         "postgres", applied, behind, exists, lambda sql: int(conn.execute(sql).fetchone()[0])
     )

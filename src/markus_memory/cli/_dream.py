@@ -66,7 +66,7 @@ def dream_run(
 ) -> None:
     """Run one dream now (the trigger policy is not consulted)."""
     llm = chat_model(kind, model, base_url)
-    with memory_of(ctx, agent, create=False) as mem:
+    with memory_of(ctx, agent) as mem:
         with spinner(not as_json, "dreaming…"):
             report = run_dream(mem, llm, dry_run=dry_run)
     if as_json:
@@ -96,7 +96,7 @@ def dream_run(
 @click.pass_context
 def dream_undo(ctx: click.Context, agent: str, as_json: bool) -> None:
     """Restore knowledge.md and state.md from before the last applied dream."""
-    with memory_of(ctx, agent, create=False) as mem:
+    with memory_of(ctx, agent) as mem:
         result = undo_last_dream(mem)
     if as_json:
         emit_json(result)
@@ -124,7 +124,7 @@ def dream_history_command(
     ctx: click.Context, agent: str, limit: int, with_diff: bool, as_json: bool
 ) -> None:
     """Recorded dreams (applied, failed, undone), newest first."""
-    with memory_of(ctx, agent, create=False) as mem:
+    with memory_of(ctx, agent) as mem:
         runs = dream_history(mem, limit)
         diffs = {r.run_id: dream_diff(mem, r.run_id) for r in runs} if with_diff else {}
     if as_json:
@@ -161,7 +161,7 @@ def dream_history_command(
 @click.pass_context
 def dream_diff_command(ctx: click.Context, run_id: str, agent: str, as_json: bool) -> None:
     """Print what dream RUN_ID changed in knowledge.md and state.md (unified diff)."""
-    with memory_of(ctx, agent, create=False) as mem:
+    with memory_of(ctx, agent) as mem:
         try:
             diff = dream_diff(mem, run_id)
         except NotFoundError as exc:

@@ -27,7 +27,7 @@ from ._common import (
 @click.pass_context
 def init(ctx: click.Context, agent: str, as_json: bool) -> None:
     """Create an agent's memory (knowledge.md; legacy Markus files are migrated)."""
-    with memory_of(ctx, agent) as mem:
+    with memory_of(ctx, agent, create=True) as mem:
         files = sorted(str(p.relative_to(mem.directory)) for p in mem.directory.rglob("*.md"))
         if as_json:
             emit_json({"agent": mem.agent_id, "directory": mem.directory, "files": files})
@@ -46,7 +46,7 @@ def notebook() -> None:
 @click.pass_context
 def notebook_show(ctx: click.Context, agent: str, as_json: bool) -> None:
     """Print every notebook entry."""
-    with memory_of(ctx, agent, create=False) as mem:
+    with memory_of(ctx, agent) as mem:
         entries = mem.notebook.entries()
     if as_json:
         emit_json(entries)
@@ -107,7 +107,7 @@ def notebook_clear(
     ctx: click.Context, key: str | None, agent: str, everything: bool, as_json: bool
 ) -> None:
     """Remove entry KEY, every agent entry (no KEY), or everything (--all)."""
-    with memory_of(ctx, agent, create=False) as mem:
+    with memory_of(ctx, agent) as mem:
         removed = mem.notebook.clear(key, all=everything, allow_system=key is not None)
         keys = [e.key for e in mem.notebook.entries()]
     if as_json:
@@ -167,7 +167,7 @@ def knowledge_show(
     ctx: click.Context, section: str | None, agent: str, limit: int, as_json: bool
 ) -> None:
     """Print SECTION, or every curated section."""
-    with memory_of(ctx, agent, create=False) as mem:
+    with memory_of(ctx, agent) as mem:
         if section is not None:
             body = mem.knowledge.section(section)
             if body is None:
@@ -248,7 +248,7 @@ def state() -> None:
 @click.pass_context
 def state_show(ctx: click.Context, agent: str, as_json: bool) -> None:
     """Print every state entry."""
-    with memory_of(ctx, agent, create=False) as mem:
+    with memory_of(ctx, agent) as mem:
         entries = mem.state.entries()
     if as_json:
         emit_json(entries)
@@ -285,7 +285,7 @@ def state_set(ctx: click.Context, key: str, content: str, agent: str, as_json: b
 @click.pass_context
 def state_clear(ctx: click.Context, key: str, agent: str, as_json: bool) -> None:
     """Remove state KEY."""
-    with memory_of(ctx, agent, create=False) as mem:
+    with memory_of(ctx, agent) as mem:
         removed = mem.state.clear(key)
         keys = [e.key for e in mem.state.entries()]
     if as_json:

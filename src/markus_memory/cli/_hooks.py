@@ -51,7 +51,7 @@ def hook_session_start(ctx: click.Context, agent: str, profile: str) -> None:
     """Print the memory context as the SessionStart hook's additionalContext."""
     try:
         given = parse_hook_input(sys.stdin.read(), "SessionStart")
-        with memory_of(ctx, agent) as mem:
+        with memory_of(ctx, agent, create=True) as mem:
             answer = session_start(mem, given, profile)
     except Exception as exc:  # a hook never shows Claude Code a traceback
         _fail(ctx, "SessionStart", exc)
@@ -84,7 +84,7 @@ def hook_pre_compact(
     try:
         llm = chat_model(kind, model, base_url)
         given = parse_hook_input(sys.stdin.read(), "PreCompact")
-        with memory_of(ctx, agent) as mem:
+        with memory_of(ctx, agent, create=True) as mem:
             report = pre_compact(mem, given, llm)
     except Exception as exc:  # a hook never shows Claude Code a traceback
         _fail(ctx, "PreCompact", exc)

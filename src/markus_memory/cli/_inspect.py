@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from ..agents import AgentEntry, roster
 from ..config import Settings
 from ..errors import NotFoundError
 from ..memory import AgentMemory
@@ -29,27 +30,39 @@ from ._common import (
 
 
 def agent_ids(settings: Settings) -> list[str]:
-    """Every agent directory under the home, sorted."""
-    if not settings.agents_dir.is_dir():
-        return []
-    return sorted(p.name for p in settings.agents_dir.iterdir() if p.is_dir())
+    """Every agent of the configured memory, sorted (:mod:`markus_memory.agents`)."""
+    return roster(settings).ids()
+
+
+def _row(entry: AgentEntry) -> dict[str, Any]:
+    files = []
+    if entry.directory is not None:
+        files = [p for p in entry.directory.rglob("*") if p.is_file() and p.name != ".lock"]
+    latest = max((p.stat().st_mtime for p in files), default=None)
+    changed = None if latest is None else datetime.fromtimestamp(latest, timezone.utc)
+    return {
+        "agent": entry.agent_id,
+        "where": entry.where,
+        "files": len(files),
+        "path": "" if entry.directory is None else str(entry.directory),
+        "mtime": changed,
+    }
 
 
 @click.command()
 @json_option
 @click.pass_context
 def agents(ctx: click.Context, as_json: bool) -> None:
-    """List the agents under the memory home."""
+    """List the agents of the memory (its home, and its PostgreSQL database when the
+    documents live there); warns where files and database disagree."""
     settings = settings_of(ctx)
-    rows = []
-    for agent in agent_ids(settings):
-        paths = settings.agent_dir(agent)
-        files = [p for p in paths.rglob("*") if p.is_file() and p.name != ".lock"]
-        latest = max((p.stat().st_mtime for p in files), default=None)
-        changed = None if latest is None else datetime.fromtimestamp(latest, timezone.utc)
-        rows.append({"agent": agent, "files": len(files), "path": str(paths), "mtime": changed})
+    found = roster(settings)
+    rows = [_row(entry) for entry in found.entries]
+    warnings = found.warnings()
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
     if as_json:
-        emit_json({"home": str(settings.home), "agents": rows})
+        emit_json({"home": str(settings.home), "agents": rows, "warnings": warnings})
         return
     if not rows:
         empty_listing(
@@ -59,8 +72,8 @@ def agents(ctx: click.Context, as_json: bool) -> None:
     console().print(
         table(
             f"Agents in {settings.home}",
-            ["agent", "files", "last change", "path"],
-            [(r["agent"], r["files"], plain(r["mtime"]), r["path"]) for r in rows],
+            ["agent", "where", "files", "last change", "path"],
+            [(r["agent"], r["where"], r["files"], plain(r["mtime"]), r["path"]) for r in rows],
         )
     )
 
@@ -122,7 +135,7 @@ def overview(mem: AgentMemory) -> dict[str, Any]:
 @click.pass_context
 def show(ctx: click.Context, agent: str, as_json: bool) -> None:
     """Overview of one agent: notebook, knowledge with budgets, state, recent activities."""
-    with memory_of(ctx, agent, create=False) as mem:
+    with memory_of(ctx, agent) as mem:
         data = overview(mem)
     if as_json:
         emit_json(data)
@@ -182,7 +195,7 @@ def show(ctx: click.Context, agent: str, as_json: bool) -> None:
 @click.pass_context
 def sessions(ctx: click.Context, agent: str, show_id: str | None, last: int, as_json: bool) -> None:
     """List an agent's sessions (newest first), or print one with --show."""
-    with memory_of(ctx, agent, create=False) as mem:
+    with memory_of(ctx, agent) as mem:
         if show_id is not None:
             session = mem.sessions.get(show_id)
             if session is None:
@@ -229,7 +242,7 @@ def recall_activities(
     ctx: click.Context, query: str | None, agent: str, types: str | None, limit: int, as_json: bool
 ) -> None:
     """Find activities by QUERY (full text), or list the latest ones."""
-    with memory_of(ctx, agent, create=False) as mem:
+    with memory_of(ctx, agent) as mem:
         if query:
             hits = mem.activities.search(query, limit=limit)
             rows: list[tuple[Activity, float | None]] = [
@@ -272,7 +285,7 @@ def _activity(activity: Activity) -> dict[str, Any]:
 @click.pass_context
 def recall_activity(ctx: click.Context, activity_id: str, agent: str, as_json: bool) -> None:
     """Print one activity with its logs."""
-    with memory_of(ctx, agent, create=False) as mem:
+    with memory_of(ctx, agent) as mem:
         try:
             detail = mem.activities.get(activity_id)
         except NotFoundError as exc:
@@ -328,7 +341,7 @@ def recall_conversation(
     as_json: bool,
 ) -> None:
     """Search past session transcripts for QUERY, best hit first."""
-    with memory_of(ctx, agent, create=False) as mem:
+    with memory_of(ctx, agent) as mem:
         hits = mem.recall_conversation(
             query,
             session_id=session_id,
@@ -387,7 +400,7 @@ def prompt(
     as_json: bool,
 ) -> None:
     """Print the memory context a system prompt gets for PROFILE (changes no file)."""
-    with memory_of(ctx, agent, create=False) as mem:
+    with memory_of(ctx, agent) as mem:
         context = render_memory_context(mem, profile, query=query, persist_recall=persist_recall)
     if as_json:
         emit_json(context)

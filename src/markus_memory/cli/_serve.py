@@ -63,7 +63,7 @@ def serve(
     if use_http:
         mcp_server.check_http_binding(host, token)
         sock = http_guard.bind_socket(host, port)  # a port in use fails here, before the banner
-    with memory_of(ctx, agent) as mem:
+    with memory_of(ctx, agent, create=True) as mem:
         if use_http:
             app = mcp_server.http_app(mem, host=host, token=token, legacy_tools=legacy_tools)
             bound_port = sock.getsockname()[1]

@@ -26,6 +26,13 @@ def _other(ctx: click.Context, current: Settings, home: Path | None, url: str | 
 
 
 def _show(report: TransferReport, as_json: bool, verb: str) -> None:
+    if report.backup:  # said on stderr too with --json: a backup is never silent
+        click.echo(
+            "Backed up what the destination held of the replaced agent(s) to "
+            f"{report.backup}\n(restore with: markus-memory import --from-home "
+            f"{report.backup} --replace)",
+            err=as_json,
+        )
     if as_json:
         emit_json(report)
         return
@@ -52,8 +59,28 @@ def _show(report: TransferReport, as_json: bool, verb: str) -> None:
 
 _AGENT = click.option("--agent", "-a", help="Only this agent (default: every agent).")
 _REPLACE = click.option(
-    "--replace", is_flag=True, help="Overwrite an agent that already exists at the destination."
+    "--replace",
+    is_flag=True,
+    help="Replace what the destination holds of the agent by the source's (documents, files, "
+    "episodic rows, dream history), after backing it up to --backup-to.",
 )
+_MERGE = click.option(
+    "--merge",
+    is_flag=True,
+    help="Add only what the destination lacks (documents, files, rows by id); running it "
+    "again adds nothing.",
+)
+_BACKUP = click.option(
+    "--backup-to",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where --replace backs the destination up (default: a new folder "
+    "<destination home>/backups/<UTC time>).",
+)
+
+
+def _mode(replace: bool, merge: bool) -> None:
+    if replace and merge:
+        raise click.UsageError("--replace and --merge exclude each other: pick one")
 
 
 @click.command("export")
@@ -69,6 +96,8 @@ _REPLACE = click.option(
 )
 @_AGENT
 @_REPLACE
+@_MERGE
+@_BACKUP
 @json_option
 @click.pass_context
 def export_command(
@@ -77,6 +106,8 @@ def export_command(
     to_home: Path | None,
     agent: str | None,
     replace: bool,
+    merge: bool,
+    backup_to: Path | None,
     as_json: bool,
 ) -> None:
     """Copy agents from this memory to PostgreSQL or to another home, losslessly.
@@ -85,10 +116,13 @@ def export_command(
     Documents, other files, episodic rows and the dream history are copied. Exported in place
     to PostgreSQL, the markdown files stay on disk as a backup, marked as no longer read.
     """
+    _mode(replace, merge)
     source = settings_of(ctx)
     target = _other(ctx, source, to_home, to_database_url)
     with spinner(not as_json, "exporting"):
-        report = export_agent(source, target, agent, replace=replace)
+        report = export_agent(
+            source, target, agent, replace=replace, merge=merge, backup_to=backup_to
+        )
     _show(report, as_json, "export")
 
 
@@ -105,6 +139,8 @@ def export_command(
 )
 @_AGENT
 @_REPLACE
+@_MERGE
+@_BACKUP
 @json_option
 @click.pass_context
 def import_command(
@@ -113,9 +149,12 @@ def import_command(
     from_home: Path | None,
     agent: str | None,
     replace: bool,
+    merge: bool,
+    backup_to: Path | None,
     as_json: bool,
 ) -> None:
     """Copy agents from PostgreSQL or another home into this memory, losslessly."""
+    _mode(replace, merge)
     target = settings_of(ctx)
     if agent is not None:
         validate_id("agent id", agent)  # a malformed id is a bad argument, whatever the source
@@ -123,7 +162,9 @@ def import_command(
         raise NotFoundError(f"no memory home at {from_home}: check --from-home")
     source = _other(ctx, target, from_home, from_database_url)
     with spinner(not as_json, "importing"):
-        report = export_agent(source, target, agent, replace=replace)
+        report = export_agent(
+            source, target, agent, replace=replace, merge=merge, backup_to=backup_to
+        )
     _show(report, as_json, "import")
 
 

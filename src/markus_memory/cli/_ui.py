@@ -6,7 +6,7 @@ import webbrowser
 
 import click
 
-from ..backend import open_backend
+from ..agents import existing
 from ._common import settings_of
 
 TOKEN_ENV = "MARKUS_UI_TOKEN"
@@ -45,9 +45,8 @@ def ui(
 
     settings = settings_of(ctx)
     app = create_app(settings, host=host, token=token)  # refuses a bind that needs a token
-    on_postgres = open_backend(settings).kind == "postgres"
-    if agent is not None and not (settings.agent_dir(agent).is_dir() or on_postgres):
-        raise click.ClickException(f"no agent {agent!r} under {settings.home}")
+    if agent is not None:
+        existing(settings, agent)  # the agents the UI lists: files, PostgreSQL, both
     sock = http_guard.bind_socket(host, port)  # a port in use fails here, before the banner
     path = "/" if agent is None else f"/agents/{agent}/notebook"
     url = f"http://{http_guard.url_host(host)}:{sock.getsockname()[1]}{path}"

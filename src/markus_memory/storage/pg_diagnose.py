@@ -9,6 +9,7 @@ as its own exception (:mod:`markus_memory.errors`) whose message says what to do
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,16 +54,36 @@ def diagnose(url: str, *, timeout: float = PROBE_TIMEOUT_S) -> MarkusMemoryError
         return _refusal(reason, place, dbname, params)
     try:
         row = conn.execute("SELECT current_schema()").fetchone()
+        path = conn.execute("SHOW search_path").fetchone()
     except psycopg.Error:
         return None
     finally:
         conn.close()
     if row is None or row[0] is None:
+        names = [n.strip() for n in str(path[0] if path else "").split(",") if n.strip()]
+        schema = names[0].strip('"') if names else "name"
         return SchemaMissingError(
-            f"the schema named by search_path in the URL does not exist in database {dbname!r} "
-            f"at {place}: create it first (CREATE SCHEMA name) or remove the options from the URL"
+            f"the schema {schema!r} named by search_path in the URL does not exist in database "
+            f"{dbname!r} at {place}: create it first with: psql "
+            f"{_psql_target(params)} -c {shlex.quote(f'CREATE SCHEMA {_ident(schema)}')} "
+            "(its tables are created on first use), or remove the options from the URL"
         )
     return None
+
+
+def _ident(name: str) -> str:
+    """``name`` as a PostgreSQL identifier (quoted unless it is a plain lower-case one)."""
+    if re.fullmatch(r"[a-z_][a-z0-9_$]*", name):
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _psql_target(params: Mapping[str, Any]) -> str:
+    parts = [f"-h {params.get('host', 'localhost')}", f"-p {params.get('port', 5432)}"]
+    if params.get("user"):
+        parts.append(f"-U {params['user']}")
+    parts.append(str(params.get("dbname", params.get("user", ""))))
+    return " ".join(parts)
 
 
 def _refusal(

@@ -26,7 +26,13 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from .._docs import DocumentVersion, check_name
-from ..errors import BusyError, InvalidInputError, LockTimeoutError, StorageError
+from ..errors import (
+    BackendUnavailableError,
+    BusyError,
+    InvalidInputError,
+    LockTimeoutError,
+    StorageError,
+)
 from .migrations import Migrations
 from .postgres_conn import PostgresDatabase
 
@@ -235,4 +241,32 @@ def list_agents(database: PostgresDatabase) -> list[str]:
     """Every agent id with at least one document."""
     with database.read() as conn:
         rows = conn.execute("SELECT DISTINCT agent_id FROM documents ORDER BY 1").fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def stored_agents(url: str) -> list[str]:
+    """Every agent id with documents at ``url``, read on a plain connection in a read-only
+    transaction: listing agents never creates or migrates the schema (``doctor`` lists them
+    before it checks the schema). An unusable URL raises what :func:`diagnose` finds."""
+    import psycopg
+
+    from .pg_diagnose import diagnose
+    from .postgres_conn import CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_MS, conninfo_with_timeouts
+
+    try:
+        conn = psycopg.connect(
+            conninfo_with_timeouts(url, CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_MS), autocommit=True
+        )
+    except psycopg.Error as exc:
+        raise diagnose(url) or BackendUnavailableError(f"PostgreSQL: {exc}") from exc
+    try:
+        with conn, conn.transaction():
+            conn.execute("SET TRANSACTION READ ONLY")
+            if conn.execute("SELECT current_schema()").fetchone() in (None, (None,)):
+                raise diagnose(url) or StorageError(f"PostgreSQL: no schema at {url}")
+            if conn.execute("SELECT to_regclass('documents')").fetchone() in (None, (None,)):
+                return []
+            rows = conn.execute("SELECT DISTINCT agent_id FROM documents ORDER BY 1").fetchall()
+    except psycopg.Error as exc:
+        raise diagnose(url) or StorageError(f"PostgreSQL: {exc}") from exc
     return [str(row[0]) for row in rows]

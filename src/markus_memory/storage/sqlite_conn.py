@@ -26,6 +26,7 @@ from ._records import EPOCH as EPOCH
 from ._records import RowDecoder
 from ._sql import SEARCH_CANDIDATES, DialectSql
 from .migrations import Migrations, SqliteMigrationTarget
+from .sqlite_damage import NOT_WRITTEN, is_damage, known_damage, remember_damage
 from .sqlite_schema import SLOT_SHIFT
 from .sqlite_schema import migrations as markus_migrations
 
@@ -160,7 +161,6 @@ DAMAGED = (
     "mailbox and chat rows exist only in that file: restore them from a backup (or try "
     "`sqlite3 {path}.damaged .recover`)."
 )
-_DAMAGE_CODES = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
 
 
 def damaged(path: Path | str, detail: str) -> str:
@@ -170,10 +170,22 @@ def damaged(path: Path | str, detail: str) -> str:
 
 def sqlite_error(path: Path, exc: sqlite3.Error, prefix: str = "") -> StorageError:
     """A sqlite error as a StorageError; a damaged file says so and how to recover."""
-    code = getattr(exc, "sqlite_errorname", "")
-    if code.split("_VTAB")[0] in _DAMAGE_CODES or "malformed" in str(exc):
+    if is_damage(exc):
         return StorageError(damaged(path, str(exc)))
     return StorageError(f"{prefix}{path}: {exc}")
+
+
+def close_leaving_wal(path: Path, conns: Sequence[sqlite3.Connection]) -> None:
+    """Close ``conns`` to a damaged file without checkpointing its WAL into it: the last
+    connection to close would, and a read-only one, closed last, cannot."""
+    try:
+        guard: sqlite3.Connection | None = open_sqlite(path, writable=False)[0]
+    except sqlite3.Error:
+        guard = None
+    for conn in conns:
+        conn.close()
+    if guard is not None:
+        guard.close()
 
 
 class _SharedFile:
@@ -187,6 +199,9 @@ class _SharedFile:
         self.users = 0
         self.migrated: set[str] = set()
         self.read_only = False  # set when the file may only be read (a read-only home)
+        self.damage: str | None = None
+        """What said the file is damaged, once something did: from then on nothing is
+        written to it (writes are refused, and closing does not checkpoint the WAL in)."""
 
 
 _FILES: dict[str, _SharedFile] = {}
@@ -199,6 +214,7 @@ def _share(path: Path) -> tuple[str, _SharedFile]:
         shared = _FILES.get(key)
         if shared is None or shared.pid != os.getpid():  # a forked child opens its own
             shared = _FILES[key] = _SharedFile()
+            shared.damage = known_damage(path)
         shared.users += 1
         return key, shared
 
@@ -279,7 +295,7 @@ class SqliteDatabase:
         try:
             conn, read_only = open_sqlite(self.path, writable=not self.read_only)
         except sqlite3.Error as exc:
-            raise sqlite_error(self.path, exc, "cannot open ") from exc
+            raise self._failed(exc, "cannot open ") from exc
         self._shared.read_only = read_only
         conn.row_factory = sqlite3.Row
         # Reads of a large index go through the OS page cache without a copy per page.
@@ -287,6 +303,8 @@ class SqliteDatabase:
         conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         if not read_only:
             conn.execute("PRAGMA foreign_keys = ON")
+        if self._shared.damage is not None:
+            conn.execute("PRAGMA query_only = 1")
         return conn
 
     @property
@@ -307,9 +325,30 @@ class SqliteDatabase:
                 shared.all.append(conn)
         return conn
 
+    def _failed(self, exc: sqlite3.Error, prefix: str = "") -> StorageError:
+        """``exc`` as a StorageError; a damaged file is remembered as such (see ``damage``)."""
+        if is_damage(exc) and self._shared.damage is None:
+            self._shared.damage = str(exc)
+            remember_damage(self.path, str(exc))
+            for conn in list(self._shared.all):  # every thread's connection stops writing
+                try:
+                    conn.execute("PRAGMA query_only = 1")
+                except sqlite3.Error:
+                    pass
+            return StorageError(damaged(self.path, str(exc)) + NOT_WRITTEN)
+        return sqlite_error(self.path, exc, prefix)
+
+    @property
+    def damage(self) -> str | None:
+        """What said the file is damaged (None: nothing has)."""
+        return self._shared.damage
+
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (BEGIN IMMEDIATE … COMMIT); sqlite errors become StorageError."""
+        """One write transaction (BEGIN IMMEDIATE … COMMIT); sqlite errors become StorageError.
+        Refused once the file was found damaged."""
+        if self._shared.damage is not None:
+            raise StorageError(damaged(self.path, self._shared.damage) + NOT_WRITTEN)
         conn = self.connection()
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -320,7 +359,7 @@ class SqliteDatabase:
                 raise
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise sqlite_error(self.path, exc) from exc
+            raise self._failed(exc) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
 
@@ -329,7 +368,7 @@ class SqliteDatabase:
         try:
             yield self.connection()
         except sqlite3.Error as exc:
-            raise sqlite_error(self.path, exc) from exc
+            raise self._failed(exc) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
 
@@ -343,28 +382,31 @@ class SqliteDatabase:
     def migrate(self, migrations: Migrations[sqlite3.Connection]) -> list[str]:
         """Apply a migration set (once per process and file); returns the names applied.
 
-        A read-only file is only checked: StorageError if it lacks a migration."""
+        A read-only or damaged file is only checked: StorageError if it lacks a migration."""
         if migrations.name in self._shared.migrated:
             return []
         conn = self.connection()
         target = SqliteMigrationTarget(conn)
-        if self.read_only:
+        if self.read_only or self._shared.damage is not None:
+            if self._shared.damage is not None:
+                why = damaged(self.path, self._shared.damage) + NOT_WRITTEN + " It"
+            else:
+                why = f"{self.path} is read-only and"
             try:
                 done = target.applied(conn, migrations.name)
             except sqlite3.Error as exc:
-                raise StorageError(f"{self.path} is read-only and has no schema: {exc}") from exc
+                raise StorageError(f"{why} has no schema: {exc}") from exc
             missing = [m.name for m in migrations.migrations if m.name not in done]
             if missing:
                 raise StorageError(
-                    f"{self.path} is read-only and needs migrations {', '.join(missing)}: "
-                    "open it once with write access"
+                    f"{why} needs migrations {', '.join(missing)}: open it once with write access"
                 )
             self._shared.migrated.add(migrations.name)
             return []
         try:
             applied = migrations.apply(target)
         except sqlite3.Error as exc:
-            raise sqlite_error(self.path, exc) from exc
+            raise self._failed(exc) from exc
         self._shared.migrated.add(migrations.name)
         return applied
 
@@ -374,5 +416,9 @@ class SqliteDatabase:
         if self._closed:
             return
         self._closed = True
-        for conn in _unshare(self._key, self._shared):
-            conn.close()
+        conns = _unshare(self._key, self._shared)
+        if self._shared.damage is not None:
+            close_leaving_wal(self.path, conns)
+        else:
+            for conn in conns:
+                conn.close()

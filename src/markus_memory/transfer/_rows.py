@@ -102,3 +102,39 @@ def write_rows(store: EpisodicStore, rows: AgentRows) -> None:
             store.append_chat_message(message)
     for session_id, mark, transcript in rows.transcript:
         store.import_transcript(rows.agent_id, session_id, transcript, synced_at=mark.synced_at)
+
+
+def merge_rows(store: EpisodicStore, rows: AgentRows, present: AgentRows) -> int:
+    """Add to ``store`` the rows of ``rows`` that ``present`` (its rows) lacks, by id: whole
+    activities (with their logs), mailbox items, decisions, chat sessions and the messages a
+    chat session lacks, and the transcript messages past what a session holds. Running it
+    again adds nothing. How many rows were added."""
+    have = {a.id for a, _ in present.activities}
+    activities = tuple((a, logs) for a, logs in rows.activities if a.id not in have)
+    mailbox_ids = {m.id for m in present.mailbox}
+    decision_ids = {d.id for d in present.decisions}
+    missing = AgentRows(
+        activities,
+        tuple(m for m in rows.mailbox if m.id not in mailbox_ids),
+        tuple(d for d in rows.decisions if d.id not in decision_ids),
+        (),
+        rows.agent_id,
+    )
+    write_rows(store, missing)
+    added = missing.count
+    chats = {s.id: {m.id for m in messages} for s, messages in present.chats}
+    for session, messages in rows.chats:
+        held = chats.get(session.id)
+        if held is None:
+            store.create_chat_session(session)
+            added += 1
+            held = set()
+        for message in messages:
+            if message.id not in held:
+                store.append_chat_message(message)
+                added += 1
+    for session_id, mark, transcript in rows.transcript:
+        added += store.import_transcript(
+            rows.agent_id, session_id, transcript, synced_at=mark.synced_at
+        )
+    return added

@@ -149,6 +149,7 @@ def error_page(ui: UI, request: Request, status: int, title: str, detail: str) -
 
 def build_routes(ui: UI) -> list[BaseRoute]:
     from . import (
+        pages_agent,
         pages_dreams,
         pages_history,
         pages_home,
@@ -166,6 +167,7 @@ def build_routes(ui: UI) -> list[BaseRoute]:
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
         Route("/agents/{agent}", pages_home.agent_redirect),
         Route("/search", pages_search.search_endpoint(ui)),
+        *pages_agent.routes(ui),
     ]
     modules = (pages_memory, pages_observations, pages_state, pages_history, pages_dreams)
     for module in modules:

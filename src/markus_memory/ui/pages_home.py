@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from ..agents import roster
 from ..backend import open_backend
 from ..dream import dream_history
 from ..memory import AgentMemory
@@ -46,6 +47,10 @@ class AgentCard:
     last_activity_at: datetime | None
     last_dream: str | None
     last_dream_at: datetime | None
+    where: str = ""
+    """Where the agent is: files, database, or both (:mod:`markus_memory.agents`)."""
+    warning: str | None = None
+    """Where files and database disagree about it, in words."""
 
 
 def agent_card(memory: AgentMemory) -> AgentCard:
@@ -75,11 +80,17 @@ def agent_card(memory: AgentMemory) -> AgentCard:
 def agents_endpoint(ui: UI) -> Callable[[Request], Awaitable[Response]]:
     async def agents(request: Request) -> Response:
         def cards() -> list[AgentCard]:
-            found = []
-            for agent in ui.pool.ids():
-                with ui.pool.use(agent) as memory:
-                    found.append(agent_card(memory))
-            return found
+            found = roster(ui.settings)
+            listed = []
+            for entry in found.entries:
+                where, warning = entry.where, found.warning(entry)
+                if found.unexported(entry):  # opening it is refused: the warning says why
+                    card = AgentCard(entry.agent_id, (), (), None, None, None, None)
+                else:
+                    with ui.pool.use(entry.agent_id) as memory:
+                        card = agent_card(memory)
+                listed.append(replace(card, where=where, warning=warning))
+            return listed
 
         listed = await run_in_threadpool(cards)
         return ui.templates.page(
@@ -92,6 +103,7 @@ def agents_endpoint(ui: UI) -> Callable[[Request], Awaitable[Response]]:
                 "now": ui.settings.clock(),
                 "agents": [c.agent for c in listed],
                 "tab": "agents",
+                "notice": request.query_params.get("done", ""),
             },
         )
 

@@ -61,6 +61,18 @@ class AgentPool:
                 self._handles[agent_id] = memory
             yield memory
 
+    def discard(self, agent_id: str) -> None:
+        """Close ``agent_id``'s handle, waiting for the request that holds it, and forget the
+        list of agents (it is about to change: the agent is being deleted)."""
+        with self._guard:
+            lock = self._locks.setdefault(agent_id, threading.Lock())
+        with lock:
+            memory = self._handles.pop(agent_id, None)
+            if memory is not None:
+                memory.close()
+        with self._guard:
+            self._listed = None
+
     def close(self) -> None:
         with self._guard:
             handles, self._handles = self._handles, {}

@@ -1,0 +1,78 @@
+"""Forget one agent's rows in an episodic store: written once for both backends.
+
+Used by ``delete_agent`` (every trace of an agent) and by ``import --replace`` (the
+destination's rows before the source's are written). The transcript goes session by session
+through ``forget_session``, which takes each message's postings and counts out of the recall
+index and drops its vector; activities through ``prune_activities``, which drops their search
+documents; what is left of the agent in the recall tables (terms, speakers, vector lists) and
+the plain tables is deleted by agent.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from .base import EpisodicStore
+from .dialect import Database, Dialect
+from .recall_index import clear
+from .recall_rank import agent_key
+
+_FAR_FUTURE = datetime(9999, 1, 1, tzinfo=timezone.utc)
+_BY_AGENT = (
+    "chat_messages",
+    "chat_sessions",
+    "mailbox_items",
+    "agent_decisions",
+    "transcript_marks",
+)
+SIDE_TABLES = ("dream_runs", "langgraph_items", "documents")
+"""Tables beside the episodic store that hold an agent's rows by ``agent_id``: the dream
+audit, the LangGraph items and (PostgreSQL) the markdown documents."""
+
+
+class _Tables(EpisodicStore, Protocol):
+    @property
+    def dialect(self) -> Dialect: ...
+
+    def write(self) -> AbstractContextManager[Any]: ...
+
+
+def forget_agent(store: EpisodicStore, agent_id: str) -> int:
+    """Delete every row ``agent_id`` has in ``store`` (its derived index entries and vectors
+    with them); the number of activities and transcript messages removed."""
+    tables: _Tables = store  # type: ignore[assignment]  # both stores have dialect and write
+    sessions = {m.session_id for m in store.transcript_messages(agent_id)}
+    sessions |= set(store.transcript_marks(agent_id))
+    removed = sum(store.forget_session(agent_id, sid) for sid in sorted(sessions))
+    removed += store.prune_activities(agent_id, before=_FAR_FUTURE)
+    agent = agent_key(agent_id)
+    with tables.write() as conn:
+        sql = tables.dialect.bind(conn)
+        clear(sql, agent_id)
+        sql.run("DELETE FROM recall_vectors WHERE agent = ?", (agent,))
+        sql.run("DELETE FROM recall_vector_lists WHERE agent = ?", (agent,))
+        for table in _BY_AGENT:
+            sql.run(f"DELETE FROM {table} WHERE agent_id = ?", (agent_id,))
+        if tables.dialect.name == "sqlite":
+            sql.run("DELETE FROM agent_slots WHERE agent_id = ?", (agent_id,))
+    return removed
+
+
+def forget_in(database: Database, agent_id: str, tables: tuple[str, ...] = SIDE_TABLES) -> int:
+    """Delete ``agent_id``'s rows from those of ``tables`` that ``database`` has; how many."""
+    dialect = database.dialect
+    exists = (
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+        if dialect.name == "sqlite"
+        else "SELECT to_regclass(?) IS NOT NULL WHERE to_regclass(?) IS NOT NULL"
+    )
+    removed = 0
+    with database.write() as conn:
+        sql = dialect.bind(conn)
+        for table in tables:
+            params = (table,) if dialect.name == "sqlite" else (table, table)
+            if sql.rows(exists, params):
+                removed += sql.run(f"DELETE FROM {table} WHERE agent_id = ?", (agent_id,))
+    return removed
