@@ -146,17 +146,31 @@ def child(home: Home, agent: str, op: str, pipe: Pipe) -> None:
 
 @dataclass
 class Timing:
-    """Running means of how long a call takes from its start and from its first write."""
+    """What one kind of call (dream or undo) takes: running means of its time from its start
+    and from its first write, and the most writes it was seen to make."""
 
     total: float = 0.05
     apply: float = 0.01
+    writes: int = 4
 
     def learn(self, events: list[tuple[str, int]]) -> None:
         moments = {name: ns for name, ns in reversed(events)}
-        if "start" in moments and "end" in moments:
+        if "end" not in moments:
+            return
+        if "start" in moments:
             self.total = 0.7 * self.total + 0.3 * (moments["end"] - moments["start"]) / 1e9
-        if "write" in moments and "end" in moments:
+        if "write" in moments:
             self.apply = 0.7 * self.apply + 0.3 * (moments["end"] - moments["write"]) / 1e9
+        self.writes = max(self.writes, sum(name == "write" for name, _ in events))
+
+    def pick(self, rng: random.Random) -> tuple[str, int, float]:
+        """When to kill: (``start`` or ``write``, after how many such events, then how long)."""
+        if rng.random() < 0.2:
+            return "start", 1, rng.uniform(0, self.total * 1.1)
+        gap = self.apply / self.writes
+        # Half after the last write (the commits follow it), half after any of them.
+        which = self.writes if rng.random() < 0.5 else rng.randint(1, self.writes)
+        return "write", which, rng.uniform(0, gap * 1.5)
 
 
 def _events(data: bytes) -> list[tuple[str, int]]:
@@ -180,12 +194,13 @@ def kill_child(
     rng: random.Random,
     timing: Timing,
 ) -> str:
-    """Run ``body`` in a child and SIGKILL it: mostly a little after its first write, else at
-    a random moment of the whole call. Where the kill landed: ``before``, ``inside`` (after
-    the first write, before the end) or ``after``."""
+    """Run ``body`` in a child and SIGKILL it: mostly a little after one of its writes (any
+    of them, so that kills land all along the apply or undo), else at a random moment of the
+    whole call. Where the kill landed: ``before`` (its first write), ``inside`` (after it,
+    before the end) or ``after``; what the child said teaches ``timing``."""
     pid, fd = fork(body)
     data = b""
-    from_write = rng.random() < 0.75
+    event, count, delay = timing.pick(rng)
     deadline: float | None = None
     while True:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -197,10 +212,8 @@ def kill_child(
             break
         data += chunk
         names = [name for name, _ in _events(data)]
-        if deadline is None and "start" in names and not from_write:
-            deadline = time.monotonic() + rng.uniform(0, timing.total * 1.1)
-        if deadline is None and "write" in names and from_write:
-            deadline = time.monotonic() + rng.uniform(0, timing.apply * 1.2)
+        if deadline is None and names.count(event) >= count:
+            deadline = time.monotonic() + delay
         if "end" in names:
             break
     os.kill(pid, signal.SIGKILL)
@@ -208,7 +221,9 @@ def kill_child(
         data += chunk
     os.close(fd)
     os.waitpid(pid, 0)
-    names = [name for name, _ in _events(data)]
+    events = _events(data)
+    timing.learn(events)
+    names = [name for name, _ in events]
     if "end" in names:
         return "after"
     return "inside" if "write" in names else "before"
@@ -287,7 +302,7 @@ def campaign(
     observations: int,
 ) -> DreamTally:
     """Dream and undo rounds (about 3 to 2) until ``kills`` children were killed."""
-    tally, timing = DreamTally(), Timing()
+    tally, timing = DreamTally(), {"dream": Timing(), "undo": Timing(apply=0.005)}
     while tally.kills < kills:
         op = "undo" if rng.random() < 0.4 else "dream"
         agent = new_agent_id(f"dreamer_{op}")
@@ -297,14 +312,14 @@ def campaign(
         with home.open(agent) as mem:
             pre_docs = texts(mem)
         if op == "undo":
-            timing.learn(_events(run_child(partial(child, home, agent, "dream"), fork)))
+            timing["dream"].learn(_events(run_child(partial(child, home, agent, "dream"), fork)))
             with home.open(agent) as mem:
                 runs = [r for r in audit_log(mem).runs(agent) if r.status == "applied"]
             if not runs:
                 tally.inconsistent.append(f"{agent}: the setup dream applied nothing")
                 continue
             run = runs[0]
-        where = kill_child(partial(child, home, agent, op), fork, rng, timing)
+        where = kill_child(partial(child, home, agent, op), fork, rng, timing[op])
         tally.kills += 1
         tally.count(op, where)
         problems = check(home, agent, pre_docs, run)
