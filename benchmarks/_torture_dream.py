@@ -151,7 +151,7 @@ class Timing:
 
     total: float = 0.05
     apply: float = 0.01
-    writes: int = 4
+    writes: int = 1
 
     def learn(self, events: list[tuple[str, int]]) -> None:
         moments = {name: ns for name, ns in reversed(events)}
@@ -238,6 +238,7 @@ class DreamTally:
     landed: dict[str, int] = field(default_factory=dict)
     consistent: int = 0
     inconsistent: list[str] = field(default_factory=list)
+    kinds: dict[str, int] = field(default_factory=dict)
     undone_after_check: int = 0
 
     def count(self, op: str, where: str) -> None:
@@ -294,6 +295,24 @@ def check(home: Home, agent: str, pre_docs: dict[str, str], run: DreamRun | None
     return problems
 
 
+KINDS = (
+    ("the documents changed, 0", "dream", "documents hold the dream, no run applied"),
+    ("the documents changed, 0", "undo", "documents hold the dream, run undone"),
+    ("pre-dream texts, yet", "", "pre-dream documents, run applied"),
+    ("applied, but the documents", "", "documents not the run's post texts (half-way)"),
+    ("runs left half-way", "", "run left applying or undoing"),
+    ("undo of the recorded dream", "", "undo of the recorded dream fails"),
+)
+
+
+def _kind(op: str, problem: str) -> str:
+    """A short name for the first problem found after a kill (the tally counts them)."""
+    for needle, which, name in KINDS:
+        if needle in problem and which in ("", op):
+            return name
+    return problem[:60]
+
+
 def campaign(
     home: Home,
     kills: int,
@@ -325,6 +344,8 @@ def campaign(
         problems = check(home, agent, pre_docs, run)
         if problems:
             tally.inconsistent.append(f"{op} kill {where} ({agent}): {'; '.join(problems)}")
+            kind = _kind(op, problems[0])
+            tally.kinds[kind] = tally.kinds.get(kind, 0) + 1
         else:
             tally.consistent += 1
     return tally

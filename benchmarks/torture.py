@@ -249,6 +249,7 @@ def run_dreams(args: argparse.Namespace, home: Home, rng: random.Random) -> dict
         "landed_inside_apply_or_undo": inside,
         "consistent": tally.consistent,
         "inconsistent": len(tally.inconsistent),
+        "inconsistent_by_kind": dict(sorted(tally.kinds.items())),
         "seconds": round(time.monotonic() - start, 1),
         "details": tally.inconsistent[:20],
     }

@@ -1,12 +1,15 @@
-"""One dream: gather, plan (model or offline), validate, apply in one write, prune, record.
+"""One dream: gather, plan (model or offline), validate, compute, journal, write, record.
 
 The model is called directly (no mailbox), with no tools and a deadline, outside the agent
 lock; at most ``MAX_CONCURRENT_DREAMS`` model calls run at once in a process and a slot is
 always released (the original could wait forever on a dropped dream request and
-leak one of its three process-wide slots). The plan is then applied to a fresh copy of
-knowledge.md inside ``KnowledgeFile.transaction()`` and written once; state.md is pruned; the
-run is recorded with before/after text. A failed run writes nothing and is recorded as failed,
-so it does not use up the day's slot.
+leak one of its three process-wide slots). The plan is then applied to a scratch copy of
+knowledge.md inside ``KnowledgeFile.transaction()`` and state.md is pruned there, which gives
+the post-dream texts; the run is journaled with its pre- and post-dream texts before the
+documents are written (:mod:`~markus_memory.storage.dream_journal`: a crash is finished or
+rolled back on the next open). A failed run writes nothing and is recorded as failed, so it
+does not use up the day's slot; a run that changes nothing writes nothing and is recorded
+``unchanged``.
 
 At most one dream runs per agent at a time, across processes and hosts: a run holds
 ``memory.documents.exclusive("dream")`` (a lock file, or ``pg_try_advisory_lock`` when the
