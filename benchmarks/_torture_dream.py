@@ -3,9 +3,10 @@
 Every round works on a fresh agent holding a few hundred observations (many of them
 duplicates, so the offline dream merges a lot) and expired state entries (so it prunes
 state.md too). A *dream* round kills a process running ``dream()``; an *undo* round first
-dreams to the end, then kills a process running ``undo_last_dream()``. Most kills are timed
-from the child's first write (documents or history), so that a good share land inside the
-apply or the undo; the rest at a random moment of the whole call.
+dreams to the end, then kills a process running ``undo_last_dream()``. Four kills in five
+come a little after one of the child's writes (documents or history; half of them after its
+last one, where the commits follow), so that most land inside the apply or the undo; the rest
+at a random moment of the whole call.
 
 After each kill the agent is opened again (that is when a crash is recovered) and checked:
 the layer documents equal the pre-dream or the post-dream texts exactly, the history says
@@ -16,6 +17,7 @@ pre-dream texts exactly.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import random
@@ -85,7 +87,7 @@ def layer_texts(docs: dict[str, str]) -> Texts:
     return docs.get(LAYERS[0]), docs.get(LAYERS[1])
 
 
-# -- the child: announce the first write and the end ---------------------------------------
+# -- the child: announce each write and the end -------------------------------------------
 
 _WRITERS = {
     "markus_memory._fs_docs.FileDocuments": ("write", "delete"),
@@ -98,8 +100,6 @@ _WRITERS = {
 def _announce_writes(pipe: Pipe) -> None:
     """Make every document write and database write transaction of this (child) process say
     ``write`` on the pipe first: the kill that follows it lands inside the apply or undo."""
-    import importlib
-
     for dotted, methods in _WRITERS.items():
         module, _, name = dotted.rpartition(".")
         cls = getattr(importlib.import_module(module), name)

@@ -217,3 +217,25 @@ def test_postgres_a_dream_killed_after_its_history_write_leaves_nothing(
     _killed(settings, agent, _then(kill, dream))
     texts, runs = _reopened(settings, agent)
     assert texts == pre and runs == []
+
+
+def test_a_document_the_disk_refuses_puts_the_other_back_and_fails_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """state.md cannot be written (a full disk): knowledge.md, already written, is put back."""
+    settings = _settings(tmp_path / "home")
+    pre = _seeded(settings)
+    original = FileDocuments.write
+
+    def full_disk(self: FileDocuments, name: str, text: str, **kw: Any) -> None:
+        if name == "state.md":
+            raise OSError(28, "No space left on device", str(self.root / name))
+        original(self, name, text, **kw)
+
+    with open_agent(AGENT, settings=settings) as mem:
+        monkeypatch.setattr(FileDocuments, "write", full_disk)
+        report = dream(mem)
+        monkeypatch.undo()
+        assert report.status == "failed" and "No space left" in (report.error or "")
+        assert exact_texts(mem.documents) == pre
+        assert [r.status for r in dream_history(mem)] == ["failed"]
