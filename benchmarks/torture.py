@@ -3,6 +3,7 @@ then check every write that was acknowledged.
 
     python -m benchmarks.torture --kills 1000
     python -m benchmarks.torture --kills 200 --backend postgres --url postgresql://postgres@127.0.0.1:5432/test
+    python -m benchmarks.torture --dream --kills 300 [--backend postgres --url ...]
 
 Writers (``_torture_ops``): observations, curated sections, notebook, state, session appends
 and compactions, activities, dream cycles and imports. Most rounds kill one writer doing all of
@@ -11,6 +12,10 @@ all killed at the same moment. Then a few writers run with a file size limit
 (``RLIMIT_FSIZE``) so that writes fail as on a full disk, and finally the home is made
 read-only and read (as user ``nobody`` when run as root, since root ignores file modes).
 POSIX only (fork, SIGKILL, setrlimit).
+
+``--dream`` kills dreams and dream undos instead and checks that each left the documents
+exactly before or exactly after the dream, with the history saying which
+(``_torture_dream``).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from functools import partial
 from pathlib import Path
 from urllib.parse import quote
 
+from benchmarks._torture_dream import campaign as dream_campaign
 from benchmarks._torture_ops import (
     ALL_OPS,
     Events,
@@ -231,6 +237,24 @@ def _pg_schema(url: str) -> tuple[str, Callable[[], None]]:
     return f"{url}{joiner}options={quote(f'-csearch_path={schema}')}", drop
 
 
+def run_dreams(args: argparse.Namespace, home: Home, rng: random.Random) -> dict[str, object]:
+    """The ``--dream`` campaign: kills inside dream() and dream undo, each checked."""
+    start = time.monotonic()
+    tally = dream_campaign(home, args.kills, rng, _fork, args.observations)
+    inside = sum(n for where, n in tally.landed.items() if where.endswith("inside"))
+    return {
+        "backend": args.backend,
+        "kills": tally.kills,
+        "landed": dict(sorted(tally.landed.items())),
+        "landed_inside_apply_or_undo": inside,
+        "consistent": tally.consistent,
+        "inconsistent": len(tally.inconsistent),
+        "inconsistent_by_kind": dict(sorted(tally.kinds.items())),
+        "seconds": round(time.monotonic() - start, 1),
+        "details": tally.inconsistent[:20],
+    }
+
+
 def run(args: argparse.Namespace) -> dict[str, object]:
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="markus-torture-"))
@@ -240,6 +264,8 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         url, drop = _pg_schema(args.url)
     try:
         home = Home(work / "home", url, work / "source")
+        if args.dream:
+            return run_dreams(args, home, rng)
         _run_once(lambda pipe: seed_source(home.source))
         main, others = new_agent_id("main"), [new_agent_id("peer"), new_agent_id("peer")]
         campaign = Campaign(home, rng)
@@ -293,6 +319,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--disk-full-rounds", type=int, default=8)
     parser.add_argument("--seed", type=int, default=20261201)
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument(
+        "--dream", action="store_true", help="kill dreams and dream undos (see _torture_dream)"
+    )
+    parser.add_argument(
+        "--observations", type=int, default=300, help="observations of each --dream agent"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if args.backend == "postgres" and not args.url:
@@ -304,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
         for key, value in result.items():
             if key != "details" or value:
                 print(f"{key.replace('_', ' '):>30}: {value}")
+    if args.dream:
+        return 0 if result["inconsistent"] == 0 else 1
     clean = not any(result[k] for k in ("lost", "torn", "duplicated", "failed_writes_found_stored"))
     return 0 if clean and not result["read_only_failures"] else 1
 

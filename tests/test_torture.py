@@ -1,6 +1,7 @@
 """A short run of ``benchmarks/torture.py`` (the README's Reliability figures come from long
 runs): writers SIGKILLed at random moments, concurrent writers, a full disk and a read-only
-home, then every acknowledged write checked."""
+home, then every acknowledged write checked; and (``--dream``) dreams and dream undos SIGKILLed
+at random moments, each leaving exactly the pre-dream or the post-dream documents."""
 
 from __future__ import annotations
 
@@ -57,3 +58,21 @@ def test_torture_short_run_on_postgres() -> None:
     if not url:
         pytest.skip(f"{URL_ENV} is not set")
     _check(_torture("--kills", "12", "--disk-full-rounds", "4", "--backend", "postgres"), 12)
+
+
+def _check_dreams(result: dict[str, object], kills: int) -> None:
+    """Every kill checked, most of them inside an apply or an undo, none inconsistent."""
+    assert result["kills"] >= kills  # type: ignore[operator]
+    assert result["landed_inside_apply_or_undo"] >= kills // 3  # type: ignore[operator]
+    assert result["inconsistent"] == 0, result["details"]
+    assert result["consistent"] == result["kills"]
+
+
+def test_torture_dreams_short_run_on_sqlite() -> None:
+    _check_dreams(_torture("--dream", "--kills", "30"), 30)
+
+
+def test_torture_dreams_short_run_on_postgres() -> None:
+    if not os.environ.get(URL_ENV):
+        pytest.skip(f"{URL_ENV} is not set")
+    _check_dreams(_torture("--dream", "--kills", "40", "--backend", "postgres"), 40)

@@ -66,6 +66,9 @@ class DocumentStore(Protocol):
     def read(self, name: str) -> str | None:
         """The text the layers parse (a leading BOM dropped); None when absent."""
 
+    def stored(self, name: str) -> str | None:
+        """The exact stored text (a BOM kept), as :meth:`dump` has it; None when absent."""
+
     def write(self, name: str, text: str, *, modified_ns: int | None = None) -> None:
         """Replace the document atomically (whole old text or whole new text, never a mix).
 

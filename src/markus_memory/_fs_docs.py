@@ -61,20 +61,32 @@ class FileDocuments:
             ]
         return sorted(found)
 
+    def stored(self, name: str) -> str | None:
+        try:
+            data = read_bytes(self.root / name)
+        except FileNotFoundError:
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CorruptFileError(self.root / name, f"not valid UTF-8 ({exc.reason})") from exc
+
     def dump(self) -> dict[str, str]:
         texts = {}
         for name in self.names():
-            data = read_bytes(self.root / name)
-            try:
-                texts[name] = data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise CorruptFileError(self.root / name, f"not valid UTF-8 ({exc.reason})") from exc
+            text = self.stored(name)
+            if text is not None:
+                texts[name] = text
         return texts
+
+    def task_lock(self, task: str) -> Path:
+        """The lock file of :meth:`exclusive` (it stays once a task has run)."""
+        return self.root / f".{task}.lock"
 
     @contextmanager
     def exclusive(self, task: str) -> Iterator[None]:
         """A non-blocking ``flock`` on ``<agent dir>/.<task>.lock`` (threads and processes)."""
-        path = self.root / f".{task}.lock"
+        path = self.task_lock(task)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = open_file(path, os.O_RDWR | os.O_CREAT)
         try:

@@ -201,7 +201,7 @@ class Backend:
         from .storage.pg_documents import PostgresDocuments
 
         if isinstance(documents, PostgresDocuments):
-            return open_audit_log(documents.database)
+            return open_audit_log(documents.database, documents)
         return open_audit_log(self.settings.database_path)
 
 

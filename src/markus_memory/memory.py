@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator, Mapping
 from datetime import datetime
@@ -11,10 +12,11 @@ from types import TracebackType
 
 from ._docs import DocumentStore
 from ._fs import sweep_temps, validate_id
+from ._fs_docs import FileDocuments
 from ._lock import AgentLock
 from .backend import Backend, open_backend
 from .config import AgentPaths, Settings
-from .errors import ClosedError, MarkusMemoryError, MigrationError
+from .errors import BusyError, ClosedError, MarkusMemoryError, MigrationError
 from .layers.activities import ActivityLog
 from .layers.daily_log import DailyLog
 from .layers.knowledge import KnowledgeDoc, KnowledgeFile, Observation
@@ -28,7 +30,11 @@ from .search.memory_search import MemorySearcher, SearchResult, open_memory_sear
 from .search.recall import ConversationHit
 from .search.transcript_log import SessionSource
 from .search.transcripts import Transcripts, transcript_message
+from .storage.audit import pending_in_file
 from .storage.base import EpisodicStore, TranscriptMessage
+from .storage.dream_journal import recover
+
+logger = logging.getLogger(__name__)
 
 
 class AgentMemory:
@@ -79,6 +85,7 @@ class AgentMemory:
         self._activities: ActivityLog | None = None
         self._store_guard = threading.Lock()
         self._migrate_legacy()
+        self._recover_dream()
 
     @property
     def store(self) -> EpisodicStore:
@@ -113,6 +120,26 @@ class AgentMemory:
     @property
     def directory(self) -> Path:
         return self.paths.root
+
+    def _recover_dream(self) -> None:
+        """Finish or roll back a dream or dream undo a crash interrupted
+        (:mod:`~markus_memory.storage.dream_journal`). Only the files' journal can need it: on
+        PostgreSQL documents and history commit together; and only once a dream or undo ran
+        here (it left its lock file; without one, the next dream or undo still recovers first).
+        Never fails the open (a read-only home is read as it is)."""
+        docs, database = self.documents, self.settings.database_path
+        if not isinstance(docs, FileDocuments) or not docs.task_lock("dream").exists():
+            return
+        if not database.exists() or not pending_in_file(database, self.agent_id):
+            return
+        try:
+            with self.documents.exclusive("dream"):
+                log = self.backend.dream_audit(self.documents)
+                recover(self.documents, log, self.agent_id, self.settings.clock())
+        except BusyError:
+            return  # the run's process is alive (it holds the dream's lock): it finishes it
+        except (OSError, MarkusMemoryError) as exc:
+            logger.warning("interrupted dream of %s not recovered: %s", self.agent_id, exc)
 
     def _migrate_legacy(self) -> None:
         """Migrate MEMORY.md / memories.json once, as the original does; spans knowledge and state.

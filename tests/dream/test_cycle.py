@@ -125,7 +125,7 @@ def test_regression_14_1_11_failing_models_never_hold_a_slot(mem, clock) -> None
     failing = ScriptedChatModel([])  # raises LLMError on every call
     for _ in range(5):
         assert dream(mem, failing, timeout=0.5).status == "failed"
-    assert dream(mem, ScriptedChatModel([plan_reply()]), timeout=0.5).status == "applied"
+    assert dream(mem, ScriptedChatModel([plan_reply()]), timeout=0.5).status == "unchanged"
 
 
 def test_unknown_ids_are_rejected_and_the_rest_applied(mem, clock) -> None:
@@ -153,7 +153,7 @@ def test_merging_unrelated_entries_into_a_huge_one_changes_nothing(mem, clock) -
     report = dream(
         mem, ScriptedChatModel([plan_reply(merge=[{"removeIds": ids, "mergedContent": huge}])])
     )
-    assert report.status == "applied" and report.merged == ()
+    assert report.status == "unchanged" and report.merged == ()
     assert mem.knowledge.observations() == before
 
 
@@ -374,14 +374,14 @@ def test_dream_if_due_runs_only_when_the_policy_says_so(tmp_path, clock) -> None
     assert dream_if_due(mem, ScriptedChatModel([plan_reply()])) is None
     save(mem, clock, "three")
     report = dream_if_due(mem, ScriptedChatModel([plan_reply()]))
-    assert report is not None and report.status == "applied"
+    assert report is not None and report.status == "unchanged"
     assert dream_if_due(mem, ScriptedChatModel([plan_reply()])) is None
 
 
 class BrokenAudit:
     """An AuditLog whose database fails on write (a full disk, a locked file)."""
 
-    def record(self, run):
+    def record(self, run, *, durable=False):
         raise StorageError("disk full")
 
     def runs(self, agent_id, limit=None):
@@ -392,6 +392,12 @@ class BrokenAudit:
 
     def mark_undone(self, agent_id, run_id, at):
         raise StorageError("disk full")
+
+    def set_status(self, agent_id, run_id, status, *, error=None, durable=False):
+        raise StorageError("disk full")
+
+    def pending(self, agent_id):
+        return []
 
 
 def test_a_dream_that_cannot_be_recorded_is_rolled_back(mem, clock) -> None:
@@ -433,7 +439,7 @@ def test_a_chat_model_raising_anything_is_a_failed_dream(mem, clock) -> None:
 
     report = dream(mem, Crashing())
     assert report.status == "failed" and "socket closed" in (report.error or "")
-    assert dream(mem, ScriptedChatModel([plan_reply()])).status == "applied"
+    assert dream(mem, ScriptedChatModel([plan_reply()])).status == "unchanged"
 
 
 def test_an_unreadable_state_file_fails_the_dream_and_writes_nothing(mem, clock) -> None:

@@ -85,4 +85,4 @@ def test_no_unnamed_observation_disappears_and_undo_is_exact(ops: list[tuple[str
                 assert undo_last_dream(mem).ok
                 assert files(mem) == before_files
                 redo = dream(mem, ScriptedChatModel([answer]))
-                assert redo.status in ("applied", "failed")
+                assert redo.status in ("applied", "failed", "unchanged")

@@ -1,12 +1,15 @@
-"""One dream: gather, plan (model or offline), validate, apply in one write, prune, record.
+"""One dream: gather, plan (model or offline), validate, compute, journal, write, record.
 
 The model is called directly (no mailbox), with no tools and a deadline, outside the agent
 lock; at most ``MAX_CONCURRENT_DREAMS`` model calls run at once in a process and a slot is
 always released (the original could wait forever on a dropped dream request and
-leak one of its three process-wide slots). The plan is then applied to a fresh copy of
-knowledge.md inside ``KnowledgeFile.transaction()`` and written once; state.md is pruned; the
-run is recorded with before/after text. A failed run writes nothing and is recorded as failed,
-so it does not use up the day's slot.
+leak one of its three process-wide slots). The plan is then applied to a scratch copy of
+knowledge.md inside ``KnowledgeFile.transaction()`` and state.md is pruned there, which gives
+the post-dream texts; the run is journaled with its pre- and post-dream texts before the
+documents are written (:mod:`~markus_memory.storage.dream_journal`: a crash is finished or
+rolled back on the next open). A failed run writes nothing and is recorded as failed, so it
+does not use up the day's slot; a run that changes nothing writes nothing and is recorded
+``unchanged``.
 
 At most one dream runs per agent at a time, across processes and hosts: a run holds
 ``memory.documents.exclusive("dream")`` (a lock file, or ``pg_try_advisory_lock`` when the
@@ -23,12 +26,14 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from ..config import epoch_ms
-from ..errors import BusyError, LLMError, MarkusMemoryError
-from ..layers.knowledge import KnowledgeDoc, parse_knowledge, render_knowledge
-from ..layers.state import prune_text
+from ..errors import BusyError, LLMError, MarkusMemoryError, StorageError
+from ..layers.knowledge import KnowledgeDoc, KnowledgeFile, parse_knowledge, render_knowledge
+from ..layers.state import StateFile
 from ..llm import ChatModel
 from ..memory import AgentMemory
+from ..storage import dream_journal as journal
 from ..storage.audit import AuditLog, DreamRun
+from ._scratch import ScratchDocuments
 from .apply import Applied, apply_plan
 from .offline import TextEmbedder, offline_plan
 from .plan import CheckedPlan, Plan, Rejection, parse_reply
@@ -87,21 +92,22 @@ STATE = "state.md"
 
 
 def _texts(memory: AgentMemory) -> FileTexts:
-    docs = memory.documents
-    return FileTexts(docs.read(KNOWLEDGE), docs.read(STATE))
+    return FileTexts(*journal.exact_texts(memory.documents))
 
 
-def _restore(memory: AgentMemory, name: str, text: str | None) -> None:
-    if text is None:
-        memory.documents.delete(name)
-    else:
-        memory.documents.write(name, text)
+def cannot_write(what: str, memory: AgentMemory, exc: OSError) -> StorageError:
+    """The error of a dream or undo the disk refused (a read-only home): what could not be
+    written, and that nothing changed."""
+    where = exc.filename if exc.filename else f"the files of agent {memory.agent_id!r}"
+    reason = exc.strerror or type(exc).__name__
+    return StorageError(
+        f"{what} of agent {memory.agent_id!r} changed nothing: {where} cannot be written ({reason})"
+    )
 
 
-def restore_files(memory: AgentMemory, texts: FileTexts) -> None:
-    """Write knowledge.md and state.md back exactly as ``texts`` (None: no file). Hold the lock."""
-    _restore(memory, KNOWLEDGE, texts.knowledge)
-    _restore(memory, STATE, texts.state)
+def recover(memory: AgentMemory, log: AuditLog) -> list[str]:
+    """Finish or roll back a dream or undo a crash interrupted (hold the dream's task lock)."""
+    return journal.recover(memory.documents, log, memory.agent_id, memory.settings.clock())
 
 
 def _plan(
@@ -159,6 +165,8 @@ def dream(
     except BusyError as exc:
         reason = f"skipped: another dream of agent {memory.agent_id!r} is running ({exc})"
         return DreamReport("skipped", mode, None, Plan(), error=reason)
+    except OSError as exc:
+        raise cannot_write("the dream", memory, exc) from exc
 
 
 def _dream(
@@ -171,6 +179,8 @@ def _dream(
     timeout: float,
 ) -> DreamReport:
     log = audit if audit is not None else audit_log(memory)
+    if not dry_run:
+        recover(memory, log)
     started = now if now is not None else memory.settings.clock()
     mode = "offline" if llm is None else "llm"
     run_id = f"dream_{epoch_ms(started)}_{secrets.token_hex(3)}"
@@ -184,47 +194,95 @@ def _dream(
         rejected = checked.rejections if checked is not None else ()
         return _failed(memory, log, run_id, mode, started, Plan(), rejected, str(exc), dry_run)
     if dry_run:
-        return _dry_run(memory, checked, mode, started)
-    with memory.documents.lock():
+        before = _texts(memory)
         try:
-            before = _texts(memory)
-            with memory.knowledge.transaction() as doc:
-                applied = apply_plan(doc, checked.plan, memory.settings.limits, started)
+            after, applied, removed = _outcome(memory, checked.plan, started, before)
         except MarkusMemoryError as exc:
             return _failed(
-                memory, log, run_id, mode, started, checked.plan, checked.rejections, str(exc)
+                memory, log, run_id, mode, started, checked.plan, checked.rejections, str(exc), True
             )
-        try:
-            state_removed = tuple(memory.state.prune())
-        except (MarkusMemoryError, OSError) as exc:
-            restore_files(memory, before)
-            error = f"state.md could not be pruned, knowledge.md was put back: {exc}"
-            return _failed(
-                memory, log, run_id, mode, started, checked.plan, checked.rejections, error
+        return _report("dry_run", mode, None, checked, applied, removed, before, after)
+    try:
+        with memory.documents.lock():
+            before = _texts(memory)
+            after, applied, state_removed = _outcome(memory, checked.plan, started, before)
+            changed = _changed(applied, state_removed) and after != before
+            final = after if changed else before
+            run = DreamRun(
+                run_id,
+                memory.agent_id,
+                started,
+                memory.settings.clock(),
+                mode,
+                "applied" if changed else "unchanged",
+                changes_json(applied, checked.rejections + applied.rejections, state_removed),
+                None,
+                before.knowledge,
+                final.knowledge,
+                before.state,
+                final.state,
             )
-        after = _texts(memory)
-        rejections = checked.rejections + applied.rejections
-        run = DreamRun(
-            run_id,
-            memory.agent_id,
-            started,
-            memory.settings.clock(),
-            mode,
-            "applied",
-            changes_json(applied, rejections, state_removed),
-            None,
-            before.knowledge,
-            after.knowledge,
-            before.state,
-            after.state,
-        )
-        try:
-            log.record(run)
-        except MarkusMemoryError:
-            # A dream that is not recorded could never be undone: put the files back first.
-            restore_files(memory, before)
-            raise
+            if not changed:
+                log.record(run)
+                return _report("unchanged", mode, run_id, checked, applied, (), before, before)
+            journal.apply(memory.documents, log, run)
+    except (MarkusMemoryError, OSError) as exc:
+        return _not_applied(memory, log, run_id, mode, started, checked, exc)
     return _report("applied", mode, run_id, checked, applied, state_removed, before, after)
+
+
+def _not_applied(
+    memory: AgentMemory,
+    log: AuditLog,
+    run_id: str,
+    mode: str,
+    started: datetime,
+    checked: CheckedPlan,
+    exc: MarkusMemoryError | OSError,
+) -> DreamReport:
+    """The report of a dream that could not be computed or written, as the journal left it."""
+    recorded = log.get(memory.agent_id, run_id)
+    if recorded is None:  # nothing written (on PostgreSQL: the transaction rolled back)
+        if isinstance(exc, StorageError):
+            raise exc  # the history cannot be written either
+        error = f"nothing was changed: {exc}"
+        return _failed(memory, log, run_id, mode, started, checked.plan, checked.rejections, error)
+    if recorded.status == "failed":
+        error = f"nothing was changed (put back): {exc}"
+    else:
+        error = (
+            f"interrupted ({exc}); the dream is finished or rolled back when the agent is next "
+            "opened, or before its next dream or undo"
+        )
+    return DreamReport("failed", mode, run_id, checked.plan, checked.rejections, error=error)
+
+
+def _changed(applied: Applied, state_removed: tuple[str, ...]) -> bool:
+    """Whether the plan changed anything at all (not only how the files are rendered)."""
+    return bool(
+        applied.removed
+        or applied.merged
+        or applied.promoted
+        or applied.hygiene
+        or applied.dropped_empty
+        or state_removed
+    )
+
+
+def _outcome(
+    memory: AgentMemory, plan: Plan, now: datetime, before: FileTexts
+) -> tuple[FileTexts, Applied, tuple[str, ...]]:
+    """The texts the dream would leave, computed by the layers on a scratch copy (nothing is
+    written): raises MarkusMemoryError as applying would (an invalid result, a cap)."""
+    scratch = ScratchDocuments(memory.documents, (KNOWLEDGE, STATE))
+    paths, lock, limits = memory.paths, memory.lock, memory.settings.limits
+    knowledge_file = KnowledgeFile(paths, lock, limits, memory.settings.clock, documents=scratch)
+    with knowledge_file.transaction() as doc:
+        applied = apply_plan(doc, plan, limits, now)
+    removed = tuple(StateFile(paths, lock, limits, lambda: now, documents=scratch).prune())
+    knowledge = scratch.read(KNOWLEDGE) if KNOWLEDGE in scratch.written else before.knowledge
+    state = scratch.read(STATE) if STATE in scratch.written else before.state
+    return FileTexts(knowledge, state), applied, removed
 
 
 def _report(
@@ -256,17 +314,6 @@ def _report(
 
 def _count(text: str | None) -> int:
     return 0 if text is None else len(parse_knowledge(text).observations)
-
-
-def _dry_run(memory: AgentMemory, checked: CheckedPlan, mode: str, now: datetime) -> DreamReport:
-    before = _texts(memory)
-    doc = memory.knowledge.read()
-    applied = apply_plan(doc, checked.plan, memory.settings.limits, now)
-    state_after, removed = before.state, list[str]()
-    if before.state is not None:
-        state_after, removed = prune_text(before.state, now, memory.settings.limits.state_ttl_days)
-    after = FileTexts(render_knowledge(doc), state_after)
-    return _report("dry_run", mode, None, checked, applied, tuple(removed), before, after)
 
 
 def _failed(

@@ -17,7 +17,8 @@ from .plan import Plan, Rejection
 class DreamReport:
     """The outcome of one dream.
 
-    ``status`` is ``applied`` (written and recorded), ``dry_run`` (nothing written) or ``failed``
+    ``status`` is ``applied`` (written and recorded), ``unchanged`` (nothing to change: nothing
+    written, recorded as such, nothing to undo), ``dry_run`` (nothing written) or ``failed``
     (nothing written; the day's slot is not used). ``diff`` is a unified diff of the files.
     ``skipped``: another dream of the agent was running (any host); ``error`` says so.
     """

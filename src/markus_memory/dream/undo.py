@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import NotFoundError
+from ..errors import BusyError, NotFoundError
 from ..memory import AgentMemory
+from ..storage import dream_journal as journal
 from ..storage.audit import AuditLog, DreamRun
-from .cycle import FileTexts, audit_log, restore_files
+from .cycle import audit_log, cannot_write, recover
 from .report import file_diff
 
 
@@ -41,21 +42,38 @@ def undo_last_dream(memory: AgentMemory, *, audit: AuditLog | None = None) -> Un
     """Restore knowledge.md and state.md as they were before the last applied dream.
 
     Refused (``ok=False``, nothing written) when either file changed since that dream, so an
-    undo never throws away later work. Undoing again goes one dream further back.
+    undo never throws away later work, and while a dream of the agent runs. Undoing again
+    goes one dream further back. A dream that changed nothing (``unchanged``) is never
+    undone. Journaled like the dream itself (:mod:`~markus_memory.storage.dream_journal`).
     """
     log = audit if audit is not None else audit_log(memory)
+    try:
+        with memory.documents.exclusive("dream"):
+            recover(memory, log)
+            return _undo(memory, log)
+    except BusyError:
+        reason = f"a dream of agent {memory.agent_id!r} is running; undo it once it has ended"
+        return UndoResult(False, None, reason)
+    except OSError as exc:
+        raise cannot_write("the undo", memory, exc) from exc
+
+
+def _undo(memory: AgentMemory, log: AuditLog) -> UndoResult:
     last = next((r for r in log.runs(memory.agent_id) if r.status == "applied"), None)
     if last is None:
         return UndoResult(False, None, "no applied dream to undo")
     docs = memory.documents
     with docs.lock():
+        now = journal.exact_texts(docs)
         changed = [
             name
-            for name, expected in (
-                ("knowledge.md", last.knowledge_after),
-                ("state.md", last.state_after),
+            for name, held, expected in zip(
+                ("knowledge.md", "state.md"),
+                now,
+                (last.knowledge_after, last.state_after),
+                strict=True,
             )
-            if docs.read(name) != expected
+            if held != expected
         ]
         if changed:
             return UndoResult(
@@ -64,6 +82,5 @@ def undo_last_dream(memory: AgentMemory, *, audit: AuditLog | None = None) -> Un
                 f"{' and '.join(changed)} changed since dream {last.run_id}; undo refused so "
                 "that those changes are kept",
             )
-        restore_files(memory, FileTexts(last.knowledge_before, last.state_before))
-        log.mark_undone(memory.agent_id, last.run_id, memory.settings.clock())
+        journal.undo(docs, log, last, memory.settings.clock())
     return UndoResult(True, last.run_id)

@@ -7,11 +7,17 @@ and ``undo_last_dream`` see the runs of every host); which one an agent uses is 
 once over a :class:`~.dialect.Database`; the schema is the ``dream`` migration set of each
 backend. Full file texts are kept so that ``undo`` restores knowledge.md and state.md byte for
 byte and the CLI can diff any run; times keep milliseconds on both backends.
+
+A run's row is also its journal (:mod:`.dream_journal`): it is written ``applying`` (or turned
+``undoing``) with every text before a document changes, and finished after. On PostgreSQL the
+log joins the documents' locked transaction (:class:`PostgresAuditLog` with ``documents``), so
+the documents and their history change in one transaction.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
@@ -25,6 +31,7 @@ from .dialect import POSTGRES, SQLITE, Database, Dialect
 from .migrations import Migrations
 
 if TYPE_CHECKING:
+    from .pg_documents import PostgresDocuments
     from .postgres_conn import PostgresDatabase
 
 
@@ -62,12 +69,16 @@ def dream_migrations(dialect: Dialect) -> Migrations[Any]:
 MIGRATIONS = dream_migrations(SQLITE)
 PG_MIGRATIONS = dream_migrations(POSTGRES)
 
-DreamStatus = Literal["applied", "failed", "undone"]
+DreamStatus = Literal["applied", "failed", "undone", "unchanged", "applying", "undoing"]
+PENDING: tuple[DreamStatus, ...] = ("applying", "undoing")
+"""A run being applied or undone: final once finished, or once a crash was recovered."""
 
 
 @dataclass(frozen=True)
 class DreamRun:
-    """One recorded dream. ``status``: ``applied``, ``failed`` or ``undone``.
+    """One recorded dream. ``status``: ``applied``, ``failed``, ``undone``, ``unchanged`` (it
+    ran and found nothing to change: nothing was written and there is nothing to undo), or
+    while it is being written ``applying`` / ``undoing`` (see :mod:`.dream_journal`).
 
     ``changes`` is JSON-ready: ``removed``, ``merged``, ``promoted`` (each with the full
     content of the observations involved), ``rejections``, ``hygiene``, ``state_removed``.
@@ -90,12 +101,29 @@ class DreamRun:
 
 
 class AuditLog(Protocol):
-    """Where dream runs are recorded (SQLite by default; any store with these four methods)."""
+    """Where dream runs are recorded (SQLite by default; any store with these methods)."""
 
-    def record(self, run: DreamRun) -> None: ...
+    def record(self, run: DreamRun, *, durable: bool = False) -> None:
+        """Insert ``run``; ``durable``: on disk before this returns (a journal's intent)."""
+
     def runs(self, agent_id: str, limit: int | None = None) -> list[DreamRun]: ...
     def get(self, agent_id: str, run_id: str) -> DreamRun | None: ...
     def mark_undone(self, agent_id: str, run_id: str, at: datetime) -> None: ...
+
+    def set_status(
+        self,
+        agent_id: str,
+        run_id: str,
+        status: DreamStatus,
+        *,
+        error: str | None = None,
+        durable: bool = False,
+    ) -> None:
+        """Change a run's status (and its error); ``durable`` as for :meth:`record`."""
+
+    def pending(self, agent_id: str) -> list[DreamRun]:
+        """Runs left ``applying`` or ``undoing``, oldest first (none when nothing was ever
+        recorded: this never creates the table)."""
 
 
 RUN_COLUMNS = (
@@ -162,21 +190,77 @@ class StoredAuditLog:
         self._guard = threading.Lock()
 
     @contextmanager
-    def _database(self) -> Iterator[tuple[Database, Dialect]]:
+    def _database(self, *, migrate: bool = True) -> Iterator[tuple[Database, Dialect]]:
         with self._open() as database:
             with self._guard:
-                if not self._migrated:
+                if migrate and not self._migrated:
                     database.migrate(self._migrations)
                     self._migrated = True
             yield database, database.dialect
 
-    def record(self, run: DreamRun) -> None:
-        with self._database() as (db, dialect), db.write() as conn:
+    @contextmanager
+    def _write(self, durable: bool) -> Iterator[tuple[Any, Dialect]]:
+        """One write transaction; ``durable`` on SQLite: synced to disk at its commit (the file
+        otherwise syncs its log only at checkpoints: a power cut could lose a commit that a
+        kill cannot)."""
+        with self._database() as (db, dialect):
+            if not (durable and dialect is SQLITE):
+                with db.write() as conn:
+                    yield conn, dialect
+                return
+            with db.read() as conn:
+                conn.execute("PRAGMA synchronous = FULL")
+            try:
+                with db.write() as conn:
+                    yield conn, dialect
+            finally:
+                with db.read() as conn:
+                    conn.execute("PRAGMA synchronous = NORMAL")
+
+    def record(self, run: DreamRun, *, durable: bool = False) -> None:
+        with self._write(durable) as (conn, dialect):
             marks = ",".join("?" * len(RUN_COLUMNS.split(",")))
             conn.execute(
                 dialect.sql(f"INSERT INTO dream_runs ({RUN_COLUMNS}) VALUES ({marks})"),
                 run_values(run, dialect.time),
             )
+
+    def set_status(
+        self,
+        agent_id: str,
+        run_id: str,
+        status: DreamStatus,
+        *,
+        error: str | None = None,
+        durable: bool = False,
+    ) -> None:
+        with self._write(durable) as (conn, dialect):
+            conn.execute(
+                dialect.sql(
+                    "UPDATE dream_runs SET status = ?, error = COALESCE(?, error)"
+                    " WHERE agent_id = ? AND run_id = ?"
+                ),
+                (status, error, agent_id, run_id),
+            )
+
+    def pending(self, agent_id: str) -> list[DreamRun]:
+        with self._database(migrate=False) as (db, dialect), db.read() as conn:
+            exists = (
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'dream_runs'"
+                if dialect is SQLITE
+                else "SELECT 1 WHERE to_regclass('dream_runs') IS NOT NULL"
+            )
+            if conn.execute(exists).fetchone() is None:
+                return []
+            rows = conn.execute(
+                dialect.sql(
+                    f"SELECT {RUN_COLUMNS} FROM dream_runs WHERE agent_id = ?"
+                    " AND status IN (?, ?)"
+                    f" ORDER BY started_at, {dialect.insertion_order('seq')}"
+                ),
+                (agent_id, *PENDING),
+            ).fetchall()
+            return [run_from_row(r, _reader(dialect)) for r in rows]
 
     def runs(self, agent_id: str, limit: int | None = None) -> list[DreamRun]:
         with self._database() as (db, dialect):
@@ -203,7 +287,7 @@ class StoredAuditLog:
             return run_from_row(row, _reader(dialect)) if row else None
 
     def mark_undone(self, agent_id: str, run_id: str, at: datetime) -> None:
-        with self._database() as (db, dialect), db.write() as conn:
+        with self._write(False) as (conn, dialect):
             conn.execute(
                 dialect.sql(
                     "UPDATE dream_runs SET status = 'undone', undone_at = ?"
@@ -234,17 +318,85 @@ class SqliteAuditLog(StoredAuditLog):
         super().__init__(lambda: closing(SqliteDatabase(path)), MIGRATIONS)
 
 
+def pending_in_file(path: Path, agent_id: str) -> bool:
+    """Whether the SQLite audit at ``path`` holds a run of ``agent_id`` left ``applying`` or
+    ``undoing``: a read-only look (no migration, no write; False when it cannot be read), cheap
+    enough for every open of an agent."""
+    from .sqlite_conn import open_sqlite
+
+    try:
+        conn, _ = open_sqlite(path, writable=False)
+    except sqlite3.Error:
+        return False
+    try:
+        with closing(conn):
+            if not conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'dream_runs'"
+            ).fetchone():
+                return False
+            row = conn.execute(
+                "SELECT 1 FROM dream_runs WHERE agent_id = ? AND status IN (?, ?) LIMIT 1",
+                (agent_id, *PENDING),
+            ).fetchone()
+            return row is not None
+    except sqlite3.Error:
+        return False
+
+
 class PostgresAuditLog(StoredAuditLog):
-    """The audit in a PostgreSQL database (the documents' own, which closes it)."""
+    """The audit in a PostgreSQL database (the documents' own, which closes it).
 
-    def __init__(self, database: PostgresDatabase) -> None:
+    With ``documents`` (that database's store of one agent), a thread holding their lock
+    reads and writes the log in the locked transaction: the history commits with the
+    documents or not at all."""
+
+    def __init__(
+        self, database: PostgresDatabase, documents: PostgresDocuments | None = None
+    ) -> None:
         self.database = database
-        super().__init__(lambda: nullcontext(database), PG_MIGRATIONS)
+        joined: Database = database if documents is None else _Joined(database, documents)
+        super().__init__(lambda: nullcontext(joined), PG_MIGRATIONS)
 
 
-def open_audit_log(where: Path | PostgresDatabase) -> AuditLog:
+class _Joined:
+    """A PostgreSQL database whose reads and writes use the documents' locked transaction
+    while this thread holds it (a :class:`~.dialect.Database`)."""
+
+    def __init__(self, database: PostgresDatabase, documents: PostgresDocuments) -> None:
+        self._database = database
+        self._documents = documents
+
+    @property
+    def dialect(self) -> Dialect:
+        return self._database.dialect
+
+    @contextmanager
+    def _use(self, fallback: Callable[[], AbstractContextManager[Any]]) -> Iterator[Any]:
+        held = self._documents.held_connection()
+        if held is not None:
+            yield held
+            return
+        with fallback() as conn:
+            yield conn
+
+    def read(self) -> AbstractContextManager[Any]:
+        return self._use(self._database.read)
+
+    def write(self) -> AbstractContextManager[Any]:
+        return self._use(self._database.write)
+
+    def migrate(self, migrations: Migrations[Any]) -> list[str]:
+        return self._database.migrate(migrations)
+
+    def close(self) -> None:
+        return None
+
+
+def open_audit_log(
+    where: Path | PostgresDatabase, documents: PostgresDocuments | None = None
+) -> AuditLog:
     """The dream audit in ``where``: the SQLite file (``<home>/data.db``) or the PostgreSQL
-    database of the agent's documents."""
+    database of the agent's documents (joined to their transaction with ``documents``)."""
     if isinstance(where, Path):
         return SqliteAuditLog(where)
-    return PostgresAuditLog(where)
+    return PostgresAuditLog(where, documents)

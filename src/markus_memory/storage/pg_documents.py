@@ -115,6 +115,11 @@ class PostgresDocuments:
         with self.database.read() as conn:
             yield conn
 
+    def held_connection(self) -> psycopg.Connection[Any] | None:
+        """The locked transaction while this thread holds :meth:`lock`, else None (the dream
+        audit joins it, so documents and history commit together)."""
+        return self._held.conn
+
     @contextmanager
     def lock(self) -> Iterator[None]:
         """One transaction holding the agent's advisory lock; nested calls join it."""
@@ -155,6 +160,9 @@ class PostgresDocuments:
     def read(self, name: str) -> str | None:
         text = self._content(name)
         return text[1:] if text is not None and text.startswith("\ufeff") else text
+
+    def stored(self, name: str) -> str | None:
+        return self._content(name)
 
     def _content(self, name: str) -> str | None:
         with self._conn() as conn:
