@@ -173,3 +173,19 @@ def build(
     settle(url)
     marker.write_text(f"{total} messages in {elapsed:.1f}s\n")
     return home, url, elapsed / total * 1e6
+
+
+def local_embedder(enabled: bool) -> object | None:
+    """The local MiniLM for a hybrid run (None when ``enabled`` is false, or with a note when
+    the ``[semantic]`` extra is not installed)."""
+    if not enabled:
+        return None
+    try:
+        from markus_memory import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    except ImportError:
+        import sys
+
+        print("[semantic] extra not installed: vectors skipped", file=sys.stderr)
+        return None

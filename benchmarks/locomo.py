@@ -35,7 +35,7 @@ import _markus_keyword as markus  # noqa: E402
 from _locomo_data import CATEGORIES, LocomoConversation, ReplayClock, load, record  # noqa: E402
 from _locomo_tables import Result, breakdown, format_breakdown  # noqa: E402
 from _metrics import KS, summarize  # noqa: E402
-from _recall_fixture import fresh_pg_schema  # noqa: E402
+from _recall_fixture import fresh_pg_schema, local_embedder  # noqa: E402
 from markus_memory import open_agent  # noqa: E402
 from markus_memory.config import Settings  # noqa: E402
 
@@ -95,18 +95,6 @@ def run_markus(conversations: list[LocomoConversation]) -> tuple[dict[str, objec
     return summarize([r[1:] for r in results], latencies), results
 
 
-def _embedder(enabled: bool) -> object | None:
-    if not enabled:
-        return None
-    try:
-        from markus_memory.search.embedders import MiniLMEmbedder
-
-        return MiniLMEmbedder()
-    except ImportError:
-        print("[semantic] extra not installed: vectors skipped", file=sys.stderr)
-        return None
-
-
 def _row(name: str, summary: dict[str, object]) -> str:
     cells = [f"{summary[f'recall_any@{k}']:.3f}" for k in KS]
     cells += [f"{summary[f'recall_all@{k}']:.3f}" for k in KS]
@@ -127,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     conversations = load(args.path)
     report: dict[str, object] = {"data": str(args.path), "categories": CATEGORIES}
     tables: dict[str, list[Result]] = {}
-    embedder = _embedder(not args.no_vectors)
+    embedder = local_embedder(not args.no_vectors)
     with contextlib.ExitStack() as stack:
         if url:  # a schema of its own: the agents' ids are the same every run
             url = stack.enter_context(fresh_pg_schema(url, "locomo"))

@@ -38,6 +38,7 @@ import _longmemeval_knobs  # noqa: E402
 from _locomo_data import ReplayClock  # noqa: E402
 from _longmemeval_data import Question, load, scored  # noqa: E402
 from _metrics import ndcg, percentile  # noqa: E402
+from _recall_fixture import local_embedder  # noqa: E402
 from markus_memory import open_agent  # noqa: E402
 from markus_memory.config import Settings  # noqa: E402
 
@@ -178,18 +179,6 @@ def table(runs: dict[str, dict[str, dict[str, float]]]) -> str:
     return "\n".join(lines)
 
 
-def _embedder(enabled: bool) -> object | None:
-    if not enabled:
-        return None
-    try:
-        from markus_memory.search.embedders import MiniLMEmbedder
-
-        return MiniLMEmbedder()
-    except ImportError:
-        print("[semantic] extra not installed: vectors skipped", file=sys.stderr)
-        return None
-
-
 def _latency(values: Sequence[float]) -> str:
     return f"p50 {statistics.median(values):.2f} ms, p95 {percentile(values, 0.95):.2f} ms"
 
@@ -210,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, tokenizer in FTS5_TOKENIZERS.items():
         runs[name], latencies = run_fts5(questions, tokenizer)
         print(f"{name}: {_latency(latencies)}")
-    embedder = _embedder(not args.no_vectors)
+    embedder = local_embedder(not args.no_vectors)
     with tempfile.TemporaryDirectory() as tmp:
         variants: list[tuple[str, object | None]] = [("recall", None)]
         if embedder is not None:
