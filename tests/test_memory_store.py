@@ -78,3 +78,29 @@ def test_a_closed_memory_refuses_further_use_instead_of_reopening(isolated_home:
         with pytest.raises(ClosedError, match="closed; open it again"):
             use()
     mem.close()  # closing twice stays harmless
+
+
+def test_a_closed_memory_refuses_every_write_and_starts_no_thread(isolated_home: Path) -> None:
+    import threading
+
+    mem = open_agent("alice")
+    session = mem.sessions.get_or_create("chat")
+    mem.sessions.append(session.id, {"role": "user", "content": "before closing"})
+    mem.close()
+    files = {p: p.read_bytes() for p in mem.directory.rglob("*") if p.is_file()}
+    threads = {t.name for t in threading.enumerate()}
+    for write in (
+        lambda: mem.notebook.upsert("current-task", "after closing"),
+        lambda: mem.knowledge.save_observation("after closing"),
+        lambda: mem.knowledge.update_section("procedures", "after closing"),
+        lambda: mem.state.update("focus", "after closing"),
+        lambda: mem.sessions.append(session.id, {"role": "user", "content": "after closing"}),
+        lambda: mem.sessions.get_or_create("another"),
+        lambda: mem.daily_log.write("after closing"),
+    ):
+        with pytest.raises(ClosedError, match="closed; open it again"):
+            write()
+    assert {p: p.read_bytes() for p in mem.directory.rglob("*") if p.is_file()} == files
+    assert {t.name for t in threading.enumerate()} <= threads, "a writer thread restarted"
+    with open_agent("alice") as again:  # another handle on the same agent is not closed
+        again.notebook.upsert("current-task", "from a new handle")

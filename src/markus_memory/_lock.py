@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ._fs import READ_ONLY_ERRNOS, open_file
-from .errors import LockTimeoutError, SymlinkError
+from .errors import ClosedError, LockTimeoutError, SymlinkError
 
 MAX_IDLE_LOCK_FDS = 64
 """Lock files kept open while idle; beyond this the least recently used idle one is closed."""
@@ -58,6 +58,7 @@ class AgentLock:
     def __init__(self, lock_path: Path, timeout: float = 30.0) -> None:
         self.path = lock_path
         self.timeout = timeout
+        self._closed: str | None = None  # why this handle refuses (see close)
         with AgentLock._registry_guard:
             key = os.path.realpath(lock_path)
             self._state = AgentLock._registry.setdefault(key, _PathLock())
@@ -102,7 +103,14 @@ class AgentLock:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.02)
 
+    def close(self, why: str) -> None:
+        """From now on every acquire through this handle raises ClosedError(``why``): every
+        write of a closed memory passes here (other handles on the path are not affected)."""
+        self._closed = why
+
     def acquire(self) -> None:
+        if self._closed is not None:
+            raise ClosedError(self._closed)
         deadline = time.monotonic() + self.timeout
         state = self._state
         if not state.rlock.acquire(timeout=self.timeout):

@@ -102,10 +102,13 @@ class AgentMemory:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise ClosedError(
-                f"the memory of agent {self.agent_id!r} is closed; open it again with "
-                "open_agent() to use it"
-            )
+            raise ClosedError(self._closed_message())
+
+    def _closed_message(self) -> str:
+        return (
+            f"the memory of agent {self.agent_id!r} is closed; open it again with "
+            "open_agent() to use it"
+        )
 
     @property
     def activities(self) -> ActivityLog:
@@ -300,7 +303,10 @@ class AgentMemory:
         return found
 
     def close(self) -> None:
-        """Flush and release everything this handle holds. Safe to call twice."""
+        """Flush and release everything this handle holds; from then on every write, search
+        and recall through it raises ClosedError. Safe to call twice."""
+        if self._closed:
+            return
         self.sessions.close()
         self._transcripts.close()  # every queued append reaches the store before it closes
         if self._searcher is not None:
@@ -313,6 +319,7 @@ class AgentMemory:
             store.close()
         self.documents.close()
         self._closed = True
+        self.lock.close(self._closed_message())  # every layer's write takes this lock
 
     def __enter__(self) -> AgentMemory:
         return self
