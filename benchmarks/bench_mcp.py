@@ -69,7 +69,21 @@ def bench_calls(n: int, home: Path) -> None:
         print(f"{name:<16} {base:>12.3f} {via:>8.3f} {via / base:>6.2f}")
 
 
+def seed_transcript(home: Path) -> None:
+    """300 turns in 30 sessions for the recall round trips, with their MiniLM vectors when the
+    ``[semantic]`` extra is installed (so a server's recall embeds only its question)."""
+    from markus_memory.search.embedders import configured_embedder
+
+    with open_agent("bench", home=home, embedder=configured_embedder("auto")) as mem:
+        for n in range(300):
+            session = mem.sessions.get_or_create(f"chat_{n // 10}")
+            text = f"turn {n}: we talked about the launch date, the budget and item {n}"
+            mem.sessions.append(session.id, {"role": "user", "content": text})
+        mem.catch_up_transcripts()
+
+
 def bench_processes(runs: int, home: Path) -> None:
+    seed_transcript(home)
     script = str(Path(sys.executable).parent / "markus-memory")
     env = {**os.environ, "MARKUS_HOME": str(home)}
     helps = []
@@ -90,9 +104,43 @@ def bench_processes(runs: int, home: Path) -> None:
         anyio.run(round_trip)
         trips.append(time.perf_counter() - start)
     print(f"serve: start + one tool call + exit over stdio: median {median_ms(trips):.0f} ms")
+    for choice in ("none", "minilm"):
+        print(f"serve (MARKUS_EMBEDDER={choice}): {recall_trip(script, env, choice, runs)}")
+
+
+def recall_trip(script: str, env: dict[str, str], choice: str, runs: int) -> str:
+    """Start ``serve`` with the embedder ``choice``, recall once (the first: the model loads),
+    then nine more; medians over ``runs`` processes."""
+    firsts: list[float] = []
+    laters: list[float] = []
+    params = StdioServerParameters(
+        command=script, args=["serve", "-a", "bench"], env={**env, "MARKUS_EMBEDDER": choice}
+    )
+    question = {"query": "what did we decide about the launch date?", "limit": 5}
+
+    async def trip() -> None:
+        async with Client(params) as client:
+            start = time.perf_counter()
+            await client.call_tool("recall_conversation", question)
+            firsts.append(time.perf_counter() - start)
+            for _ in range(9):
+                start = time.perf_counter()
+                await client.call_tool("recall_conversation", question)
+                laters.append(time.perf_counter() - start)
+
+    starts = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        anyio.run(trip)
+        starts.append(time.perf_counter() - start - firsts[-1] - sum(laters[-9:]))
+    return (
+        f"start + exit {median_ms(starts):.0f} ms, first recall {median_ms(firsts):.1f} ms, "
+        f"later recalls {median_ms(laters):.1f} ms (medians)"
+    )
 
 
 def main() -> None:
+    os.environ.setdefault("MARKUS_EMBEDDER", "none")  # the tool-call figures are lexical
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=300, help="calls per tool and path")
     parser.add_argument("--runs", type=int, default=5, help="subprocess runs")

@@ -18,4 +18,6 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     home = tmp_path / "markus-home"
     monkeypatch.setenv("MARKUS_HOME", str(home))
     monkeypatch.delenv("MARKUS_DATABASE_URL", raising=False)
+    # Tests choose their embedder: none unless a test sets one (the default is the MiniLM).
+    monkeypatch.setenv("MARKUS_EMBEDDER", "none")
     yield home

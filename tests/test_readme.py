@@ -201,7 +201,7 @@ def test_the_dream_snippet_runs_against_a_local_model(
         monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
         printed = run_snippet(snippet)
     assert len(server.requests) == 2 and server.requests[0].body["model"] == "gpt-4o-mini"
-    assert "\napplied " in printed
+    assert "\nunchanged " in printed  # the model's plan changes nothing: recorded as such
 
 
 def command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

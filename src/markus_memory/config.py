@@ -21,6 +21,10 @@ HOME_ENV = "MARKUS_HOME"
 DATABASE_URL_ENV = "MARKUS_DATABASE_URL"
 POSTGRES_URL_SCHEMES = ("postgresql://", "postgres://")
 DOCUMENTS_ENV = "MARKUS_DOCUMENTS"
+EMBEDDER_ENV = "MARKUS_EMBEDDER"
+EMBEDDERS = ("auto", "minilm", "none")
+"""What ``embedder`` may say: the local MiniLM when the ``[semantic]`` extra is installed
+(``auto``), always (``minilm``: an error without the extra), or no vectors (``none``)."""
 DEFAULT_HOME = "~/.markus"
 # The observation types of knowledge.md (as in the original); any other type is stored as "note".
 OBSERVATION_TYPES = ("conversation", "fact", "task_result", "note", "insight")
@@ -148,6 +152,10 @@ class Settings:
     documents: str = "auto"
     """Where the markdown layers live: ``"auto"`` (PostgreSQL when ``database_url`` is a
     ``postgresql://`` URL, else files), ``"files"`` or ``"postgres"`` (``MARKUS_DOCUMENTS``)."""
+    embedder: str = "none"
+    """Which embedder an agent opened without one uses (``EMBEDDERS``). Settings made in code
+    use none unless they say so; :meth:`from_env` (every command, the MCP server, the UI and
+    ``open_agent`` without settings) reads ``MARKUS_EMBEDDER``, ``auto`` when it is unset."""
 
     def __post_init__(self) -> None:
         # ``home`` may be given as a string and may start with ``~``: always a Path with the
@@ -156,18 +164,25 @@ class Settings:
         if not isinstance(home, (str, os.PathLike)):
             raise InvalidInputError(f"home must be a path, got {type(home).__name__}")
         object.__setattr__(self, "home", Path(home).expanduser())
+        if self.embedder not in EMBEDDERS:
+            raise InvalidInputError(
+                f"embedder (MARKUS_EMBEDDER) must be one of {', '.join(EMBEDDERS)}, "
+                f"got {self.embedder!r}"
+            )
 
     @classmethod
     def from_env(
         cls, environ: Mapping[str, str] | None = None, *, home: Path | str | None = None
     ) -> Settings:
-        """Settings from ``MARKUS_HOME`` and ``MARKUS_DATABASE_URL``; ``home`` wins if given."""
+        """Settings from ``MARKUS_HOME``, ``MARKUS_DATABASE_URL``, ``MARKUS_DOCUMENTS`` and
+        ``MARKUS_EMBEDDER`` (``auto`` when unset); ``home`` wins if given."""
         env = os.environ if environ is None else environ
         resolved = Path(home).expanduser() if home is not None else default_home(env)
         return cls(
             home=resolved,
             database_url=env.get(DATABASE_URL_ENV) or None,
             documents=env.get(DOCUMENTS_ENV) or "auto",
+            embedder=(env.get(EMBEDDER_ENV) or "auto").strip().lower(),
         )
 
     @property

@@ -25,7 +25,7 @@ from .layers.notebook import Notebook
 from .layers.procedural import RoleLoader
 from .layers.sessions import SessionStore, message_text
 from .layers.state import StateFile
-from .search.embedders import Embedder
+from .search.embedders import Embedder, configured_embedder
 from .search.memory_search import MemorySearcher, SearchResult, open_memory_searcher
 from .search.recall import ConversationHit
 from .search.transcript_log import SessionSource
@@ -63,14 +63,14 @@ class AgentMemory:
         self.daily_log = DailyLog(*layer_args, agent_id=self.agent_id)
         self.roles = RoleLoader(*layer_args, documents=docs)
         self.knowledge = KnowledgeFile(*layer_args, documents=docs)
-        self.embedder = embedder
+        self.embedder = embedder if embedder is not None else configured_embedder(settings.embedder)
         self._searcher: MemorySearcher | None = None
         self._transcripts = Transcripts(
             lambda: self.store,
             self.agent_id,
             sessions=self._session_sources,
             session=self._session_source,
-            embedder=embedder,
+            embedder=self.embedder,
             scratch=self.backend.scratch_transcripts,
         )
         self.sessions = SessionStore(
@@ -360,7 +360,9 @@ def open_agent(
 
     ``home`` defaults to ``$MARKUS_HOME`` or ``~/.markus``; ``settings`` overrides everything.
     ``embedder`` (e.g. ``MiniLMEmbedder()`` from the ``[semantic]`` extra) adds vectors to
-    :meth:`AgentMemory.recall_conversation`; without one it ranks by bm25 alone. ``store``
+    :meth:`AgentMemory.recall_conversation` and :meth:`AgentMemory.search`; without one the
+    settings choose (``Settings.embedder``, ``MARKUS_EMBEDDER``: without ``settings`` the
+    local MiniLM when the ``[semantic]`` extra is installed), else bm25 alone. ``store``
     replaces the episodic backend the settings select (the handle closes it).
     """
     resolved = settings if settings is not None else Settings.from_env(home=home)

