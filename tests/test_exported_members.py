@@ -29,6 +29,7 @@ EXPECTED = {
     "NotFoundError",
     "NotebookEntry",
     "Observation",
+    "RefusedError",
     "Role",
     "SchemaMissingError",
     "SearchHit",
@@ -83,3 +84,32 @@ def test_exported_result_types_are_frozen_dataclasses() -> None:
         cls = getattr(markus_memory, name)
         assert dataclasses.is_dataclass(cls), name
         assert cls.__dataclass_params__.frozen, name
+
+
+def test_the_tree_in_errors_names_every_error_class_each_exported() -> None:
+    """The tree drawn in errors.py's docstring is the truth about the exception classes: each
+    class is drawn under its parent, and the package exports every one."""
+    import inspect
+    import re
+
+    from markus_memory import errors
+
+    classes = {
+        name: cls
+        for name, cls in vars(errors).items()
+        if inspect.isclass(cls) and issubclass(cls, errors.MarkusMemoryError)
+    }
+    drawn: dict[str, str | None] = {}
+    parents: list[str] = []
+    for line in (errors.__doc__ or "").splitlines():
+        found = re.match(r"^    ((?:[│ ]   )*)(?:[├└]── )?([A-Z]\w+Error)\b", line)
+        if found is None:
+            continue
+        depth = len(found.group(1)) // 4 + (1 if "──" in line else 0)
+        parents[depth:] = [found.group(2)]
+        drawn[found.group(2)] = parents[depth - 1] if depth else None
+    assert set(drawn) == set(classes), "errors.py's tree and its classes differ"
+    for name, parent in drawn.items():
+        if parent is not None:
+            assert classes[parent] in classes[name].__bases__, f"{name} is not under {parent}"
+        assert name in markus_memory.__all__, f"{name} is not exported"

@@ -13,6 +13,7 @@ Every exception the package raises on purpose derives from :class:`MarkusMemoryE
     │                            OSError with the refusal's errno
     ├── LockTimeoutError         the per-agent lock could not be taken in time
     │   └── BusyError            an exclusive task (a dream) already runs for the agent elsewhere
+    ├── ClosedError              the memory handle was closed; open the agent again
     ├── StorageError             the database backend failed (SQLite or PostgreSQL)
     │   ├── BackendUnavailableError   the backend cannot be reached at all
     │   │   ├── DatabaseMissingError  the PostgreSQL server runs but has no such database
