@@ -110,7 +110,6 @@ class MiniLMEmbedder:
         )
         self._inputs = {node.name for node in self._session.get_inputs()}
         self._batch_size = batch_size
-        self._lock = threading.Lock()
 
     @property
     def model(self) -> str:
@@ -130,8 +129,9 @@ class MiniLMEmbedder:
             feed = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._inputs:
                 feed["token_type_ids"] = np.zeros_like(ids)
-            with self._lock:
-                hidden = self._session.run(None, feed)[0]
+            # No lock: onnxruntime runs one session from several threads at once, so a
+            # question's embedding never queues behind a background batch of stored turns.
+            hidden = self._session.run(None, feed)[0]
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
