@@ -1,7 +1,8 @@
 """The markdown layers of one agent seen as files: read their text, write a new text through
 the layer, so that its locks, caps and refusals hold whoever edits the "file".
 
-Used by the Anthropic memory tool backend; no framework is imported here. A write that a layer
+Used by the Anthropic memory tool backend (what a new text becomes is decided first, by
+:mod:`._layer_text`); no framework is imported here. A write that a layer
 refuses raises :class:`LayerRefusal` with the layer's reason, and nothing is written.
 """
 
@@ -17,13 +18,10 @@ from ..errors import InvalidInputError, MarkusMemoryError
 from ..layers._knowledge_format import parse_knowledge
 from ..layers.notebook import NotebookEntry, parse_notebook
 from ..layers.state import parse_state_entry
+from ._layer_text import LayerRefusal, settle
 
 if TYPE_CHECKING:
     from ..memory import AgentMemory
-
-
-class LayerRefusal(Exception):
-    """A layer refused a write; ``str(exc)`` says why (for the model)."""
 
 
 @dataclass(frozen=True)
@@ -129,11 +127,15 @@ LAYER_FILES = (
 BY_NAME = {layer.name: layer for layer in LAYER_FILES}
 
 
-def write_layer(memory: AgentMemory, layer: LayerFile, text: str) -> None:
-    """Write ``text`` through ``layer``; :class:`LayerRefusal` (nothing written) if refused."""
+def write_layer(memory: AgentMemory, layer: LayerFile, old: str, new: str) -> list[str]:
+    """Write the model's ``new`` text of ``layer`` (it read ``old``) through the layer, as
+    :func:`~._layer_text.settle` makes it; :class:`LayerRefusal` (nothing written) if refused.
+    Returns notes for the model on what its free lines became."""
+    text, notes = settle(layer.name, old, new, memory.settings.clock())
     try:
         layer.write(memory, text)
     except InvalidInputError as exc:
         raise LayerRefusal(f"{layer.name} was not changed: {exc}") from None
     except MarkusMemoryError as exc:
         raise LayerRefusal(f"{layer.name} could not be written: {exc}") from None
+    return notes

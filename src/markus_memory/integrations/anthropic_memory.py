@@ -4,10 +4,12 @@
 runner dispatches the model's commands (view, create, str_replace, insert, delete, rename) to
 it. Under ``/memories`` the model sees the agent's markdown layers as files (``knowledge.md``,
 ``NOTEBOOK.md``, ``state.md``), whose writes go through the layers, so locks, caps and refusals
-hold; beside them, free files and directories it creates itself, kept in the agent's
+hold: an edit either lands in the layer (free lines become entries, see :mod:`._layer_text`)
+or is refused with the format to use, never "edited" with text dropped; beside them, free files and directories it creates itself, kept in the agent's
 ``memories/`` directory. Free files follow the SDK's reference filesystem implementation
 exactly (it does the work, with its messages and rules); on top of it any symbolic link in a
-path is refused, not only one that leads outside. Every failure reaches the model as a
+path is refused, not only one that leads outside, and paths are capped in depth and length
+(:mod:`._memory_tool_checks`); a command with missing or mistyped fields touches nothing. Every failure reaches the model as a
 ``ToolError`` with a message, never as a traceback, and a failed command changes nothing.
 """
 
@@ -22,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import WRITE_REFUSALS, ExtraNotInstalledError, MarkusMemoryError
 from ..tools import hide_host_paths
-from ._layer_files import BY_NAME, LAYER_FILES, LayerFile, LayerRefusal, write_layer
+from ._layer_files import BY_NAME, LAYER_FILES, LayerFile, write_layer
+from ._layer_text import LayerRefusal
+from ._memory_tool_checks import MAX_DEPTH, check_command, check_shape, tree_depth
 
 try:
     from anthropic.lib.tools import BetaAbstractMemoryTool, BetaFunctionToolResultType, ToolError
@@ -62,6 +66,7 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
 
     def execute(self, command: BetaMemoryTool20250818Command) -> BetaFunctionToolResultType:
         try:
+            check_command(command)
             with self.memory.lock:
                 return super().execute(command)
         except ToolError as exc:
@@ -125,7 +130,10 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
             )
         changed = content[: content.find(command.old_str)].count("\n")
         new_content = content.replace(command.old_str, command.new_str)
-        self._write(layer, new_content)
+        notes = self._write(layer, content, new_content)
+        if notes:
+            new_content = layer.read(self.memory)
+            changed = min(changed, new_content.count("\n"))
         new_lines = new_content.split("\n")
         first, last = max(0, changed - 2), min(len(new_lines), changed + 3)
         snippet = [
@@ -133,7 +141,7 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
         ]
         return (
             "The memory file has been edited. Here is the snippet showing the change "
-            "(with line numbers):\n" + "\n".join(snippet)
+            "(with line numbers):\n" + "\n".join(snippet) + _noted(notes)
         )
 
     def insert(self, command: BetaMemoryTool20250818InsertCommand) -> BetaFunctionToolResultType:
@@ -141,7 +149,8 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
         if layer is None:
             self._check(command.path)
             return self._files.insert(command)
-        lines = layer.read(self.memory).split("\n")
+        content = layer.read(self.memory)
+        lines = content.split("\n")
         if lines[-1] == "":
             lines.pop()
         if command.insert_line < 0 or command.insert_line > len(lines):
@@ -151,8 +160,9 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
             )
         lines.insert(command.insert_line, command.insert_text.rstrip("\n"))
         new_content = "\n".join(lines)
-        self._write(layer, new_content if new_content.endswith("\n") else new_content + "\n")
-        return f"The file {command.path} has been edited."
+        new_content = new_content if new_content.endswith("\n") else new_content + "\n"
+        notes = self._write(layer, content, new_content)
+        return f"The file {command.path} has been edited." + _noted(notes)
 
     def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> BetaFunctionToolResultType:
         layer = self._layer(command.path)
@@ -176,6 +186,12 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
         if _relative(command.old_path) and not os.path.lexists(old):
             # Checked first: the reference would create the new parent directory before failing.
             raise ToolError(f"The path {command.old_path} does not exist")
+        depth = len([p for p in _relative(command.new_path).split("/") if p])
+        if _relative(command.old_path) and depth + tree_depth(old) > MAX_DEPTH:
+            raise ToolError(
+                f"Moving {command.old_path} to {command.new_path} would nest files "
+                f"{depth + tree_depth(old)} levels deep; at most {MAX_DEPTH} are allowed"
+            )
         return self._files.rename(command)
 
     def clear_all_memory(self) -> BetaFunctionToolResultType:
@@ -198,6 +214,7 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
             raise ToolError(f"Path must start with {ROOT}, got: {path}")
         if "\x00" in path:
             raise ToolError(f"Path {path!r} contains a NUL byte")
+        check_shape(path, _relative(path))
         current = self.memory_root
         for part in [self.memory_root.name, *_relative(path).split("/")]:
             current = current if part == self.memory_root.name else current / part
@@ -209,9 +226,9 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
         if not self.memory_root.exists():
             self.memory_root.mkdir(parents=True, mode=0o700, exist_ok=True)
 
-    def _write(self, layer: LayerFile, text: str) -> None:
+    def _write(self, layer: LayerFile, old: str, new: str) -> list[str]:
         try:
-            write_layer(self.memory, layer, text)
+            return write_layer(self.memory, layer, old, new)
         except LayerRefusal as refusal:
             raise ToolError(str(refusal)) from None
 
@@ -227,6 +244,10 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
             items.append(f"{_size(size)}\t{prefix}/{layer.name}")
         items.sort(key=lambda line: line.split("\t", 1)[1].split("/"))
         return "\n".join([header, root_line, *items])
+
+
+def _noted(notes: list[str]) -> str:
+    return " Kept as entries: " + "; ".join(notes) + "." if notes else ""
 
 
 def _relative(path: str) -> str:
