@@ -1,20 +1,24 @@
 """Anthropic's client-side memory tool (``memory_20250818``) over one agent's memory.
 
-:class:`MarkusMemoryTool` subclasses the SDK's ``BetaAbstractMemoryTool``, so the SDK's tool
-runner dispatches the model's commands (view, create, str_replace, insert, delete, rename) to
-it. Under ``/memories`` the model sees the agent's markdown layers as files (``knowledge.md``,
-``NOTEBOOK.md``, ``state.md``), whose writes go through the layers, so locks, caps and refusals
-hold: an edit either lands in the layer (free lines become entries, see :mod:`._layer_text`)
-or is refused with the format to use, never "edited" with text dropped; beside them, free files and directories it creates itself, kept in the agent's
+:class:`MarkusMemoryTool` subclasses the SDK's ``BetaAbstractMemoryTool`` (and
+:class:`AsyncMarkusMemoryTool` its ``BetaAsyncAbstractMemoryTool``, for ``AsyncAnthropic``), so
+the SDK's tool runner dispatches the model's commands (view, create, str_replace, insert,
+delete, rename) to it. Under ``/memories`` the model sees the agent's markdown layers as files
+(``knowledge.md``, ``NOTEBOOK.md``, ``state.md``), whose writes go through the layers, so locks,
+caps and refusals hold: an edit either lands in the layer (free lines become entries, see
+:mod:`._layer_text`) or is refused with the format to use, never "edited" with text dropped.
+Beside them are free files and directories the model creates itself, kept in the agent's
 ``memories/`` directory. Free files follow the SDK's reference filesystem implementation
 exactly (it does the work, with its messages and rules); on top of it any symbolic link in a
 path is refused, not only one that leads outside, and paths are capped in depth and length
-(:mod:`._memory_tool_checks`); a command with missing or mistyped fields touches nothing. Every failure reaches the model as a
-``ToolError`` with a message, never as a traceback, and a failed command changes nothing.
+(:mod:`._memory_tool_checks`); a command with missing or mistyped fields touches nothing.
+Every failure reaches the model as a ``ToolError`` with a message, never as a traceback, and a
+failed command changes nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import posixpath
@@ -29,7 +33,12 @@ from ._layer_text import LayerRefusal
 from ._memory_tool_checks import MAX_DEPTH, check_command, check_shape, tree_depth
 
 try:
-    from anthropic.lib.tools import BetaAbstractMemoryTool, BetaFunctionToolResultType, ToolError
+    from anthropic.lib.tools import (
+        BetaAbstractMemoryTool,
+        BetaAsyncAbstractMemoryTool,
+        BetaFunctionToolResultType,
+        ToolError,
+    )
     from anthropic.tools.memory import BetaLocalFilesystemMemoryTool
     from anthropic.types.beta import (
         BetaMemoryTool20250818Command,
@@ -246,6 +255,52 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
         return "\n".join([header, root_line, *items])
 
 
+class AsyncMarkusMemoryTool(BetaAsyncAbstractMemoryTool):
+    """:class:`MarkusMemoryTool` for ``AsyncAnthropic``: the same commands, answers and
+    refusals, each run in a worker thread (``asyncio.to_thread``) so that the file and database
+    work never blocks the event loop."""
+
+    def __init__(self, memory: AgentMemory, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.memory = memory
+        self.tool = MarkusMemoryTool(memory)
+
+    async def execute(self, command: BetaMemoryTool20250818Command) -> BetaFunctionToolResultType:
+        return await asyncio.to_thread(self.tool.execute, command)
+
+    async def view(self, command: BetaMemoryTool20250818ViewCommand) -> BetaFunctionToolResultType:
+        return await self.execute(command)
+
+    async def create(
+        self, command: BetaMemoryTool20250818CreateCommand
+    ) -> BetaFunctionToolResultType:
+        return await self.execute(command)
+
+    async def str_replace(
+        self, command: BetaMemoryTool20250818StrReplaceCommand
+    ) -> BetaFunctionToolResultType:
+        return await self.execute(command)
+
+    async def insert(
+        self, command: BetaMemoryTool20250818InsertCommand
+    ) -> BetaFunctionToolResultType:
+        return await self.execute(command)
+
+    async def delete(
+        self, command: BetaMemoryTool20250818DeleteCommand
+    ) -> BetaFunctionToolResultType:
+        return await self.execute(command)
+
+    async def rename(
+        self, command: BetaMemoryTool20250818RenameCommand
+    ) -> BetaFunctionToolResultType:
+        return await self.execute(command)
+
+    async def clear_all_memory(self) -> BetaFunctionToolResultType:
+        """Remove the free files only; the layers are cleared through their own tools."""
+        return await asyncio.to_thread(self.tool.clear_all_memory)
+
+
 def _noted(notes: list[str]) -> str:
     return " Kept as entries: " + "; ".join(notes) + "." if notes else ""
 
@@ -284,4 +339,4 @@ def _size(n: int) -> str:
     return f"{int(value)}{units[i]}" if value == int(value) else f"{value:.1f}{units[i]}"
 
 
-__all__ = ["FREE_DIR", "ROOT", "MarkusMemoryTool"]
+__all__ = ["FREE_DIR", "ROOT", "AsyncMarkusMemoryTool", "MarkusMemoryTool"]
