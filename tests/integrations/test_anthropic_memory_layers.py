@@ -150,6 +150,18 @@ def test_free_lines_become_entries_the_model_is_told_about(mem: AgentMemory) -> 
     assert mem.state.get("waiting-on-ana") is not None
 
 
+def test_text_left_without_its_heading_becomes_an_entry(mem: AgentMemory) -> None:
+    said = run(
+        MarkusMemoryTool(mem),
+        command="str_replace",
+        path="/memories/NOTEBOOK.md",
+        old_str="## plan\n",
+        new_str="",
+    )
+    assert said.startswith("The memory file has been edited."), said
+    assert [(e.key, e.text) for e in mem.notebook.entries()] == [("ship-it", "ship it")]
+
+
 def test_a_free_line_naming_an_existing_key_is_refused(mem: AgentMemory) -> None:
     before = files(mem)
     said = run(

@@ -101,7 +101,7 @@ def _settle_entries(name: str, old: str, new: str) -> tuple[str, list[str]]:
     free: list[str] = []
     for line in preamble.split("\n"):
         stripped = line.strip()
-        if not stripped:
+        if not stripped or meta_line(stripped) is not None:  # metadata of a removed heading
             continue
         if before[stripped] > 0:
             before[stripped] -= 1
