@@ -162,6 +162,22 @@ def test_text_left_without_its_heading_becomes_an_entry(mem: AgentMemory) -> Non
     assert [(e.key, e.text) for e in mem.notebook.entries()] == [("ship-it", "ship it")]
 
 
+def test_a_refusal_after_part_of_an_edit_changes_nothing(mem: AgentMemory) -> None:
+    """An edit is one command: a refusal of its last entry leaves the first ones unchanged."""
+    tool = MarkusMemoryTool(mem)
+    for path, old, new in (
+        ("/memories/NOTEBOOK.md", "ship it", "ship it now\n\n## empty\n"),
+        ("/memories/state.md", "calm", "calm again\n\n## huge\n" + "x" * 1_000_001),
+        ("/memories/state.md", "calm", "calm again\n\n## odd\n\ud800"),
+    ):
+        before = files(mem)
+        said = run(tool, command="str_replace", path=path, old_str=old, new_str=new)
+        assert said.startswith("ERROR: "), said
+        assert files(mem) == before, said
+    assert [e.text for e in mem.notebook.entries()] == ["ship it"]
+    assert [e.content for e in mem.state.entries()] == ["calm"]
+
+
 def test_a_free_line_naming_an_existing_key_is_refused(mem: AgentMemory) -> None:
     before = files(mem)
     said = run(

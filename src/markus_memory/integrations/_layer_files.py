@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .._fs import validate_key
 from .._markdown import split_h2
@@ -21,7 +21,18 @@ from ..layers.state import parse_state_entry
 from ._layer_text import LayerRefusal, settle
 
 if TYPE_CHECKING:
+    from .._docs import DocumentStore
     from ..memory import AgentMemory
+
+
+class _Stored(Protocol):
+    """A layer kept as one document (NotebookFile, StateFile, KnowledgeFile)."""
+
+    @property
+    def documents(self) -> DocumentStore: ...
+
+    @property
+    def store_name(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -32,6 +43,7 @@ class LayerFile:
     description: str
     read: Callable[[AgentMemory], str]
     write: Callable[[AgentMemory, str], None]
+    stored: Callable[[AgentMemory], _Stored]
 
 
 def _write_knowledge(memory: AgentMemory, text: str) -> None:
@@ -108,18 +120,21 @@ LAYER_FILES = (
         "the agent's semantic memory (curated sections and observations)",
         lambda m: m.knowledge.text(),
         _write_knowledge,
+        lambda m: m.knowledge,
     ),
     LayerFile(
         "NOTEBOOK.md",
         "the agent's working memory (notebook entries)",
         lambda m: m.notebook.text(),
         _write_notebook,
+        lambda m: m.notebook,
     ),
     LayerFile(
         "state.md",
         "the agent's current state snapshots",
         lambda m: m.state.text(),
         _write_state,
+        lambda m: m.state,
     ),
 )
 """The layers shown as files, by name."""
@@ -133,9 +148,27 @@ def write_layer(memory: AgentMemory, layer: LayerFile, old: str, new: str) -> li
     Returns notes for the model on what its free lines became."""
     text, notes = settle(layer.name, old, new, memory.settings.clock())
     try:
-        layer.write(memory, text)
+        _all_or_nothing(memory, layer, text)
     except InvalidInputError as exc:
         raise LayerRefusal(f"{layer.name} was not changed: {exc}") from None
     except MarkusMemoryError as exc:
         raise LayerRefusal(f"{layer.name} could not be written: {exc}") from None
     return notes
+
+
+def _all_or_nothing(memory: AgentMemory, layer: LayerFile, text: str) -> None:
+    """``layer.write``, which may take several layer writes (one per entry): when one of them
+    fails, the document is put back as it was, so a refused command changes nothing."""
+    stored = layer.stored(memory)
+    documents, name = stored.documents, stored.store_name
+    with documents.lock():
+        before = documents.read(name)
+        try:
+            layer.write(memory, text)
+        except BaseException:
+            if documents.read(name) != before:
+                if before is None:
+                    documents.delete(name)
+                else:
+                    documents.write(name, before)
+            raise

@@ -107,6 +107,7 @@ def _settle_entries(name: str, old: str, new: str) -> tuple[str, list[str]]:
             before[stripped] -= 1
             continue
         free.append(stripped)
+    _refuse_empty(name, new)
     if not free:
         return new, []
     added, notes = [], []
@@ -127,6 +128,20 @@ def _settle_entries(name: str, old: str, new: str) -> tuple[str, list[str]]:
         notes.append(f"`{line[:80]}` became `## {key}`")
     kept = [_ends_line(s) for s in sections]
     return join_h2(TITLES[name] + "\n\n", [*kept, *added]), notes
+
+
+def _refuse_empty(name: str, text: str) -> None:
+    if name == "NOTEBOOK.md":
+        doc = parse_notebook(text, datetime.now().astimezone())
+        empty = [entry.key for entry in doc.entries if not entry.text]
+    else:
+        empty = [s.name for s in split_h2(text)[1] if not parse_state_entry(s).content]
+    if empty:
+        raise refuse(
+            name,
+            f"the entry `## {empty[0]}` has no text; write its text on the lines under the "
+            "heading, or remove the heading",
+        )
 
 
 def _entry_of(line: str) -> tuple[str, str]:

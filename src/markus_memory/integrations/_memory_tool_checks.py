@@ -44,6 +44,11 @@ def check_command(command: object) -> None:
                 f"Invalid input for the memory tool command {name!r}: `{field}` must be "
                 f"{'an integer' if kind is int else 'a string'}, got {got}"
             )
+        if isinstance(value, str) and not _encodable(value):
+            raise ToolError(
+                f"Invalid input for the memory tool command {name!r}: `{field}` is not valid "
+                "Unicode (it holds a lone surrogate)"
+            )
     view_range = getattr(command, "view_range", None) if name == "view" else None
     if view_range is not None and (
         not isinstance(view_range, list)
@@ -51,6 +56,14 @@ def check_command(command: object) -> None:
         or not all(isinstance(n, int) and not isinstance(n, bool) for n in view_range)
     ):
         raise ToolError("Invalid `view_range`: give two line numbers, [first, last] (-1: the end)")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def check_shape(path: str, relative: str) -> None:
