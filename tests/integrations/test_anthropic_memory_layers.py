@@ -254,6 +254,20 @@ def test_free_lines_in_the_buffer_become_one_observation(mem: AgentMemory) -> No
     assert [o.content for o in mem.knowledge.observations()][-1] == "Dana reads poems"
 
 
+def test_an_observation_id_cannot_be_taken_twice(mem: AgentMemory) -> None:
+    taken = mem.knowledge.observations()[0].id
+    before = files(mem)
+    said = run(
+        MarkusMemoryTool(mem),
+        command="insert",
+        path="/memories/knowledge.md",
+        insert_line=len(mem.knowledge.text().rstrip("\n").split("\n")),
+        insert_text=f"### {taken}\nDana reads poems",
+    )
+    assert f"`### {taken}` is taken" in said
+    assert files(mem) == before
+
+
 def test_an_empty_observation_is_refused_not_dropped(mem: AgentMemory) -> None:
     before = files(mem)
     said = run(

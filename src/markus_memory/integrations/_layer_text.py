@@ -188,6 +188,10 @@ def _settle_knowledge(old: str, new: str, now: datetime) -> tuple[str, list[str]
             )
     buffer = sections[at[0]]
     lines = buffer.body.split("\n")
+    ids, ids_before = Counter(_observation_ids(buffer.body)), Counter(_observation_ids(old))
+    again = sorted(i for i, n in ids.items() if n > 1 and n > ids_before[i])
+    if again:
+        raise refuse(name, f"`### {again[0]}` is taken; give the new observation its own id")
     first = next((i for i, line in enumerate(lines) if line.startswith("### ")), len(lines))
     free = [line.strip() for line in lines[:first] if line.strip() not in ("", *HEADER_COMMENTS)]
     if not free:
@@ -202,6 +206,14 @@ def _settle_knowledge(old: str, new: str, now: datetime) -> tuple[str, list[str]
     sections[at[0]] = Section(buffer.name, buffer.heading, "\n" + body)
     note = f"the lines under `## _observations` became the observation `### {obs_id}`"
     return join_h2(preamble, sections), [note]
+
+
+def _observation_ids(text: str) -> list[str]:
+    return [
+        line[4:].split()[0]
+        for line in text.split("\n")
+        if line[4:].split() and line.startswith("### ")
+    ]
 
 
 # -- the last check: nothing the edit added is dropped -----------------------------------------
