@@ -16,6 +16,7 @@ from anthropic.lib.tools import BetaAsyncAbstractMemoryTool, ToolError
 
 from markus_memory import open_agent
 from markus_memory.integrations.anthropic_memory import AsyncMarkusMemoryTool, MarkusMemoryTool
+from tests.integrations.anthropic_support import replies, run
 from tests.integrations.test_anthropic_memory import FREE_FILE_SCRIPT
 
 LAYER_SCRIPT: list[dict[str, Any]] = [
@@ -30,13 +31,6 @@ LAYER_SCRIPT: list[dict[str, Any]] = [
 ]
 
 
-def run(tool: Any, command: dict[str, Any]) -> str:
-    try:
-        return str(tool.call(command))
-    except ToolError as exc:
-        return f"ERROR: {exc.content}"
-
-
 async def arun(tool: AsyncMarkusMemoryTool, command: dict[str, Any]) -> str:
     try:
         return str(await tool.call(command))
@@ -49,7 +43,7 @@ def test_the_async_tool_answers_as_the_sync_one(tmp_path: Path) -> None:
         ours, theirs = MarkusMemoryTool(mem), AsyncMarkusMemoryTool(amem)
         assert isinstance(theirs, BetaAsyncAbstractMemoryTool)
         for command in [*FREE_FILE_SCRIPT, *LAYER_SCRIPT]:
-            assert asyncio.run(arun(theirs, command)) == run(ours, command), command
+            assert asyncio.run(arun(theirs, command)) == run(ours, **command), command
         assert amem.notebook.get("a") is not None and amem.notebook.get("a").text == "b"  # type: ignore[union-attr]
         assert asyncio.run(theirs.clear_all_memory()) == ours.clear_all_memory()
         assert theirs.to_dict() == {"type": "memory_20250818", "name": "memory"}
@@ -90,42 +84,12 @@ def test_async_anthropics_tool_runner_takes_it(tmp_path: Path) -> None:
     from anthropic import AsyncAnthropic
 
     sent: list[dict[str, Any]] = []
-    usage = {"input_tokens": 1, "output_tokens": 1}
     call = {"command": "insert", "path": "/memories/state.md", "insert_line": 0}
-    replies = [
-        {
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-test",
-            "content": [
-                {"type": "tool_use", "id": "tu_1", "name": "memory", "input": call},
-                {
-                    "type": "tool_use",
-                    "id": "tu_2",
-                    "name": "memory",
-                    "input": {**call, "insert_text": "focus: waiting on review"},
-                },
-            ],
-            "stop_reason": "tool_use",
-            "stop_sequence": None,
-            "usage": usage,
-        },
-        {
-            "id": "msg_2",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-test",
-            "content": [{"type": "text", "text": "done"}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": usage,
-        },
-    ]
+    answers = replies(call, {**call, "insert_text": "focus: waiting on review"})
 
     async def messages_api(request: httpx2.Request) -> httpx2.Response:
         sent.append(json.loads(request.content))
-        return httpx2.Response(200, json=replies.pop(0))
+        return httpx2.Response(200, json=answers.pop(0))
 
     async def main(mem: Any) -> Any:
         async with httpx2.AsyncClient(transport=httpx2.MockTransport(messages_api)) as http:

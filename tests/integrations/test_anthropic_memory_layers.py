@@ -18,21 +18,14 @@ from hypothesis import strategies as st
 
 pytest.importorskip("anthropic")
 
-from anthropic.lib.tools import ToolError
 
 from markus_memory import open_agent
 from markus_memory.integrations.anthropic_memory import MarkusMemoryTool
 from markus_memory.memory import AgentMemory
+from tests.integrations.anthropic_support import edit, insert, run
 
 MARK = "zebra marker seven"
 LAYERS = ("NOTEBOOK.md", "knowledge.md", "state.md")
-
-
-def run(tool: Any, **command: Any) -> str:
-    try:
-        return str(tool.call(command))
-    except ToolError as exc:
-        return f"ERROR: {exc.content}"
 
 
 @contextmanager
@@ -118,46 +111,22 @@ def test_every_command_on_a_layer_file_lands_or_changes_nothing(tmp_path: Path, 
 
 def test_free_lines_become_entries_the_model_is_told_about(mem: AgentMemory) -> None:
     tool = MarkusMemoryTool(mem)
-    said = run(
-        tool,
-        command="insert",
-        path="/memories/NOTEBOOK.md",
-        insert_line=0,
-        insert_text="- current task: write the report",
-    )
+    said = insert(tool, "NOTEBOOK.md", 0, "- current task: write the report")
     assert said.endswith("`- current task: write the report` became `## current-task`.")
     entry = mem.notebook.get("current-task")
     assert entry is not None and entry.text == "write the report"
 
-    run(
-        tool,
-        command="insert",
-        path="/memories/state.md",
-        insert_line=1,
-        insert_text="focus: review",
-    )
+    insert(tool, "state.md", 1, "focus: review")
     assert [(e.key, e.content) for e in mem.state.entries()] == [
         ("mood", "calm"),
         ("focus", "review"),
     ]
-    run(
-        tool,
-        command="str_replace",
-        path="/memories/state.md",
-        old_str="# State",
-        new_str="# State\nwaiting on Ana",
-    )
+    edit(tool, "state.md", "# State", "# State\nwaiting on Ana")
     assert mem.state.get("waiting-on-ana") is not None
 
 
 def test_text_left_without_its_heading_becomes_an_entry(mem: AgentMemory) -> None:
-    said = run(
-        MarkusMemoryTool(mem),
-        command="str_replace",
-        path="/memories/NOTEBOOK.md",
-        old_str="## plan\n",
-        new_str="",
-    )
+    said = edit(MarkusMemoryTool(mem), "NOTEBOOK.md", "## plan\n", "")
     assert said.startswith("The memory file has been edited."), said
     assert [(e.key, e.text) for e in mem.notebook.entries()] == [("ship-it", "ship it")]
 
@@ -180,13 +149,7 @@ def test_a_refusal_after_part_of_an_edit_changes_nothing(mem: AgentMemory) -> No
 
 def test_a_free_line_naming_an_existing_key_is_refused(mem: AgentMemory) -> None:
     before = files(mem)
-    said = run(
-        MarkusMemoryTool(mem),
-        command="insert",
-        path="/memories/NOTEBOOK.md",
-        insert_line=0,
-        insert_text="plan: something else",
-    )
+    said = insert(MarkusMemoryTool(mem), "NOTEBOOK.md", 0, "plan: something else")
     assert "`## plan`, which exists already" in said and "Format: NOTEBOOK.md holds" in said
     assert files(mem) == before
 
@@ -195,13 +158,7 @@ def test_the_observation_heading_is_protected(mem: AgentMemory) -> None:
     tool = MarkusMemoryTool(mem)
     before = files(mem)
     for new in ("## Observations", "## _obs", "observations"):
-        said = run(
-            tool,
-            command="str_replace",
-            path="/memories/knowledge.md",
-            old_str="## _observations",
-            new_str=new,
-        )
+        said = edit(tool, "knowledge.md", "## _observations", new)
         assert "`## _observations` heading is protected" in said, said
         assert files(mem) == before
     assert [o.content for o in mem.knowledge.observations()] == [
@@ -212,12 +169,8 @@ def test_the_observation_heading_is_protected(mem: AgentMemory) -> None:
 
 def test_a_heading_inside_an_observation_cannot_move_the_later_ones(mem: AgentMemory) -> None:
     before = files(mem)
-    said = run(
-        MarkusMemoryTool(mem),
-        command="str_replace",
-        path="/memories/knowledge.md",
-        old_str="Bob prefers coffee",
-        new_str="Bob prefers coffee\n## Drinks",
+    said = edit(
+        MarkusMemoryTool(mem), "knowledge.md", "Bob prefers coffee", "Bob prefers coffee\n## Drinks"
     )
     assert "would turn the observations after it into a curated section" in said
     assert files(mem) == before
@@ -227,13 +180,7 @@ def test_a_heading_inside_an_observation_cannot_move_the_later_ones(mem: AgentMe
 def test_a_section_appended_below_the_buffer_lands_above_it(mem: AgentMemory) -> None:
     tool = MarkusMemoryTool(mem)
     end = len(mem.knowledge.text().rstrip("\n").split("\n"))
-    said = run(
-        tool,
-        command="insert",
-        path="/memories/knowledge.md",
-        insert_line=end,
-        insert_text="## drinks\nEveryone likes water",
-    )
+    said = insert(tool, "knowledge.md", end, "## drinks\nEveryone likes water")
     assert said.startswith("The file"), said
     assert mem.knowledge.section("drinks") == "Everyone likes water"
     assert len(mem.knowledge.observations()) == 2
@@ -243,13 +190,7 @@ def test_free_lines_in_the_buffer_become_one_observation(mem: AgentMemory) -> No
     tool = MarkusMemoryTool(mem)
     text = mem.knowledge.text()
     header = next(line for line in text.split("\n") if line.startswith("<!-- Dream"))
-    said = run(
-        tool,
-        command="str_replace",
-        path="/memories/knowledge.md",
-        old_str=header,
-        new_str=header + "\nDana reads poems",
-    )
+    said = edit(tool, "knowledge.md", header, header + "\nDana reads poems")
     assert "became the observation" in said
     assert [o.content for o in mem.knowledge.observations()][-1] == "Dana reads poems"
 
@@ -257,12 +198,11 @@ def test_free_lines_in_the_buffer_become_one_observation(mem: AgentMemory) -> No
 def test_an_observation_id_cannot_be_taken_twice(mem: AgentMemory) -> None:
     taken = mem.knowledge.observations()[0].id
     before = files(mem)
-    said = run(
+    said = insert(
         MarkusMemoryTool(mem),
-        command="insert",
-        path="/memories/knowledge.md",
-        insert_line=len(mem.knowledge.text().rstrip("\n").split("\n")),
-        insert_text=f"### {taken}\nDana reads poems",
+        "knowledge.md",
+        len(mem.knowledge.text().rstrip("\n").split("\n")),
+        f"### {taken}\nDana reads poems",
     )
     assert f"`### {taken}` is taken" in said
     assert files(mem) == before
@@ -270,12 +210,11 @@ def test_an_observation_id_cannot_be_taken_twice(mem: AgentMemory) -> None:
 
 def test_an_empty_observation_is_refused_not_dropped(mem: AgentMemory) -> None:
     before = files(mem)
-    said = run(
+    said = insert(
         MarkusMemoryTool(mem),
-        command="insert",
-        path="/memories/knowledge.md",
-        insert_line=len(mem.knowledge.text().rstrip("\n").split("\n")),
-        insert_text="### obs_lonely",
+        "knowledge.md",
+        len(mem.knowledge.text().rstrip("\n").split("\n")),
+        "### obs_lonely",
     )
     assert said.startswith("ERROR: knowledge.md was not changed: the line `### obs_lonely`")
     assert files(mem) == before

@@ -4,26 +4,18 @@ and no refusal tells the model where the memory lives on the host."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("anthropic")
 
-from anthropic.lib.tools import ToolError
 from click.testing import CliRunner
 
 from markus_memory import open_agent
 from markus_memory.cli import cli
 from markus_memory.integrations._memory_tool_checks import MAX_DEPTH
 from markus_memory.integrations.anthropic_memory import MarkusMemoryTool
-
-
-def run(tool: Any, **command: Any) -> str:
-    try:
-        return str(tool.call(command))
-    except ToolError as exc:
-        return f"ERROR: {exc.content}"
+from tests.integrations.anthropic_support import run
 
 
 def test_a_deep_path_is_refused_and_the_agent_still_opens(tmp_path: Path) -> None:
