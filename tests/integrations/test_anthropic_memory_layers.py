@@ -147,6 +147,14 @@ def test_a_refusal_after_part_of_an_edit_changes_nothing(mem: AgentMemory) -> No
     assert [e.content for e in mem.state.entries()] == ["calm"]
 
 
+@pytest.mark.parametrize(("name", "key"), [("NOTEBOOK.md", "plan"), ("state.md", "mood")])
+def test_a_second_entry_under_a_taken_key_is_refused(mem: AgentMemory, name: str, key: str) -> None:
+    before = files(mem)
+    said = insert(MarkusMemoryTool(mem), name, 0, f"## {key}\nsomething else")
+    assert f"two entries are named `## {key}`" in said
+    assert files(mem) == before
+
+
 def test_a_free_line_naming_an_existing_key_is_refused(mem: AgentMemory) -> None:
     before = files(mem)
     said = insert(MarkusMemoryTool(mem), "NOTEBOOK.md", 0, "plan: something else")

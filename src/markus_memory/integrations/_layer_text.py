@@ -93,7 +93,8 @@ def settle(name: str, old: str, new: str, now: datetime) -> tuple[str, list[str]
 def _settle_entries(name: str, old: str, new: str) -> tuple[str, list[str]]:
     preamble, sections = split_h2(new)
     names = Counter(s.name for s in sections)
-    twice = sorted(key for key, n in names.items() if n > 1)
+    names_before = Counter(s.name for s in split_h2(old)[1])
+    twice = sorted(key for key, n in names.items() if n > 1 and n > names_before[key])
     if twice:
         raise refuse(name, f"two entries are named `## {twice[0]}`; merge them into one")
     before = Counter(line.strip() for line in split_h2(old)[0].split("\n"))

@@ -83,8 +83,8 @@ def check_shape(path: str, relative: str) -> None:
         size = len(part.encode("utf-8", "surrogatepass"))
         if size > MAX_NAME_BYTES:
             raise ToolError(
-                f"The name {part[:40]}… takes {size} bytes; a file or directory name takes at "
-                f"most {MAX_NAME_BYTES} bytes"
+                f"The memory command failed: a file name is too long for the file system "
+                f"({path}): {part[:40]}… takes {size} bytes, a name at most {MAX_NAME_BYTES}"
             )
 
 
