@@ -12,21 +12,12 @@ import pytest
 
 pytest.importorskip("anthropic")
 
-from anthropic.lib.tools import ToolError
 from anthropic.tools.memory import BetaLocalFilesystemMemoryTool
 
 from markus_memory import open_agent
 from markus_memory.config import Limits, Settings
 from markus_memory.integrations.anthropic_memory import MarkusMemoryTool
-
-
-def run(tool: Any, **command: Any) -> str:
-    """The tool result the model would see: the text, or ``ERROR: <message>``."""
-    try:
-        return str(tool.call(command))
-    except ToolError as exc:
-        return f"ERROR: {exc.content}"
-
+from tests.integrations.anthropic_support import replies, run
 
 FREE_FILE_SCRIPT: list[dict[str, Any]] = [
     {"command": "create", "path": "/memories/notes/a.md", "file_text": "one\ntwo\ntwo\n"},
@@ -222,46 +213,14 @@ def test_the_sdks_tool_runner_sends_results_and_refusals_back(tmp_path: Path) ->
     from anthropic import Anthropic
 
     sent: list[dict[str, Any]] = []
-    usage = {"input_tokens": 1, "output_tokens": 1}
-    replies = [
-        {
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-test",
-            "content": [
-                {
-                    "type": "tool_use",
-                    "id": "tu_1",
-                    "name": "memory",
-                    "input": {"command": "create", "path": "/memories/a.md", "file_text": "x"},
-                },
-                {
-                    "type": "tool_use",
-                    "id": "tu_2",
-                    "name": "memory",
-                    "input": {"command": "delete", "path": "/memories/NOTEBOOK.md"},
-                },
-            ],
-            "stop_reason": "tool_use",
-            "stop_sequence": None,
-            "usage": usage,
-        },
-        {
-            "id": "msg_2",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-test",
-            "content": [{"type": "text", "text": "done"}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": usage,
-        },
-    ]
+    answers = replies(
+        {"command": "create", "path": "/memories/a.md", "file_text": "x"},
+        {"command": "delete", "path": "/memories/NOTEBOOK.md"},
+    )
 
     def messages_api(request: httpx2.Request) -> httpx2.Response:
         sent.append(json.loads(request.content))
-        return httpx2.Response(200, json=replies.pop(0))
+        return httpx2.Response(200, json=answers.pop(0))
 
     with (
         open_agent("claude", tmp_path) as mem,

@@ -1,7 +1,8 @@
 """The markdown layers of one agent seen as files: read their text, write a new text through
 the layer, so that its locks, caps and refusals hold whoever edits the "file".
 
-Used by the Anthropic memory tool backend; no framework is imported here. A write that a layer
+Used by the Anthropic memory tool backend (what a new text becomes is decided first, by
+:mod:`._layer_text`); no framework is imported here. A write that a layer
 refuses raises :class:`LayerRefusal` with the layer's reason, and nothing is written.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .._fs import validate_key
 from .._markdown import split_h2
@@ -17,13 +18,21 @@ from ..errors import InvalidInputError, MarkusMemoryError
 from ..layers._knowledge_format import parse_knowledge
 from ..layers.notebook import NotebookEntry, parse_notebook
 from ..layers.state import parse_state_entry
+from ._layer_text import LayerRefusal, settle
 
 if TYPE_CHECKING:
+    from .._docs import DocumentStore
     from ..memory import AgentMemory
 
 
-class LayerRefusal(Exception):
-    """A layer refused a write; ``str(exc)`` says why (for the model)."""
+class _Stored(Protocol):
+    """A layer kept as one document (NotebookFile, StateFile, KnowledgeFile)."""
+
+    @property
+    def documents(self) -> DocumentStore: ...
+
+    @property
+    def store_name(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,7 @@ class LayerFile:
     description: str
     read: Callable[[AgentMemory], str]
     write: Callable[[AgentMemory, str], None]
+    stored: Callable[[AgentMemory], _Stored]
 
 
 def _write_knowledge(memory: AgentMemory, text: str) -> None:
@@ -110,18 +120,21 @@ LAYER_FILES = (
         "the agent's semantic memory (curated sections and observations)",
         lambda m: m.knowledge.text(),
         _write_knowledge,
+        lambda m: m.knowledge,
     ),
     LayerFile(
         "NOTEBOOK.md",
         "the agent's working memory (notebook entries)",
         lambda m: m.notebook.text(),
         _write_notebook,
+        lambda m: m.notebook,
     ),
     LayerFile(
         "state.md",
         "the agent's current state snapshots",
         lambda m: m.state.text(),
         _write_state,
+        lambda m: m.state,
     ),
 )
 """The layers shown as files, by name."""
@@ -129,11 +142,33 @@ LAYER_FILES = (
 BY_NAME = {layer.name: layer for layer in LAYER_FILES}
 
 
-def write_layer(memory: AgentMemory, layer: LayerFile, text: str) -> None:
-    """Write ``text`` through ``layer``; :class:`LayerRefusal` (nothing written) if refused."""
+def write_layer(memory: AgentMemory, layer: LayerFile, old: str, new: str) -> list[str]:
+    """Write the model's ``new`` text of ``layer`` (it read ``old``) through the layer, as
+    :func:`~._layer_text.settle` makes it; :class:`LayerRefusal` (nothing written) if refused.
+    Returns notes for the model on what its free lines became."""
+    text, notes = settle(layer.name, old, new, memory.settings.clock())
     try:
-        layer.write(memory, text)
+        _all_or_nothing(memory, layer, text)
     except InvalidInputError as exc:
         raise LayerRefusal(f"{layer.name} was not changed: {exc}") from None
     except MarkusMemoryError as exc:
         raise LayerRefusal(f"{layer.name} could not be written: {exc}") from None
+    return notes
+
+
+def _all_or_nothing(memory: AgentMemory, layer: LayerFile, text: str) -> None:
+    """``layer.write``, which may take several layer writes (one per entry): when one of them
+    fails, the document is put back as it was, so a refused command changes nothing."""
+    stored = layer.stored(memory)
+    documents, name = stored.documents, stored.store_name
+    with documents.lock():
+        before = documents.read(name)
+        try:
+            layer.write(memory, text)
+        except BaseException:
+            if documents.read(name) != before:
+                if before is None:
+                    documents.delete(name)
+                else:
+                    documents.write(name, before)
+            raise

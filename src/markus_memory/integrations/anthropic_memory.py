@@ -1,18 +1,24 @@
 """Anthropic's client-side memory tool (``memory_20250818``) over one agent's memory.
 
-:class:`MarkusMemoryTool` subclasses the SDK's ``BetaAbstractMemoryTool``, so the SDK's tool
-runner dispatches the model's commands (view, create, str_replace, insert, delete, rename) to
-it. Under ``/memories`` the model sees the agent's markdown layers as files (``knowledge.md``,
-``NOTEBOOK.md``, ``state.md``), whose writes go through the layers, so locks, caps and refusals
-hold; beside them, free files and directories it creates itself, kept in the agent's
+:class:`MarkusMemoryTool` subclasses the SDK's ``BetaAbstractMemoryTool`` (and
+:class:`AsyncMarkusMemoryTool` its ``BetaAsyncAbstractMemoryTool``, for ``AsyncAnthropic``), so
+the SDK's tool runner dispatches the model's commands (view, create, str_replace, insert,
+delete, rename) to it. Under ``/memories`` the model sees the agent's markdown layers as files
+(``knowledge.md``, ``NOTEBOOK.md``, ``state.md``), whose writes go through the layers, so locks,
+caps and refusals hold: an edit either lands in the layer (free lines become entries, see
+:mod:`._layer_text`) or is refused with the format to use, never "edited" with text dropped.
+Beside them are free files and directories the model creates itself, kept in the agent's
 ``memories/`` directory. Free files follow the SDK's reference filesystem implementation
 exactly (it does the work, with its messages and rules); on top of it any symbolic link in a
-path is refused, not only one that leads outside. Every failure reaches the model as a
-``ToolError`` with a message, never as a traceback, and a failed command changes nothing.
+path is refused, not only one that leads outside, and paths are capped in depth and length
+(:mod:`._memory_tool_checks`); a command with missing or mistyped fields touches nothing.
+Every failure reaches the model as a ``ToolError`` with a message, never as a traceback, and a
+failed command changes nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import posixpath
@@ -22,10 +28,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import WRITE_REFUSALS, ExtraNotInstalledError, MarkusMemoryError
 from ..tools import hide_host_paths
-from ._layer_files import BY_NAME, LAYER_FILES, LayerFile, LayerRefusal, write_layer
+from ._layer_files import BY_NAME, LAYER_FILES, LayerFile, write_layer
+from ._layer_text import LayerRefusal
+from ._memory_tool_checks import MAX_DEPTH, check_command, check_shape, tree_depth
 
 try:
-    from anthropic.lib.tools import BetaAbstractMemoryTool, BetaFunctionToolResultType, ToolError
+    from anthropic.lib.tools import (
+        BetaAbstractMemoryTool,
+        BetaAsyncAbstractMemoryTool,
+        BetaFunctionToolResultType,
+        ToolError,
+    )
     from anthropic.tools.memory import BetaLocalFilesystemMemoryTool
     from anthropic.types.beta import (
         BetaMemoryTool20250818Command,
@@ -62,6 +75,7 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
 
     def execute(self, command: BetaMemoryTool20250818Command) -> BetaFunctionToolResultType:
         try:
+            check_command(command)
             with self.memory.lock:
                 return super().execute(command)
         except ToolError as exc:
@@ -125,7 +139,10 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
             )
         changed = content[: content.find(command.old_str)].count("\n")
         new_content = content.replace(command.old_str, command.new_str)
-        self._write(layer, new_content)
+        notes = self._write(layer, content, new_content)
+        if notes:
+            new_content = layer.read(self.memory)
+            changed = min(changed, new_content.count("\n"))
         new_lines = new_content.split("\n")
         first, last = max(0, changed - 2), min(len(new_lines), changed + 3)
         snippet = [
@@ -133,7 +150,7 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
         ]
         return (
             "The memory file has been edited. Here is the snippet showing the change "
-            "(with line numbers):\n" + "\n".join(snippet)
+            "(with line numbers):\n" + "\n".join(snippet) + _noted(notes)
         )
 
     def insert(self, command: BetaMemoryTool20250818InsertCommand) -> BetaFunctionToolResultType:
@@ -141,7 +158,8 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
         if layer is None:
             self._check(command.path)
             return self._files.insert(command)
-        lines = layer.read(self.memory).split("\n")
+        content = layer.read(self.memory)
+        lines = content.split("\n")
         if lines[-1] == "":
             lines.pop()
         if command.insert_line < 0 or command.insert_line > len(lines):
@@ -151,8 +169,9 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
             )
         lines.insert(command.insert_line, command.insert_text.rstrip("\n"))
         new_content = "\n".join(lines)
-        self._write(layer, new_content if new_content.endswith("\n") else new_content + "\n")
-        return f"The file {command.path} has been edited."
+        new_content = new_content if new_content.endswith("\n") else new_content + "\n"
+        notes = self._write(layer, content, new_content)
+        return f"The file {command.path} has been edited." + _noted(notes)
 
     def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> BetaFunctionToolResultType:
         layer = self._layer(command.path)
@@ -176,6 +195,12 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
         if _relative(command.old_path) and not os.path.lexists(old):
             # Checked first: the reference would create the new parent directory before failing.
             raise ToolError(f"The path {command.old_path} does not exist")
+        depth = len([p for p in _relative(command.new_path).split("/") if p])
+        if _relative(command.old_path) and depth + tree_depth(old) > MAX_DEPTH:
+            raise ToolError(
+                f"Moving {command.old_path} to {command.new_path} would nest files "
+                f"{depth + tree_depth(old)} levels deep; at most {MAX_DEPTH} are allowed"
+            )
         return self._files.rename(command)
 
     def clear_all_memory(self) -> BetaFunctionToolResultType:
@@ -198,6 +223,7 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
             raise ToolError(f"Path must start with {ROOT}, got: {path}")
         if "\x00" in path:
             raise ToolError(f"Path {path!r} contains a NUL byte")
+        check_shape(path, _relative(path))
         current = self.memory_root
         for part in [self.memory_root.name, *_relative(path).split("/")]:
             current = current if part == self.memory_root.name else current / part
@@ -209,9 +235,9 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
         if not self.memory_root.exists():
             self.memory_root.mkdir(parents=True, mode=0o700, exist_ok=True)
 
-    def _write(self, layer: LayerFile, text: str) -> None:
+    def _write(self, layer: LayerFile, old: str, new: str) -> list[str]:
         try:
-            write_layer(self.memory, layer, text)
+            return write_layer(self.memory, layer, old, new)
         except LayerRefusal as refusal:
             raise ToolError(str(refusal)) from None
 
@@ -227,6 +253,56 @@ class MarkusMemoryTool(BetaAbstractMemoryTool):
             items.append(f"{_size(size)}\t{prefix}/{layer.name}")
         items.sort(key=lambda line: line.split("\t", 1)[1].split("/"))
         return "\n".join([header, root_line, *items])
+
+
+class AsyncMarkusMemoryTool(BetaAsyncAbstractMemoryTool):
+    """:class:`MarkusMemoryTool` for ``AsyncAnthropic``: the same commands, answers and
+    refusals, each run in a worker thread (``asyncio.to_thread``) so that the file and database
+    work never blocks the event loop."""
+
+    def __init__(self, memory: AgentMemory, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.memory = memory
+        self.tool = MarkusMemoryTool(memory)
+
+    async def execute(self, command: BetaMemoryTool20250818Command) -> BetaFunctionToolResultType:
+        return await asyncio.to_thread(self.tool.execute, command)
+
+    async def view(self, command: BetaMemoryTool20250818ViewCommand) -> BetaFunctionToolResultType:
+        return await self.execute(command)
+
+    async def create(
+        self, command: BetaMemoryTool20250818CreateCommand
+    ) -> BetaFunctionToolResultType:
+        return await self.execute(command)
+
+    async def str_replace(
+        self, command: BetaMemoryTool20250818StrReplaceCommand
+    ) -> BetaFunctionToolResultType:
+        return await self.execute(command)
+
+    async def insert(
+        self, command: BetaMemoryTool20250818InsertCommand
+    ) -> BetaFunctionToolResultType:
+        return await self.execute(command)
+
+    async def delete(
+        self, command: BetaMemoryTool20250818DeleteCommand
+    ) -> BetaFunctionToolResultType:
+        return await self.execute(command)
+
+    async def rename(
+        self, command: BetaMemoryTool20250818RenameCommand
+    ) -> BetaFunctionToolResultType:
+        return await self.execute(command)
+
+    async def clear_all_memory(self) -> BetaFunctionToolResultType:
+        """Remove the free files only; the layers are cleared through their own tools."""
+        return await asyncio.to_thread(self.tool.clear_all_memory)
+
+
+def _noted(notes: list[str]) -> str:
+    return " Kept as entries: " + "; ".join(notes) + "." if notes else ""
 
 
 def _relative(path: str) -> str:
@@ -263,4 +339,4 @@ def _size(n: int) -> str:
     return f"{int(value)}{units[i]}" if value == int(value) else f"{value:.1f}{units[i]}"
 
 
-__all__ = ["FREE_DIR", "ROOT", "MarkusMemoryTool"]
+__all__ = ["FREE_DIR", "ROOT", "AsyncMarkusMemoryTool", "MarkusMemoryTool"]
