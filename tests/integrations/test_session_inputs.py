@@ -180,3 +180,15 @@ def test_claude_store_keys_with_odd_session_ids_and_subpaths(tmp_path: Path) -> 
         listed = asyncio.run(store.list_sessions("-home-ana"))
         assert [s["session_id"] for s in listed] == ["../x~y"]
         assert asyncio.run(store.list_subkeys(main)) == ["subagents/agent~1"]
+
+
+def test_a_3_mib_claude_transcript_line_is_stored_once_and_loads_equal(tmp_path: Path) -> None:
+    key = {"project_key": "-home-ana", "session_id": "s-big"}
+    lines = [
+        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "z" * (3 * MiB)}},
+        {"type": "assistant", "uuid": "u2", "message": {"role": "assistant", "content": "ok"}},
+    ]
+    with open_agent("coder", tmp_path) as mem:
+        asyncio.run(MarkusSessionStore(mem).append(key, lines))
+    with open_agent("coder", tmp_path) as mem:
+        assert asyncio.run(MarkusSessionStore(mem).load(key)) == lines

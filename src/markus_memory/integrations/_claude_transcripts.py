@@ -44,7 +44,11 @@ def _message(entry: Mapping[str, Any]) -> dict[str, Any]:
     role, text = "system", ""
     if kind in ("user", "assistant"):
         role, text = _content(str(inner.get("role", kind)), inner.get("content"))
-    metadata: dict[str, Any] = {META_KEY: {"entry": dict(entry)}}
+    data: dict[str, Any] = {"entry": dict(entry)}
+    if kind in ("user", "assistant") and isinstance(inner.get("content"), str):
+        # The text is the message's content: stored once, as the session message's text.
+        data = {"entry": {**entry, "message": {**inner, "content": None}}, "text_in": "content"}
+    metadata: dict[str, Any] = {META_KEY: data}
     if isinstance(entry.get("timestamp"), str):
         metadata["timestamp"] = entry["timestamp"]
     return {"role": role, "content": text, "metadata": metadata}
@@ -86,7 +90,10 @@ def entries_of(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         meta = message.get("metadata")
         data = meta.get(META_KEY) if isinstance(meta, Mapping) else None
         if isinstance(data, Mapping) and isinstance(data.get("entry"), Mapping):
-            found.append(dict(data["entry"]))
+            entry = dict(data["entry"])
+            if data.get("text_in") == "content" and isinstance(entry.get("message"), Mapping):
+                entry["message"] = {**entry["message"], "content": message.get("content")}
+            found.append(entry)
     return found
 
 
