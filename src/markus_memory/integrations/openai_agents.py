@@ -113,7 +113,7 @@ class MarkusSession:
 
 
 def replay(messages: Iterable[Mapping[str, Any]]) -> list[TResponseInputItem]:
-    """The SDK items a session's messages stand for (see :func:`kept_messages`)."""
+    """The SDK items a session's messages stand for, in order."""
     return [_item(message) for message in _kept_messages(messages)]
 
 
