@@ -81,7 +81,7 @@ def test_pre_compact_records_the_transcript_once_and_it_is_recallable(
         '{"hook_event_name": "SessionStart"}',
         '{"hook_event_name": "PreCompact", "session_id": "s"}',
         '{"hook_event_name": "PreCompact", "session_id": "s", "transcript_path": "/nonexistent"}',
-        '{"hook_event_name": "PreCompact", "session_id": "../x", "transcript_path": "TRANSCRIPT"}',
+        '{"hook_event_name": "PreCompact", "session_id": 7, "transcript_path": "TRANSCRIPT"}',
     ],
 )
 def test_bad_hook_input_is_one_line_and_exit_1_and_changes_nothing(

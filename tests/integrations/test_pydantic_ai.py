@@ -135,8 +135,11 @@ def test_the_conversation_store_behaves_as_the_frameworks_in_memory_one(tmp_path
         ours = _conversation_script(MarkusConversationStore(mem))
         theirs = _conversation_script(InMemoryConversationStore())
         assert _normalise(ours) == _normalise(theirs)
-        hits = mem.recall_conversation("dog Rex", session_id="conv-1")
-        assert any("Rex" in h.text for h in hits)
+        # conv-1 is deleted: what only it held is forgotten; what the fork conv-2 shares
+        # (its first two messages) moved to conv-2's session and stays recallable there.
+        assert mem.recall_conversation("dog Rex") == []
+        hits = mem.recall_conversation("cat Tom")
+        assert {h.session_id for h in hits} == {"conv-2"} and any("Tom" in h.text for h in hits)
 
     with open_agent("pyd", tmp_path) as mem:  # persisted: a fresh handle loads the fork
         loaded = asyncio.run(MarkusConversationStore(mem).load("conv-2"))

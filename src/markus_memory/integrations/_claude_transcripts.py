@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError
+from ._session_keys import session_key
 
 if TYPE_CHECKING:
     from ..memory import AgentMemory
@@ -22,15 +23,12 @@ _TEXT_LIMIT = 4000  # per tool input/result in the recalled text; the entry itse
 
 
 def session_id_for(project_key: str, session_id: str, subpath: str | None = None) -> str:
-    """The agent's session that holds one Claude transcript (scoped by project, then subpath)."""
+    """The agent's session that holds one Claude transcript: the project's prefix, then the
+    session id and subpath mapped by :func:`session_key` (a UUID session id keeps its name)."""
     if not isinstance(session_id, str) or not session_id:
         raise InvalidInputError("a Claude session id must be a non-empty string")
-    sid = scope_prefix(project_key) + session_id
-    if subpath:
-        sid += "~" + subpath.replace("/", "~").replace("\\", "~")
-    if len(sid) > 120:
-        sid = scope_prefix(project_key) + hashlib.blake2b(sid.encode(), digest_size=16).hexdigest()
-    return sid
+    parts = (session_id, subpath) if subpath else (session_id,)
+    return session_key(*parts, prefix=scope_prefix(project_key), kind="Claude session id")
 
 
 def scope_prefix(project_key: str) -> str:
@@ -46,7 +44,11 @@ def _message(entry: Mapping[str, Any]) -> dict[str, Any]:
     role, text = "system", ""
     if kind in ("user", "assistant"):
         role, text = _content(str(inner.get("role", kind)), inner.get("content"))
-    metadata: dict[str, Any] = {META_KEY: {"entry": dict(entry)}}
+    data: dict[str, Any] = {"entry": dict(entry)}
+    if kind in ("user", "assistant") and isinstance(inner.get("content"), str):
+        # The text is the message's content: stored once, as the session message's text.
+        data = {"entry": {**entry, "message": {**inner, "content": None}}, "text_in": "content"}
+    metadata: dict[str, Any] = {META_KEY: data}
     if isinstance(entry.get("timestamp"), str):
         metadata["timestamp"] = entry["timestamp"]
     return {"role": role, "content": text, "metadata": metadata}
@@ -88,7 +90,10 @@ def entries_of(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         meta = message.get("metadata")
         data = meta.get(META_KEY) if isinstance(meta, Mapping) else None
         if isinstance(data, Mapping) and isinstance(data.get("entry"), Mapping):
-            found.append(dict(data["entry"]))
+            entry = dict(data["entry"])
+            if data.get("text_in") == "content" and isinstance(entry.get("message"), Mapping):
+                entry["message"] = {**entry["message"], "content": message.get("content")}
+            found.append(entry)
     return found
 
 

@@ -221,10 +221,12 @@ class MarkusSessionStore:
 
     Pass it as ``ClaudeAgentOptions(session_store=MarkusSessionStore(memory))``: transcript
     lines are kept verbatim (a line's ``uuid`` is its idempotency key) and their text feeds
-    ``recall_conversation``. Implements ``append``, ``load``, ``list_sessions`` and
-    ``list_subkeys``; sessions are never deleted (the transcript stays part of the agent's
-    episodic record). A session longer than the agent's compaction trigger keeps its newest
-    lines only, like every session of the agent.
+    ``recall_conversation``. Implements ``append``, ``load``, ``list_sessions``,
+    ``list_subkeys`` and ``delete``: deleting a session (with its subagent transcripts, or one
+    subpath alone) removes its lines from the session files, recall, its index and its
+    vectors. Any non-empty session id and subpath are accepted (mapped to the agent's session
+    id by :func:`session_id_for`; the key is kept as given). A session longer than the agent's
+    compaction trigger keeps its newest lines only, like every session of the agent.
     """
 
     def __init__(self, memory: AgentMemory) -> None:
@@ -269,23 +271,34 @@ class MarkusSessionStore:
         return await asyncio.to_thread(listing)
 
     async def list_subkeys(self, key: Mapping[str, Any]) -> list[str]:
-        def listing() -> list[str]:
-            prefix = scope_prefix(str(key["project_key"]))
-            found = []
-            for info in self.memory.sessions.list():
-                if not info.id.startswith(prefix):
-                    continue
-                stored = self._key_of(info.id)
-                if (
-                    stored is not None
-                    and stored.get("subpath")
-                    and stored.get("project_key") == key["project_key"]
-                    and stored.get("session_id") == key["session_id"]
-                ):
-                    found.append(str(stored["subpath"]))
-            return sorted(found)
+        return await asyncio.to_thread(self._subkeys, key)
 
-        return await asyncio.to_thread(listing)
+    def _subkeys(self, key: Mapping[str, Any]) -> list[str]:
+        prefix = scope_prefix(str(key["project_key"]))
+        found = []
+        for info in self.memory.sessions.list():
+            if not info.id.startswith(prefix):
+                continue
+            stored = self._key_of(info.id)
+            if (
+                stored is not None
+                and stored.get("subpath")
+                and stored.get("project_key") == key["project_key"]
+                and stored.get("session_id") == key["session_id"]
+            ):
+                found.append(str(stored["subpath"]))
+        return sorted(found)
+
+    async def delete(self, key: Mapping[str, Any]) -> None:
+        def delete() -> None:
+            with self.memory.lock:
+                sids = [self._sid(key)]
+                if not key.get("subpath"):
+                    sids += [self._sid({**key, "subpath": sub}) for sub in self._subkeys(key)]
+                for sid in sids:
+                    self.memory.delete_session(sid)
+
+        await asyncio.to_thread(delete)
 
     def _sid(self, key: Mapping[str, Any]) -> str:
         project = key.get("project_key")

@@ -1,13 +1,17 @@
 """PydanticAI ``ConversationStore`` over the agent's sessions (``memory.sessions``).
 
-A conversation is the session of the same id; each entry (one ``ModelMessage`` and the entry
-before it) is appended as a session message whose text feeds transcript recall and whose
-metadata keeps the entry exactly; each save appends the conversation's record after its
-entries, and the newest record wins. Appends happen under the agent lock after the revision
-check, so a conflicting save writes nothing. ``delete_record`` appends a deletion mark: the
-entries stay in the session file (the transcript remains recallable, as every session does).
-When session compaction has dropped the oldest messages of a very long conversation, its
-history starts at the oldest entry still kept.
+A conversation is kept in one session, named by
+:func:`~markus_memory.integrations._session_keys.session_key` from its id (any non-empty
+string; ``conv-1`` keeps its name, ``tenant:42/chat:7`` becomes ``~tenant+3A42+2Fchat+3A7``;
+the record keeps the id as given). Each entry (one ``ModelMessage`` and the entry before it) is
+appended as a session message whose text feeds transcript recall and whose metadata keeps the
+entry exactly; each save appends the conversation's record after its entries, and the newest
+record wins. Appends happen under the agent lock after the revision check, so a conflicting save
+writes nothing. ``delete_record`` deletes the conversation's session: its text is gone from the
+session files, recall, its index and its vectors. The entries another conversation's history
+still reaches (a fork) move to that conversation's session first, as the framework's own store
+keeps them. When session compaction has dropped the oldest messages of a very long
+conversation, its history starts at the oldest entry still kept.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ import asyncio
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ExtraNotInstalledError, InvalidInputError
+from ..errors import ExtraNotInstalledError
 from ..layers.sessions import validate_message
+from ._session_keys import session_key
 
 try:
     from pydantic import TypeAdapter
@@ -47,7 +52,7 @@ class MarkusConversationStore(ConversationStore):
         self._where: dict[str, str] = {}  # entry id -> session id, filled as sessions are read
 
     async def read_record(self, conversation_id: str) -> ConversationRecord | None:
-        return await asyncio.to_thread(self._record, conversation_id)
+        return await asyncio.to_thread(self._record, _session_id(conversation_id))
 
     async def read_records(
         self, *, scope: str | None = None, limit: int | None = None
@@ -94,9 +99,49 @@ class MarkusConversationStore(ConversationStore):
                 stored = self._record(sid)
                 if stored is None or stored.revision != expected_revision:
                     raise ConversationConflict(conversation_id)
-                self.memory.sessions.append(sid, _marker({"deleted": True}))
+                self._rehome_shared(sid)
+                self.memory.delete_session(sid)
+                self._where = {e: s for e, s in self._where.items() if s != sid}
 
         await asyncio.to_thread(delete)
+
+    def _rehome_shared(self, sid: str) -> None:
+        """Append the entries of session ``sid`` that another conversation's history reaches
+        to the session of the first such conversation (so deleting ``sid`` keeps them)."""
+        session = self.memory.sessions.get(sid)
+        held = {}
+        for message in () if session is None else session.messages:
+            entry = _entry_data(message)
+            if entry is not None:
+                held[str(entry.get("id"))] = message
+        if not held:
+            return
+        parents: dict[str, str | None] = {}
+        heads: list[tuple[str, list[str]]] = []
+        for info in self.memory.sessions.list():
+            record: ConversationRecord | None = None
+            for data in self._marks(info.id):
+                if "entry" in data:
+                    parents[str(data["entry"].get("id"))] = data["entry"].get("parent_id")
+                elif "record" in data:
+                    record = _RECORD.validate_python(data["record"])
+                elif data.get("deleted"):
+                    record = None
+            if record is not None and info.id != sid:
+                heads.append((info.id, [h for h in (record.head_id, *record.branches) if h]))
+        owners: dict[str, str] = {}
+        for owner, starts in heads:
+            for start in starts:
+                entry_id: str | None = start
+                while entry_id is not None and entry_id not in owners:
+                    if entry_id in held:
+                        owners[entry_id] = owner
+                    entry_id = parents.get(entry_id)
+        for held_id, message in held.items():  # in the order they were stored: parents first
+            target = owners.get(held_id)
+            if target is not None:
+                self.memory.sessions.append(target, message)
+                self._where[held_id] = target
 
     async def read_entry(self, entry_id: str) -> ConversationEntry:
         entry = await asyncio.to_thread(self._find, entry_id)
@@ -123,9 +168,9 @@ class MarkusConversationStore(ConversationStore):
 
     # -- reading the session files -----------------------------------------------------------
 
-    def _record(self, conversation_id: str) -> ConversationRecord | None:
+    def _record(self, sid: str) -> ConversationRecord | None:
         record: ConversationRecord | None = None
-        for data in self._marks(_session_id(conversation_id)):
+        for data in self._marks(sid):
             if "record" in data:
                 record = _RECORD.validate_python(data["record"])
             elif data.get("deleted"):
@@ -143,19 +188,32 @@ class MarkusConversationStore(ConversationStore):
                 yield data
 
     def _find(self, entry_id: str) -> ConversationEntry | None:
-        sid = self._where.get(entry_id)
-        sessions = [sid] if sid is not None else [i.id for i in self.memory.sessions.list()]
-        for candidate in sessions:
-            for data in self._marks(candidate):
-                if "entry" in data and data["entry"].get("id") == entry_id:
-                    return _ENTRY.validate_python(data["entry"])
+        """The entry: in the session it was last seen in, else in any (it may have moved
+        there when its conversation was deleted)."""
+        cached = self._where.get(entry_id)
+        others = [i.id for i in self.memory.sessions.list() if i.id != cached]
+        for candidate in [cached, *others] if cached is not None else others:
+            found = self._find_in(candidate, entry_id)
+            if found is not None:
+                return found
+        return None
+
+    def _find_in(self, sid: str, entry_id: str) -> ConversationEntry | None:
+        for data in self._marks(sid):
+            if "entry" in data and data["entry"].get("id") == entry_id:
+                return _ENTRY.validate_python(data["entry"])
         return None
 
 
 def _session_id(conversation_id: str) -> str:
-    if not isinstance(conversation_id, str):
-        raise InvalidInputError("a conversation id must be a string")
-    return conversation_id
+    return session_key(conversation_id, kind="conversation id")
+
+
+def _entry_data(message: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    meta = message.get("metadata")
+    data = meta.get(META_KEY) if isinstance(meta, Mapping) else None
+    entry = data.get("entry") if isinstance(data, Mapping) else None
+    return entry if isinstance(entry, Mapping) else None
 
 
 def _marker(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -240,6 +240,8 @@ class ConversationIndex:
             lexical = smooth(lexical, pool, options)
             embedded = in_first_person(query, named) if options.dense_first_person else query
             dense = self._dense(embedded, filters, lexical)
+            pool.fetch(dense)  # a vector outliving its message (deleted meanwhile) ranks nothing
+            dense = {rowid: score for rowid, score in dense.items() if rowid in pool.turns}
             dense = boost_speakers(dense, pool, named, options.dense_speaker_boost, roles=False)
             if options.smooth_dense:
                 dense = smooth(dense, pool, options)

@@ -32,19 +32,23 @@ def save_vectors(
 ) -> int | None:
     """Store the agent's ``model`` vectors (one per message, replacing any); with ``lists``,
     each joins its nearest list (:mod:`.vector_lists`), and the vector count is returned when
-    a generation of lists is due (None otherwise)."""
+    a generation of lists is due (None otherwise). A vector whose message is gone (its
+    session was deleted while it was being made) is not stored; on PostgreSQL the message row
+    is locked, so a deletion running meanwhile waits and then deletes the vector too."""
     agent = agent_key(agent_id)
     latest = vector_lists.newest(sql, agent, model) if lists and rows else None
     where: list[int | None] = [None] * len(rows)
     if latest is not None:
         where = list(vector_lists.nearest_lists(latest, vector_lists.matrix(rows)))
     sql.many(
-        f"INSERT INTO recall_vectors (doc, agent, model, vector, list) "
-        f"VALUES (?, ?, ?, {codec.param}, ?) "
+        "INSERT INTO recall_vectors (doc, agent, model, vector, list) "
+        f"SELECT CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), {codec.param}, "
+        "CAST(? AS BIGINT) WHERE EXISTS (SELECT 1 FROM transcript_messages WHERE id = ?"
+        f"{sql.dialect.lock_rows}) "
         "ON CONFLICT (doc) DO UPDATE SET agent = excluded.agent, model = excluded.model, "
         "vector = excluded.vector, list = excluded.list",
         [
-            (doc, agent, model, codec.encode(blob), at)
+            (doc, agent, model, codec.encode(blob), at, doc)
             for (doc, blob), at in zip(rows, where, strict=True)
         ],
     )

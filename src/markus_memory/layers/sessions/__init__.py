@@ -7,6 +7,7 @@ from ._format import (
     message_text,
     trim_messages_for_restore,
     validate_message,
+    validate_session_id,
 )
 from ._records import (
     AppendedMessage,
@@ -33,4 +34,5 @@ __all__ = [
     "message_text",
     "trim_messages_for_restore",
     "validate_message",
+    "validate_session_id",
 ]

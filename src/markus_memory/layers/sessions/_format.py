@@ -153,6 +153,14 @@ def encode_message(message: object) -> tuple[Message, str]:
         encoded = json.dumps(clean, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError) as exc:
         raise _fail(f"not JSON-serialisable ({exc})") from exc
+    try:
+        encoded.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        lone = ord(encoded[exc.start])
+        raise _fail(
+            f"its text holds a lone surrogate (U+{lone:04X}), which is not valid Unicode; "
+            "pair it or remove it"
+        ) from None
     return json.loads(encoded), encoded
 
 

@@ -143,14 +143,7 @@ class SessionStore:
         """
         cached = isinstance(session_id, str) and session_id in self._cache  # validated then
         sid = session_id if cached else fmt.validate_session_id(session_id)
-        clean, encoded = fmt.encode_message(message)
-        size, cap = len(encoded.encode("utf-8")), self.limits.session_message_max_bytes
-        if size > cap:
-            raise InvalidInputError(
-                f"session message too large: {size:,} bytes (limit {cap:,}, "
-                "Limits.session_message_max_bytes); store large content elsewhere and append "
-                "a reference to it"
-            )
+        clean, encoded = self._encode(message)
         now = self.clock()
         stamp = iso_ms(now)
         with self.lock:
@@ -186,6 +179,23 @@ class SessionStore:
         )
         self._notify(record)
         return record
+
+    def check_message(self, message: Mapping[str, Any]) -> fmt.Message:
+        """The message as :meth:`append` would store it, checked as it checks it (shape, JSON,
+        Unicode, size): InvalidInputError otherwise. Lets a caller check a whole batch before
+        appending any of it."""
+        return self._encode(message)[0]
+
+    def _encode(self, message: Mapping[str, Any]) -> tuple[fmt.Message, str]:
+        clean, encoded = fmt.encode_message(message)
+        size, cap = len(encoded.encode("utf-8")), self.limits.session_message_max_bytes
+        if size > cap:
+            raise InvalidInputError(
+                f"session message too large: {size:,} bytes (limit {cap:,}, "
+                "Limits.session_message_max_bytes); store large content elsewhere and append "
+                "a reference to it"
+            )
+        return clean, encoded
 
     def delete(self, session_id: str) -> bool:
         """Delete the session's files (checkpoint and journal); False when there were none.
