@@ -11,6 +11,7 @@ import pytest
 from markus_memory.errors import InvalidInputError
 from markus_memory.search.conversation import ConversationIndex, RankingOptions, Turn
 from markus_memory.search.embedders import FakeEmbedder
+from markus_memory.storage.base import TranscriptMessage
 from markus_memory.storage.sqlite import SqliteStore
 from tests.postgres_support import new_agent_id, postgres_url  # noqa: F401
 
@@ -375,3 +376,27 @@ def test_turn_length_scales_propagation_from_the_reference_length() -> None:
     assert (scaled.neighbour_weight, scaled.session_weight) == (0.125, 0.075)
     off = replace(options, short_turns=0.0)
     assert for_turn_length(off, 500.0) is off
+
+
+def test_blank_messages_never_stop_the_vectors_of_the_rest() -> None:
+    """Tool-call messages often have no text: a batch of stored turns holding some must not
+    end the embedding before every turn with text has its vector."""
+    pytest.importorskip("numpy")
+    from markus_memory.search.conversation import model_key
+
+    fake = FakeEmbedder()
+    idx = new_index(embedder=fake, options=RankingOptions(**PLAIN, vector_weight=1.0))
+    said = ["  " if n % 4 == 1 else f"turn {n} about the lake" for n in range(40)]
+    idx.store.import_transcript(
+        idx.agent_id,
+        "s1",
+        [
+            TranscriptMessage(idx.agent_id, "s1", n, "user", text, T0, None, None)
+            for n, text in enumerate(said)
+        ],
+        synced_at=T0,
+    )
+    idx.due()
+    idx.embed_missing(batch=8)
+    key = model_key(fake.model, fake.dimension)
+    assert idx.store.unvectored(idx.agent_id, key, 100) == []

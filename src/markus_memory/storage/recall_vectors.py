@@ -56,9 +56,11 @@ def save_vectors(
 
 
 def unvectored(sql: Sql, agent_id: str, model: str, limit: int) -> list[tuple[int, str]]:
-    """Up to ``limit`` of the agent's messages with text and no vector for ``model``."""
+    """Up to ``limit`` of the agent's messages with text and no vector for ``model`` (blank
+    messages are left out in the query: never vectored, they must not fill a batch)."""
     rows = sql.rows(
-        "SELECT t.id, t.content FROM transcript_messages t WHERE t.agent_id = ? AND NOT EXISTS "
+        "SELECT t.id, t.content FROM transcript_messages t WHERE t.agent_id = ? "
+        "AND trim(t.content) <> '' AND NOT EXISTS "
         "(SELECT 1 FROM recall_vectors v WHERE v.doc = t.id AND v.model = ?) "
         "ORDER BY t.id LIMIT ?",
         (agent_id, model, limit),
