@@ -254,14 +254,8 @@ class SharedMiniLM:
 
     _guard = threading.Lock()
     _loaded: MiniLMEmbedder | None = None
-
-    @property
-    def model(self) -> str:
-        return MINILM_MODEL
-
-    @property
-    def dimension(self) -> int:
-        return 384
+    model = MiniLMEmbedder.model  # the same vector space, named without loading the model
+    dimension = MiniLMEmbedder.dimension
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
         with SharedMiniLM._guard:
