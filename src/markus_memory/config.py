@@ -103,6 +103,11 @@ class Limits:
     session_restore_max_message_tokens: int = 24_000
     session_message_max_bytes: int = 4 * 1024 * 1024
     """Largest session message accepted (its compact JSON in UTF-8); larger appends are refused."""
+    history_item_max_bytes: int = 64 * 1024 * 1024
+    """Largest item of a framework-owned history (its JSON in UTF-8); larger ones are refused."""
+    recall_text_max_chars: int = 100_000
+    """The text recall indexes of one stored message is shortened to this many characters
+    (the message itself is kept whole)."""
     # activities
     recall_content_truncate: int = 500
     recall_default_limit: int = 5

@@ -13,6 +13,15 @@ CREATE INDEX idx_chat_messages_session_created ON chat_messages(session_id, crea
 -- index idx_chat_sessions_agent_last ON chat_sessions
 CREATE INDEX idx_chat_sessions_agent_last ON chat_sessions(agent_id, last_message_at);
 
+-- index idx_conversations_activity ON conversations
+CREATE INDEX idx_conversations_activity ON conversations (agent_id, last_activity_at);
+
+-- index idx_daily_log_entries_day ON daily_log_entries
+CREATE INDEX idx_daily_log_entries_day ON daily_log_entries (agent_id, day, id);
+
+-- index idx_daily_log_imports ON daily_log_entries
+CREATE UNIQUE INDEX idx_daily_log_imports ON daily_log_entries (agent_id, day) WHERE imported;
+
 -- index idx_decisions_agent_created ON agent_decisions
 CREATE INDEX idx_decisions_agent_created ON agent_decisions(agent_id, created_at);
 
@@ -62,6 +71,9 @@ None;
 None;
 
 -- index sqlite_autoindex_chat_sessions_1 ON chat_sessions
+None;
+
+-- index sqlite_autoindex_conversations_1 ON conversations
 None;
 
 -- index sqlite_autoindex_mailbox_items_1 ON mailbox_items
@@ -178,6 +190,31 @@ CREATE TABLE chat_sessions (
   last_message_at TEXT
 );
 
+-- table conversations ON conversations
+CREATE TABLE conversations (
+  agent_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  last_activity_at TEXT NOT NULL,
+  first_seq INTEGER NOT NULL,
+  next_seq INTEGER NOT NULL,
+  view_from INTEGER NOT NULL,
+  summary TEXT,
+  title TEXT,
+  details TEXT,
+  PRIMARY KEY (agent_id, session_id)
+);
+
+-- table daily_log_entries ON daily_log_entries
+CREATE TABLE daily_log_entries (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  agent_id TEXT NOT NULL,
+  day TEXT NOT NULL,
+  text TEXT NOT NULL,
+  imported INTEGER NOT NULL DEFAULT 0
+);
+
 -- table mailbox_items ON mailbox_items
 CREATE TABLE mailbox_items (
   id TEXT PRIMARY KEY,
@@ -233,7 +270,7 @@ CREATE TABLE transcript_messages (
   seq INTEGER NOT NULL,
   role TEXT NOT NULL,
   content TEXT NOT NULL,
-  created_at TEXT NOT NULL, speaker TEXT, metadata TEXT,
+  created_at TEXT NOT NULL, speaker TEXT, metadata TEXT, body TEXT,
   UNIQUE (agent_id, session_id, seq)
 );
 

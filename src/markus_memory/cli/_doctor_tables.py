@@ -26,6 +26,8 @@ POSTGRES_TABLES: Mapping[str, tuple[str, ...]] = {
         "agent_decisions",
         "chat_messages",
         "chat_sessions",
+        "conversations",
+        "daily_log_entries",
         "mailbox_items",
         "recall_agents",
         "recall_postings",

@@ -26,6 +26,8 @@ _BY_AGENT = (
     "mailbox_items",
     "agent_decisions",
     "transcript_marks",
+    "conversations",
+    "daily_log_entries",
 )
 SIDE_TABLES = ("dream_runs", "langgraph_items", "documents")
 """Tables beside the episodic store that hold an agent's rows by ``agent_id``: the dream
@@ -45,6 +47,7 @@ def forget_agent(store: EpisodicStore, agent_id: str) -> int:
     tables: _Tables = store  # type: ignore[assignment]  # both stores have dialect and write
     sessions = {m.session_id for m in store.transcript_messages(agent_id)}
     sessions |= set(store.transcript_marks(agent_id))
+    sessions |= {head.session_id for head in store.conversations(agent_id)}
     removed = sum(store.forget_session(agent_id, sid) for sid in sorted(sessions))
     removed += store.prune_activities(agent_id, before=_FAR_FUTURE)
     agent = agent_key(agent_id)

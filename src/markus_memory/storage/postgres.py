@@ -18,6 +18,7 @@ from ._sql import DialectSql
 from .activity_reads import ActivityReads
 from .activity_writes import ActivityWrites
 from .base import ActivityHit, TranscriptMessage, search_terms
+from .conversations import ConversationTables
 from .pg_vectors import PgVectorQueries
 from .postgres_conn import DECODE, PostgresDatabase
 from .postgres_schema import (
@@ -53,7 +54,13 @@ _REINDEX_SQL = (
 
 
 class PostgresStore(
-    PostgresDatabase, PgVectorQueries, TranscriptTables, ActivityReads, ActivityWrites, SideTables
+    PostgresDatabase,
+    PgVectorQueries,
+    TranscriptTables,
+    ConversationTables,
+    ActivityReads,
+    ActivityWrites,
+    SideTables,
 ):
     """Activities, mailbox, chat history and the transcript index in one PostgreSQL schema."""
 
@@ -67,13 +74,13 @@ class PostgresStore(
         rows = [stored_message(self.dialect, m) for m in messages]
         inserted = sql.rows(
             "INSERT INTO transcript_messages (agent_id, session_id, seq, role, content, "
-            "created_at, speaker, metadata) "
-            "SELECT ?, ?, u.seq, u.role, u.content, u.created_at, u.speaker, u.metadata::jsonb "
-            "FROM unnest(?::int[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], "
-            "?::text[]) AS u(seq, role, content, created_at, speaker, metadata) "
+            "created_at, speaker, metadata, body) "
+            "SELECT ?, ?, u.seq, u.role, u.content, u.created_at, u.speaker, u.metadata::jsonb, "
+            "u.body FROM unnest(?::int[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], "
+            "?::text[], ?::text[]) AS u(seq, role, content, created_at, speaker, metadata, body) "
             "ON CONFLICT (agent_id, session_id, seq) DO NOTHING "
             "RETURNING id, content, speaker, role",
-            (agent_id, rows[0][0], *([r[i] for r in rows] for i in range(1, 7))),
+            (agent_id, rows[0][0], *([r[i] for r in rows] for i in range(1, 8))),
         )
         return [Doc(*r) for r in inserted]
 

@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 from ..analysis import cjk_phrase
 from .migrations import Migrations
 from .postgres_conn import clean_text
-from .schema_tables import MARKUS_INDEXES, POSTGRES_TYPES, markus_tables, transcript_record
+from .schema_tables import (
+    MARKUS_INDEXES,
+    POSTGRES_TYPES,
+    conversation_tables,
+    markus_tables,
+    transcript_record,
+)
 from .sqlite_schema import MAX_INDEXED_LOG_CHARS, MIGRATION_SET
 
 if TYPE_CHECKING:
@@ -281,6 +287,14 @@ def m014_recall_vector_lists(conn: psycopg.Connection[Any]) -> None:
     from .recall_schema import add_vector_lists
 
     add_vector_lists(PostgresSql(conn), "BYTEA", "")
+
+
+@migrations()
+def m015_conversations(conn: psycopg.Connection[Any]) -> None:
+    # Conversations the store holds (framework histories; Markus sessions on PostgreSQL),
+    # each message exactly as given, and the daily logs of a shared deployment.
+    for statement in conversation_tables(POSTGRES_TYPES):
+        conn.execute(statement)
 
 
 # Also rebuilt by benchmarks/_pg_activities.py after its bulk load.

@@ -160,3 +160,41 @@ def transcript_record(t: Types) -> list[str]:
   PRIMARY KEY (agent_id, session_id)
 )""",
     ]
+
+
+def conversation_tables(t: Types) -> list[str]:
+    """``m015``: the record of every conversation held in the store. ``conversations`` has one
+    row per session the store owns (a Markus session on PostgreSQL, or a framework history on
+    either backend): its kind, times, the next seq, and for a Markus session the compaction
+    of its view (the messages before ``view_from`` are shown as ``summary``; their rows stay).
+    ``transcript_messages.body`` holds a stored message exactly as given (JSON), its
+    ``content`` the text recall indexes. ``daily_log_entries`` holds the daily logs of a
+    deployment whose documents live in PostgreSQL, in the order they were written."""
+    return [
+        "ALTER TABLE transcript_messages ADD COLUMN body TEXT",
+        f"""CREATE TABLE conversations (
+  agent_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  started_at {t.time} NOT NULL,
+  last_activity_at {t.time} NOT NULL,
+  first_seq INTEGER NOT NULL,
+  next_seq INTEGER NOT NULL,
+  view_from INTEGER NOT NULL,
+  summary TEXT,
+  title TEXT,
+  details {t.json},
+  PRIMARY KEY (agent_id, session_id)
+)""",
+        "CREATE INDEX idx_conversations_activity ON conversations (agent_id, last_activity_at)",
+        f"""CREATE TABLE daily_log_entries (
+  id {t.serial_key},
+  agent_id TEXT NOT NULL,
+  day TEXT NOT NULL,
+  text TEXT NOT NULL,
+  imported {t.flag} NOT NULL DEFAULT {t.false}
+)""",
+        "CREATE INDEX idx_daily_log_entries_day ON daily_log_entries (agent_id, day, id)",
+        "CREATE UNIQUE INDEX idx_daily_log_imports ON daily_log_entries (agent_id, day) "
+        "WHERE imported",
+    ]

@@ -24,6 +24,7 @@ from .base import (
     TranscriptMessage,
     search_terms,
 )
+from .conversations import ConversationTables
 from .recall_index import Doc
 from .side_tables import SideTables
 from .sqlite_conn import (
@@ -69,7 +70,9 @@ def _log_text(conn: sqlite3.Connection, activity_id: str) -> str:
     return "\n".join(logs)[:MAX_INDEXED_LOG_CHARS]
 
 
-class SqliteStore(SqliteDatabase, TranscriptTables, ActivityReads, ActivityWrites, SideTables):
+class SqliteStore(
+    SqliteDatabase, TranscriptTables, ConversationTables, ActivityReads, ActivityWrites, SideTables
+):
     """Activities, mailbox, chat history and the transcript index in one SQLite file."""
 
     # -- transcripts (TranscriptTables) ------------------------------------------------------
@@ -85,7 +88,7 @@ class SqliteStore(SqliteDatabase, TranscriptTables, ActivityReads, ActivityWrite
         ]
         sql.many(
             "INSERT INTO transcript_messages (id, agent_id, session_id, seq, role, content, "
-            "created_at, speaker, metadata) VALUES (?,?,?,?,?,?,?,?,?)",
+            "created_at, speaker, metadata, body) VALUES (?,?,?,?,?,?,?,?,?,?)",
             rows,
         )
         return [Doc(r[0], r[5], r[7], r[4]) for r in rows]

@@ -11,7 +11,13 @@ import sqlite3
 
 from ..analysis import with_cjk_pairs
 from .migrations import Migrations
-from .schema_tables import MARKUS_INDEXES, SQLITE_TYPES, markus_tables, transcript_record
+from .schema_tables import (
+    MARKUS_INDEXES,
+    SQLITE_TYPES,
+    conversation_tables,
+    markus_tables,
+    transcript_record,
+)
 
 MIGRATION_SET = "markus"
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -251,3 +257,11 @@ def m014_recall_vector_lists(conn: sqlite3.Connection) -> None:
     from .sqlite_conn import SqliteSql
 
     add_vector_lists(SqliteSql(conn), "BLOB", " WITHOUT ROWID")
+
+
+@migrations()
+def m015_conversations(conn: sqlite3.Connection) -> None:
+    # Conversations the store holds (framework histories; Markus sessions on PostgreSQL),
+    # each message exactly as given, and the daily logs of a shared deployment.
+    for statement in conversation_tables(SQLITE_TYPES):
+        conn.execute(statement)

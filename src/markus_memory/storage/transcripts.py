@@ -30,7 +30,7 @@ _SESSION = "agent_id = ? AND session_id = ?"
 
 
 def stored_message(d: Dialect, m: TranscriptMessage) -> tuple[Any, ...]:
-    """``(session_id, seq, role, content, created_at, speaker, metadata)`` as stored."""
+    """``(session_id, seq, role, content, created_at, speaker, metadata, body)`` as stored."""
     return (
         m.session_id,
         int(m.seq),
@@ -39,6 +39,7 @@ def stored_message(d: Dialect, m: TranscriptMessage) -> tuple[Any, ...]:
         d.time(m.created_at),
         d.opt_text(m.speaker),
         d.json(m.metadata),
+        m.body,
     )
 
 
@@ -179,7 +180,7 @@ class TranscriptTables(RecallQueries):
         self, sql: DialectSql, agent_id: str, old: Doc, message: TranscriptMessage
     ) -> None:
         d = self.dialect
-        values = stored_message(d, message)[2:]
+        values = stored_message(d, message)[2:7]
         index_docs(sql, agent_id, [old], sign=-1)
         sql.run(
             "UPDATE transcript_messages SET role = ?, content = ?, created_at = ?, "
@@ -241,6 +242,7 @@ class TranscriptTables(RecallQueries):
         with self.write() as conn:
             sql = self.dialect.bind(conn)
             sql.run(f"DELETE FROM transcript_marks WHERE {_SESSION}", (agent_id, session_id))
+            sql.run(f"DELETE FROM conversations WHERE {_SESSION}", (agent_id, session_id))
             gone = sql.rows(
                 f"DELETE FROM transcript_messages WHERE {_SESSION} RETURNING {_DOC_COLUMNS}",
                 (agent_id, session_id),

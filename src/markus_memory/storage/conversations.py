@@ -1,0 +1,369 @@
+"""The conversations the store holds, and daily logs in the database: written once.
+
+One record of every conversation: ``transcript_messages`` holds each message once, keyed
+(agent, session, seq), never compacted. A session the store *owns* also has a
+``conversations`` row (its head): its kind, its times, the next seq, and for a Markus session
+the compaction of its view. Two kinds, told apart in the data:
+
+- ``markus``: a Markus session kept in the database (PostgreSQL deployments, so every host sees
+  it). Its view is the Markus session: compaction moves ``view_from`` and stores the summary that
+  stands for the messages before it; their rows stay, for recall.
+- ``history``: a conversation a framework owns (the OpenAI Agents SDK session, the PydanticAI
+  store, the Claude Agent SDK store): never compacted, read back exactly as written, by page.
+
+An append takes the head's row (``FOR UPDATE`` on PostgreSQL; SQLite's write transaction
+holds the file), numbers the messages after its ``next_seq``, stores them with their recall
+postings and commits: acknowledged means durable and indexed, on every host.
+
+A store mixes :class:`ConversationTables` in beside :class:`~.transcripts.TranscriptTables`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInputError
+from ._records import EPOCH
+from ._sql import DialectSql
+from .base import ConversationHead, JsonObject, NewEntry, StoredEntry, TranscriptMessage
+from .recall_index import Doc, index_docs
+
+if TYPE_CHECKING:
+    from .dialect import Dialect
+
+KINDS = ("markus", "history")
+_HEAD_COLUMNS = (
+    "session_id, kind, started_at, last_activity_at, first_seq, next_seq, view_from, summary, "
+    "title, details"
+)
+_SESSION = "agent_id = ? AND session_id = ?"
+_ENTRY_COLUMNS = "seq, role, content, created_at, metadata, body"
+_INSERT_HEAD = (
+    "INSERT INTO conversations (agent_id, session_id, kind, started_at, last_activity_at, "
+    "first_seq, next_seq, view_from, summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+class ConversationTables:
+    """Conversation heads and messages, and daily log entries, on one database."""
+
+    if TYPE_CHECKING:
+
+        @property
+        def dialect(self) -> Dialect: ...
+        def read(self) -> AbstractContextManager[Any]: ...
+        def write(self) -> AbstractContextManager[Any]: ...
+        def _add_messages(
+            self, sql: DialectSql, agent_id: str, messages: Sequence[TranscriptMessage]
+        ) -> list[Doc]: ...
+
+    # -- heads ---------------------------------------------------------------------------------
+
+    def _head(
+        self, sql: DialectSql, agent_id: str, session_id: str, *, lock: bool
+    ) -> ConversationHead | None:
+        rows = sql.rows(
+            f"SELECT {_HEAD_COLUMNS} FROM conversations WHERE {_SESSION}"
+            + (self.dialect.lock_rows if lock else ""),
+            (agent_id, session_id),
+        )
+        return self._decode_head(rows[0]) if rows else None
+
+    def _decode_head(self, r: Sequence[Any]) -> ConversationHead:
+        decode = self.dialect.decode
+        return ConversationHead(
+            session_id=r[0],
+            kind=r[1],
+            started_at=decode.when(r[2]) or EPOCH,
+            last_activity_at=decode.when(r[3]) or EPOCH,
+            first_seq=int(r[4]),
+            next_seq=int(r[5]),
+            view_from=int(r[6]),
+            summary=r[7],
+            title=r[8],
+            details=None if r[9] is None else decode.obj(r[9]),
+        )
+
+    def _create_head(
+        self, sql: DialectSql, agent_id: str, session_id: str, kind: str, at: datetime
+    ) -> ConversationHead:
+        """The conversation's head, created if absent (its seqs continue past any message the
+        transcript already holds under this id), locked for the caller's transaction."""
+        head = self._head(sql, agent_id, session_id, lock=True)
+        if head is None:
+            d = self.dialect
+            rows = sql.rows(
+                f"SELECT MAX(seq) FROM transcript_messages WHERE {_SESSION}",
+                (agent_id, session_id),
+            )
+            first = 0 if not rows or rows[0][0] is None else int(rows[0][0]) + 1
+            sql.run(
+                f"{_INSERT_HEAD} ON CONFLICT (agent_id, session_id) DO NOTHING",
+                (agent_id, session_id, kind, d.time(at), d.time(at), first, first, first, None),
+            )
+            head = self._head(sql, agent_id, session_id, lock=True)
+            assert head is not None  # inserted, or another writer's row we now lock
+        if head.kind != kind:
+            raise InvalidInputError(
+                f"session {session_id!r} is a {head.kind} conversation, not a {kind} one"
+            )
+        return head
+
+    def conversation(self, agent_id: str, session_id: str) -> ConversationHead | None:
+        """The head of a conversation the store holds, None if it holds none by that id."""
+        with self.read() as conn:
+            return self._head(self.dialect.bind(conn), agent_id, session_id, lock=False)
+
+    def start_conversation(
+        self, agent_id: str, session_id: str, kind: str, at: datetime
+    ) -> ConversationHead:
+        """The conversation, created empty if the store holds none by that id;
+        InvalidInputError when it is the other kind."""
+        with self.write() as conn:
+            return self._create_head(self.dialect.bind(conn), agent_id, session_id, kind, at)
+
+    def conversations(self, agent_id: str, kind: str | None = None) -> list[ConversationHead]:
+        """The conversations of an agent (of one kind), latest activity first."""
+        where, params = "agent_id = ?", [agent_id]
+        if kind is not None:
+            where += " AND kind = ?"
+            params.append(kind)
+        with self.read() as conn:
+            rows = self.dialect.bind(conn).rows(
+                f"SELECT {_HEAD_COLUMNS} FROM conversations WHERE {where} "
+                f"ORDER BY last_activity_at DESC, {self.dialect.bytewise('session_id')}",
+                params,
+            )
+        return [self._decode_head(r) for r in rows]
+
+    def set_conversation_details(
+        self,
+        agent_id: str,
+        session_id: str,
+        *,
+        title: str | None,
+        details: JsonObject | None,
+    ) -> bool:
+        """Replace a conversation's title and details; False if the store holds none."""
+        d = self.dialect
+        with self.write() as conn:
+            return (
+                d.bind(conn).run(
+                    f"UPDATE conversations SET title = ?, details = ?{d.json_cast} "
+                    f"WHERE {_SESSION}",
+                    (title, d.json(details), agent_id, session_id),
+                )
+                > 0
+            )
+
+    # -- messages ------------------------------------------------------------------------------
+
+    def append_conversation(
+        self,
+        agent_id: str,
+        session_id: str,
+        kind: str,
+        entries: Sequence[NewEntry],
+        at: datetime,
+    ) -> int:
+        """Append ``entries`` in order (the conversation is created if absent) and index them,
+        in one transaction; the seq of the first. InvalidInputError for the other kind."""
+        d = self.dialect
+        with self.write() as conn:
+            sql = d.bind(conn)
+            head = self._create_head(sql, agent_id, session_id, kind, at)
+            first = head.next_seq
+            if not entries:
+                return first
+            sql.run(
+                f"UPDATE conversations SET next_seq = ?, last_activity_at = ? WHERE {_SESSION}",
+                (first + len(entries), d.time(at), agent_id, session_id),
+            )
+            messages = [
+                TranscriptMessage(
+                    agent_id,
+                    session_id,
+                    first + n,
+                    e.role,
+                    e.text,
+                    e.created_at,
+                    e.speaker,
+                    e.metadata,
+                    e.body,
+                )
+                for n, e in enumerate(entries)
+            ]
+            added = self._add_messages(sql, agent_id, messages)
+            if len(added) != len(messages):  # a row under a seq the head had not counted
+                raise RuntimeError(f"conversation {session_id!r}: seqs out of step with its head")
+            index_docs(sql, agent_id, added)
+            return first
+
+    def conversation_entries(
+        self,
+        agent_id: str,
+        session_id: str,
+        *,
+        start: int = 0,
+        stop: int | None = None,
+        limit: int | None = None,
+    ) -> list[StoredEntry]:
+        """The held messages with ``start <= seq < stop``, in order (at most ``limit``)."""
+        where, params = f"{_SESSION} AND seq >= ?", [agent_id, session_id, int(start)]
+        if stop is not None:
+            where += " AND seq < ?"
+            params.append(int(stop))
+        tail = "" if limit is None else f" LIMIT {int(limit)}"
+        d = self.dialect
+        with self.read() as conn:
+            rows = d.bind(conn).rows(
+                f"SELECT {_ENTRY_COLUMNS} FROM transcript_messages WHERE {where} "
+                f"ORDER BY seq{tail}",
+                params,
+            )
+        return [
+            StoredEntry(
+                seq=int(r[0]),
+                role=r[1],
+                text=r[2],
+                created_at=d.decode.when(r[3]) or EPOCH,
+                metadata=None if r[4] is None else d.decode.obj(r[4]),
+                body=r[5],
+            )
+            for r in rows
+        ]
+
+    def compact_conversation(
+        self, agent_id: str, session_id: str, view_from: int, summary: str
+    ) -> bool:
+        """Start a Markus session's view at ``view_from`` with ``summary`` standing for the
+        messages before it (never moving it back); False if nothing changed."""
+        with self.write() as conn:
+            return (
+                self.dialect.bind(conn).run(
+                    "UPDATE conversations SET view_from = ?, summary = ? "
+                    f"WHERE {_SESSION} AND kind = 'markus' AND view_from < ?",
+                    (int(view_from), summary, agent_id, session_id, int(view_from)),
+                )
+                > 0
+            )
+
+    def drop_last_entry(self, agent_id: str, session_id: str) -> StoredEntry | None:
+        """Remove the newest message of a held conversation (its postings and vector with
+        it); the message removed, None when it held none."""
+        d = self.dialect
+        with self.write() as conn:
+            sql = d.bind(conn)
+            head = self._head(sql, agent_id, session_id, lock=True)
+            if head is None or head.count == 0:
+                return None
+            rows = sql.rows(
+                f"DELETE FROM transcript_messages WHERE {_SESSION} AND seq = ? "
+                f"RETURNING id, content, speaker, role, {_ENTRY_COLUMNS}",
+                (agent_id, session_id, head.next_seq - 1),
+            )
+            sql.run(
+                f"UPDATE conversations SET next_seq = next_seq - 1 WHERE {_SESSION}",
+                (agent_id, session_id),
+            )
+            if not rows:
+                return None
+            r = rows[0]
+            index_docs(sql, agent_id, [Doc(r[0], r[1], r[2], r[3])], sign=-1)
+            return StoredEntry(
+                seq=int(r[4]),
+                role=r[5],
+                text=r[6],
+                created_at=d.decode.when(r[7]) or EPOCH,
+                metadata=None if r[8] is None else d.decode.obj(r[8]),
+                body=r[9],
+            )
+
+    def adopt_entries(
+        self,
+        agent_id: str,
+        session_id: str,
+        kind: str,
+        *,
+        started_at: datetime,
+        last_activity_at: datetime,
+        first_seq: int,
+        next_seq: int,
+        view_from: int,
+        summary: str | None,
+        bodies: Sequence[tuple[int, str]],
+    ) -> bool:
+        """Make the store hold a session whose messages it already records (a session file
+        being moved in): its head as given, and the exact bodies of the messages by seq.
+        Idempotent: a head already there is left as it is (False)."""
+        d = self.dialect
+        with self.write() as conn:
+            sql = d.bind(conn)
+            if self._head(sql, agent_id, session_id, lock=True) is not None:
+                return False
+            sql.run(
+                _INSERT_HEAD,
+                (
+                    agent_id,
+                    session_id,
+                    kind,
+                    d.time(started_at),
+                    d.time(last_activity_at),
+                    int(first_seq),
+                    int(next_seq),
+                    int(view_from),
+                    summary,
+                ),
+            )
+            sql.many(
+                f"UPDATE transcript_messages SET body = ? WHERE {_SESSION} AND seq = ? "
+                "AND body IS NULL",
+                [(body, agent_id, session_id, int(seq)) for seq, body in bodies],
+            )
+            return True
+
+    # -- daily logs ----------------------------------------------------------------------------
+
+    def append_daily_log(self, agent_id: str, day: str, text: str) -> None:
+        """Append an entry's text to an agent's log of ``day`` (``YYYY-MM-DD``)."""
+        with self.write() as conn:
+            self.dialect.bind(conn).run(
+                "INSERT INTO daily_log_entries (agent_id, day, text) VALUES (?, ?, ?)",
+                (agent_id, day, self.dialect.text(text)),
+            )
+
+    def import_daily_log(self, agent_id: str, day: str, text: str) -> bool:
+        """Put a day's log file before the entries written to the database that day, once:
+        False when that day's file was imported before."""
+        d = self.dialect
+        with self.write() as conn:
+            added = d.bind(conn).run(
+                "INSERT INTO daily_log_entries (agent_id, day, text, imported) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (agent_id, day) WHERE imported DO NOTHING",
+                (agent_id, day, d.text(text), d.flag(True)),
+            )
+            return added > 0
+
+    def daily_log_text(self, agent_id: str, day: str) -> str | None:
+        """The log of ``day`` as its file would hold it: the imported file, then the entries
+        in the order written; None when there is none."""
+        d = self.dialect
+        with self.read() as conn:
+            rows = d.bind(conn).rows(
+                "SELECT text FROM daily_log_entries WHERE agent_id = ? AND day = ? "
+                "ORDER BY imported DESC, id",
+                (agent_id, day),
+            )
+        return None if not rows else "".join(str(r[0]) for r in rows)
+
+    def daily_log_days(self, agent_id: str) -> list[str]:
+        """The days an agent has a log of, oldest first."""
+        with self.read() as conn:
+            rows = self.dialect.bind(conn).rows(
+                "SELECT DISTINCT day FROM daily_log_entries WHERE agent_id = ? ORDER BY day",
+                (agent_id,),
+            )
+        return [str(r[0]) for r in rows]
