@@ -16,9 +16,10 @@ from ._fs_docs import FileDocuments
 from ._lock import AgentLock
 from .backend import Backend, open_backend
 from .config import AgentPaths, Settings
-from .errors import BusyError, ClosedError, MarkusMemoryError, MigrationError
+from .errors import BusyError, ClosedError, InvalidInputError, MarkusMemoryError, MigrationError
 from .layers.activities import ActivityLog
 from .layers.daily_log import DailyLog
+from .layers.histories import Histories
 from .layers.knowledge import KnowledgeDoc, KnowledgeFile, Observation
 from .layers.migration import plan_migration
 from .layers.notebook import Notebook
@@ -78,7 +79,15 @@ class AgentMemory:
             agent_id=self.agent_id,
             on_append=self._transcripts.on_append,
             before_compact=self._transcripts.before_compact,
-            seq_floor=self._transcripts.seq_floor,
+            seq_floor=self._seq_floor,
+        )
+        self.histories = Histories(
+            lambda: self.store,
+            self.agent_id,
+            settings.limits,
+            settings.clock,
+            adopt=self._adopt_history,
+            stored=self._transcripts.stored,
         )
         self._closed = False
         self._store: EpisodicStore | None = store
@@ -251,6 +260,42 @@ class AgentMemory:
         session_id = validate_id("session id", session_id)
         had_files = self.sessions.delete(session_id)
         return self._transcripts.forget(session_id) > 0 or had_files
+
+    def _seq_floor(self, session_id: str) -> int:
+        """Where a new session file under ``session_id`` numbers from; InvalidInputError when
+        that id is a framework history (the two kinds never share an id)."""
+        head = self.store.conversation(self.agent_id, session_id)
+        if head is not None and head.kind == "history":
+            raise InvalidInputError(
+                f"{session_id!r} is a framework history of this agent (memory.histories), "
+                "not a Markus session: use another session id"
+            )
+        return self._transcripts.seq_floor(session_id)
+
+    def _adopt_history(self, key: str) -> None:
+        """Move a framework history an older version kept in a Markus session file into the
+        store: the store already records every message the file held (compacted ones too),
+        so it becomes a ``history`` conversation over those rows and the file goes."""
+        session = self.sessions.get(key)
+        if session is None:
+            return
+        self._transcripts.caught_up()
+        held = self.store.transcript_messages(self.agent_id, session_id=key)
+        first = min((m.seq for m in held), default=session.first_seq)
+        top = max((m.seq + 1 for m in held), default=first)
+        self.store.adopt_entries(
+            self.agent_id,
+            key,
+            "history",
+            started_at=session.started_at,
+            last_activity_at=session.last_activity_at,
+            first_seq=first,
+            next_seq=top,
+            view_from=first,
+            summary=None,
+            bodies=[],
+        )
+        self.sessions.delete(key)
 
     def catch_up_transcripts(self) -> None:
         """Record in the store every session message it does not hold yet (appends still

@@ -102,6 +102,11 @@ class Transcripts:
         )
         self._writer.put(message, record.timestamp)
 
+    def stored(self) -> None:
+        """Messages were stored in the store directly (a conversation it holds, not a
+        session file): new vectors are due."""
+        self._recall.stored()
+
     def _index_turns(self, messages: list[TranscriptMessage]) -> None:
         """The writer stored messages (the store indexed them): new vectors are due."""
         if messages:
