@@ -1,8 +1,8 @@
 """Agents on either backend: ``open_on(backend, home)`` with one fixture that runs a test on both.
 
-``@pytest.mark.parametrize`` is not needed: use the ``backend`` fixture of this module
-(``from tests.backends import backend, open_on``) and every test of the module runs on SQLite
-(a temporary home) and on the PostgreSQL at ``MARKUS_TEST_POSTGRES_URL`` (a private schema).
+A test that asks for the ``backend`` fixture (registered in ``tests/conftest.py``) runs on
+SQLite (a temporary home) and on the PostgreSQL at ``MARKUS_TEST_POSTGRES_URL`` (a private
+schema).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from markus_memory import AgentMemory, Settings, open_agent
-from tests.postgres_support import new_agent_id, postgres_url
+from tests.postgres_support import new_agent_id
 
-__all__ = ["Backend", "backend", "open_on", "postgres_url"]
+__all__ = ["Backend", "backend", "open_on"]
 
 
 class Backend:

@@ -6,6 +6,10 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+# Fixtures every test may ask for: ``backend`` runs a test on SQLite and on PostgreSQL.
+from tests.backends import backend  # noqa: F401
+from tests.postgres_support import postgres_url  # noqa: F401
+
 # Property tests check behaviour, not speed: a loaded machine must not fail them on
 # hypothesis' per-example deadline (timing belongs to benchmarks/).
 settings.register_profile("markus", deadline=None)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from markus_memory import Limits, Settings, open_agent
 from markus_memory.errors import InvalidInputError
 from markus_memory.layers.histories import HistoryItem
-from tests.backends import Backend, backend, open_on, postgres_url  # noqa: F401
+from tests.backends import Backend, open_on
 
 JSON = st.recursive(
     st.none()

@@ -145,9 +145,7 @@ class Histories:
         head = self._head(self._key(key))
         return 0 if head is None else head.count
 
-    def items(
-        self, key: str, *, start: int = 0, limit: int | None = None
-    ) -> list[HistoryRecord]:
+    def items(self, key: str, *, start: int = 0, limit: int | None = None) -> list[HistoryRecord]:
         """The items from position ``start`` (0 is the first), at most ``limit`` of them."""
         sid = self._key(key)
         head = self._head(sid)
