@@ -155,3 +155,25 @@ def test_any_json_comes_back_equal(tmp_path: Path, values: list[object]) -> None
         mem.histories.delete("p")
         mem.histories.append("p", [item(v) for v in values])
         assert [r.value for r in mem.histories.items("p")] == values
+
+
+def test_histories_travel_with_export_and_import(postgres_url: str, tmp_path: Path) -> None:
+    from markus_memory.transfer import export_agent
+    from tests.postgres_support import new_agent_id
+
+    agent = new_agent_id()
+    values = [{"n": n, "text": f"said {n}"} for n in range(50)]
+    files_a = Settings(home=tmp_path / "a", embedder="none")
+    with open_agent(agent, settings=files_a) as mem:
+        mem.histories.append("chat", [item(v, v["text"]) for v in values])
+        mem.histories.set_details("chat", title="Chat", details={"user": "u1"})
+    on_pg = Settings(home=tmp_path / "b", database_url=postgres_url, embedder="none")
+    export_agent(files_a, on_pg, agent)
+    files_c = Settings(home=tmp_path / "c", embedder="none")
+    export_agent(on_pg, files_c, agent)
+    for settings_ in (on_pg, files_c):
+        with open_agent(agent, settings=settings_) as mem:
+            assert [r.value for r in mem.histories.items("chat")] == values
+            info = mem.histories.info("chat")
+            assert info is not None and info.title == "Chat" and info.details == {"user": "u1"}
+            assert mem.recall_conversation("said 7")

@@ -9,12 +9,13 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from ._docs import DocumentStore
 from ._fs import sweep_temps, validate_id
 from ._fs_docs import FileDocuments
 from ._lock import AgentLock
-from .backend import Backend, open_backend
+from .backend import MOVED_MARKER, Backend, open_backend
 from .config import AgentPaths, Settings
 from .errors import BusyError, ClosedError, InvalidInputError, MarkusMemoryError, MigrationError
 from .layers.activities import ActivityLog
@@ -24,7 +25,8 @@ from .layers.knowledge import KnowledgeDoc, KnowledgeFile, Observation
 from .layers.migration import plan_migration
 from .layers.notebook import Notebook
 from .layers.procedural import RoleLoader
-from .layers.sessions import SessionStore, message_text
+from .layers.sessions import HeldSessions, Session, Sessions, SessionStore, message_text
+from .layers.sessions import move_in as move_sessions_in
 from .layers.state import StateFile
 from .search.embedders import Embedder, configured_embedder
 from .search.memory_search import MemorySearcher, SearchResult, open_memory_searcher
@@ -32,7 +34,7 @@ from .search.recall import ConversationHit
 from .search.transcript_log import SessionSource
 from .search.transcripts import Transcripts, transcript_message
 from .storage.audit import pending_in_file
-from .storage.base import EpisodicStore, TranscriptMessage
+from .storage.base import EpisodicStore, NewEntry, TranscriptMessage
 from .storage.dream_journal import recover
 
 logger = logging.getLogger(__name__)
@@ -61,7 +63,10 @@ class AgentMemory:
         docs = self.documents
         self.notebook = Notebook(*layer_args, documents=docs)
         self.state = StateFile(*layer_args, documents=docs)
-        self.daily_log = DailyLog(*layer_args, agent_id=self.agent_id)
+        held = self.backend.documents_on_postgres  # then sessions and logs live there too
+        self.daily_log = DailyLog(
+            *layer_args, agent_id=self.agent_id, held=(lambda: self.store) if held else None
+        )
         self.roles = RoleLoader(*layer_args, documents=docs)
         self.knowledge = KnowledgeFile(*layer_args, documents=docs)
         self.embedder = embedder if embedder is not None else configured_embedder(settings.embedder)
@@ -74,13 +79,23 @@ class AgentMemory:
             embedder=self.embedder,
             scratch=self.backend.scratch_transcripts,
         )
-        self.sessions = SessionStore(
+        self._files = SessionStore(
             *layer_args,
             agent_id=self.agent_id,
             on_append=self._transcripts.on_append,
             before_compact=self._transcripts.before_compact,
             seq_floor=self._seq_floor,
         )
+        self.sessions: Sessions = self._files
+        if held:
+            self.sessions = HeldSessions(
+                lambda: self.store,
+                self.agent_id,
+                settings.limits,
+                settings.clock,
+                entry_of=self._entry_of,
+                stored=self._transcripts.stored,
+            )
         self.histories = Histories(
             lambda: self.store,
             self.agent_id,
@@ -95,6 +110,8 @@ class AgentMemory:
         self._store_guard = threading.Lock()
         self._migrate_legacy()
         self._recover_dream()
+        if held:
+            self._move_files_in()
 
     @property
     def store(self) -> EpisodicStore:
@@ -258,8 +275,46 @@ class AgentMemory:
         neither held it."""
         self._check_open()
         session_id = validate_id("session id", session_id)
-        had_files = self.sessions.delete(session_id)
+        had_files = self._files.delete(session_id) or self.sessions.delete(session_id)
         return self._transcripts.forget(session_id) > 0 or had_files
+
+    def _move_files_in(self) -> None:
+        """Sessions and daily logs live in the database with the documents: files an earlier
+        version left here move in (once; see ``layers/sessions/_move_in``). Files an in-place
+        export left behind (:data:`MOVED_MARKER`) are its backup: the export copied them."""
+        if (self.paths.root / MOVED_MARKER).exists():
+            return
+        has_sessions = self.paths.sessions_dir.is_dir() and any(self._files.list())
+        if not has_sessions and not self.paths.daily_logs_dir.is_dir():
+            return
+        with self.lock:
+            if has_sessions:
+                self._transcripts.caught_up()  # the store records every message of the files
+                move_sessions_in(self._files, self.store, partial(session_rows, self.agent_id))
+            self.daily_log.move_in()
+
+    def _entry_of(
+        self, session_id: str, message: Mapping[str, Any], encoded: str, now: datetime
+    ) -> NewEntry:
+        """How a Markus session message held in the database is stored."""
+        metadata = message.get("metadata")
+        row = transcript_message(
+            self.agent_id,
+            session_id,
+            0,
+            str(message.get("role")),
+            message_text(message),
+            metadata if isinstance(metadata, Mapping) else None,
+            now,
+        )
+        return NewEntry(
+            role=row.role,
+            text=row.content[: self.settings.limits.recall_text_max_chars],
+            body=encoded,
+            created_at=row.created_at,
+            speaker=row.speaker,
+            metadata=row.metadata,
+        )
 
     def _seq_floor(self, session_id: str) -> int:
         """Where a new session file under ``session_id`` numbers from; InvalidInputError when
@@ -276,7 +331,7 @@ class AgentMemory:
         """Move a framework history an older version kept in a Markus session file into the
         store: the store already records every message the file held (compacted ones too),
         so it becomes a ``history`` conversation over those rows and the file goes."""
-        session = self.sessions.get(key)
+        session = self._files.get(key)
         if session is None:
             return
         self._transcripts.caught_up()
@@ -295,7 +350,7 @@ class AgentMemory:
             summary=None,
             bodies=[],
         )
-        self.sessions.delete(key)
+        self._files.delete(key)
 
     def catch_up_transcripts(self) -> None:
         """Record in the store every session message it does not hold yet (appends still
@@ -306,16 +361,16 @@ class AgentMemory:
 
     def _session_sources(self) -> Iterator[SessionSource]:
         """Every session file for the catch-up import: id and activity time (nothing parsed)."""
-        for info in self.sessions.list():
+        for info in self._files.list():
             yield SessionSource(
                 info.id,
                 info.last_activity_at,
                 partial(self._session_messages, info.id),
-                partial(self.sessions.peek_next_seq, info.id),
+                partial(self._files.peek_next_seq, info.id),
             )
 
     def _session_source(self, session_id: str) -> SessionSource | None:
-        session = self.sessions.get(session_id)
+        session = self._files.get(session_id)
         if session is None:
             return None
         return SessionSource(
@@ -325,27 +380,8 @@ class AgentMemory:
     def _session_messages(self, session_id: str) -> list[TranscriptMessage]:
         """The messages of a session file with absolute seqs, for the import. Files keep no
         per-message time: one without ``metadata["timestamp"]`` takes the session's start."""
-        session = self.sessions.get(session_id)
-        if session is None:
-            return []
-        found = []
-        for index, raw in enumerate(session.messages):
-            seq = session.seq(index)
-            if seq is None:  # the summary standing in for compacted messages
-                continue
-            metadata = raw.get("metadata")
-            found.append(
-                transcript_message(
-                    self.agent_id,
-                    session_id,
-                    seq,
-                    str(raw.get("role")),
-                    message_text(raw),
-                    metadata if isinstance(metadata, Mapping) else None,
-                    session.started_at,
-                )
-            )
-        return found
+        session = self._files.get(session_id)
+        return [] if session is None else session_rows(self.agent_id, session)
 
     def close(self) -> None:
         """Flush and release everything this handle holds; from then on every write, search
@@ -353,6 +389,7 @@ class AgentMemory:
         if self._closed:
             return
         self.sessions.close()
+        self._files.close()
         self._transcripts.close()  # every queued append reaches the store before it closes
         if self._searcher is not None:
             self._searcher.close()
@@ -379,6 +416,29 @@ class AgentMemory:
 
     def __repr__(self) -> str:
         return f"AgentMemory({self.agent_id!r}, home={str(self.settings.home)!r})"
+
+
+def session_rows(agent_id: str, session: Session) -> list[TranscriptMessage]:
+    """The transcript rows of a session's messages (its compaction summary left out). Files
+    keep no per-message time: one without ``metadata["timestamp"]`` takes the session's start."""
+    found = []
+    for index, raw in enumerate(session.messages):
+        seq = session.seq(index)
+        if seq is None:  # the summary standing in for compacted messages
+            continue
+        metadata = raw.get("metadata")
+        found.append(
+            transcript_message(
+                agent_id,
+                session.id,
+                seq,
+                str(raw.get("role")),
+                message_text(raw),
+                metadata if isinstance(metadata, Mapping) else None,
+                session.started_at,
+            )
+        )
+    return found
 
 
 def open_documents(

@@ -21,8 +21,8 @@ def entry(n: int, text: str | None = None) -> NewEntry:
 
 def test_an_append_numbers_stores_and_indexes_in_order(store: EpisodicStore) -> None:
     assert store.conversation("a1", "h1") is None
-    assert store.append_conversation("a1", "h1", "history", [entry(0), entry(1)], T0) == 0
-    assert store.append_conversation("a1", "h1", "history", [entry(2)], T0) == 2
+    assert store.append_conversation("a1", "h1", "history", [entry(0), entry(1)], T0).next_seq == 0
+    assert store.append_conversation("a1", "h1", "history", [entry(2)], T0).next_seq == 2
     head = store.conversation("a1", "h1")
     assert head is not None
     assert (head.kind, head.first_seq, head.next_seq, head.count) == ("history", 0, 3, 3)
@@ -53,7 +53,7 @@ def test_a_conversation_numbers_on_past_messages_recorded_from_files(
         [TranscriptMessage("a1", "old", n, "user", f"filed {n}", T0) for n in range(3)],
         synced_at=T0,
     )
-    assert store.append_conversation("a1", "old", "history", [entry(9)], T0) == 3
+    assert store.append_conversation("a1", "old", "history", [entry(9)], T0).next_seq == 3
     bodies = [e.body for e in store.conversation_entries("a1", "old")]
     assert bodies[:3] == [None, None, None] and bodies[3] is not None
 
@@ -63,7 +63,7 @@ def test_drop_last_takes_the_text_out_of_recall(store: EpisodicStore) -> None:
     dropped = store.drop_last_entry("a1", "h1")
     assert dropped is not None and dropped.seq == 1 and dropped.text == "my SSN is 123"
     assert store.search_transcript("a1", "SSN") == []
-    assert store.append_conversation("a1", "h1", "history", [entry(5)], T0) == 1
+    assert store.append_conversation("a1", "h1", "history", [entry(5)], T0).next_seq == 1
     assert store.drop_last_entry("a1", "nothing") is None
 
 
@@ -108,7 +108,7 @@ def test_adopting_a_recorded_session_is_idempotent(store: EpisodicStore) -> None
         '{"a":2}',
         '{"a":3}',
     ]
-    assert store.append_conversation("a1", "s1", "markus", [entry(7)], T0) == 4
+    assert store.append_conversation("a1", "s1", "markus", [entry(7)], T0).next_seq == 4
 
 
 def test_details_are_kept(store: EpisodicStore) -> None:
@@ -129,3 +129,13 @@ def test_daily_logs_keep_the_imported_file_first_and_import_once(store: Episodic
     assert store.daily_log_text("a1", "2026-12-02") is None
     assert store.daily_log_days("a1") == ["2026-12-01"]
     assert store.daily_log_days("a2") == []
+
+
+def test_a_day_can_be_replaced_whole(store: EpisodicStore) -> None:
+    store.append_daily_log("a1", "2026-12-01", "one\n")
+    store.replace_daily_log("a1", "2026-12-01", "two\n")
+    assert store.daily_log_text("a1", "2026-12-01") == "two\n"
+    store.append_daily_log("a1", "2026-12-01", "three\n")
+    assert store.daily_log_text("a1", "2026-12-01") == "two\nthree\n"
+    store.replace_daily_log("a1", "2026-12-01", None)
+    assert store.daily_log_text("a1", "2026-12-01") is None

@@ -19,8 +19,8 @@ from markus_memory.storage.postgres_schema import (  # noqa: E402
 )
 
 # Columns that SQLite declares TEXT/INTEGER but that hold times, JSON or flags.
-_JSON_COLUMNS = {"payload", "metadata", "context"}
-_FLAG_COLUMNS = {"success", "is_main"}
+_JSON_COLUMNS = {"payload", "metadata", "context", "details"}
+_FLAG_COLUMNS = {"success", "is_main", "imported"}
 
 Column = tuple[str, str, bool, bool]  # name, logical type, not null, primary key
 

@@ -5,11 +5,17 @@ file of the current UTC date, under the agent lock, with ``O_APPEND`` and ``fsyn
 directory is fsynced too when the file is new), so a returned write is on disk. The summary is
 written as given (the original's ``## Daily Report`` summaries stay readable); the log is read
 back as text, never parsed into entries.
+
+When the documents live in PostgreSQL the logs do too (``held``): each write is one row of
+``daily_log_entries`` and a day reads back as the same text its file would hold. Log files
+found in the agent directory then are moved in (:meth:`DailyLog.move_in`), each day once.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -18,6 +24,9 @@ from .._fs import open_file, read_text, refuse_symlink, validate_id
 from .._lock import AgentLock
 from ..config import AgentPaths, Clock, Limits
 from ..errors import InvalidInputError
+from ..storage.base import EpisodicStore
+
+log = logging.getLogger(__name__)
 
 MAX_INPUT_CHARS = 1_000_000
 """Summaries longer than this are refused: the log is read back into prompts."""
@@ -26,13 +35,14 @@ MAX_RECENT_DAYS = 366
 
 @dataclass(frozen=True)
 class DailyLogEntry:
-    """One appended record: when, by whom, what, and the file it went to."""
+    """One appended record: when, by whom, what, and the file it went to (None when the log
+    is held in the database)."""
 
     day: date
     at: datetime
     agent_id: str
     summary: str
-    path: Path
+    path: Path | None
 
 
 def _day(value: date | str | None, today: date) -> date:
@@ -61,8 +71,10 @@ class DailyLog:
         clock: Clock,
         *,
         agent_id: str | None = None,
+        held: Callable[[], EpisodicStore] | None = None,
     ) -> None:
         self.directory = paths.daily_logs_dir
+        self._held = held
         self.agent_id = validate_id("agent id", agent_id or paths.root.name)
         self._lock = lock
         self._limits = limits
@@ -88,6 +100,9 @@ class DailyLog:
             )
         now = self._now()
         record = f"\n## [{now.strftime('%H:%M:%S')}] Agent: {self.agent_id}\n\n{summary}\n"
+        if self._held is not None:
+            self._held().append_daily_log(self.agent_id, now.date().isoformat(), record)
+            return DailyLogEntry(now.date(), now, self.agent_id, summary, None)
         path = self.path_for(now.date())
         with self._lock:
             _append_durably(path, record.encode("utf-8"))
@@ -95,6 +110,9 @@ class DailyLog:
 
     def read(self, day: date | str | None = None) -> str:
         """The log of ``day`` (default: today, UTC), or ``""`` when there is none."""
+        if self._held is not None:
+            wanted = _day(day, self._now().date()).isoformat()
+            return self._held().daily_log_text(self.agent_id, wanted) or ""
         return read_text(self.path_for(day)) or ""
 
     def recent(self, days: int = 3) -> str:
@@ -112,15 +130,37 @@ class DailyLog:
 
     def days(self) -> list[date]:
         """Every day that has a log, oldest first."""
+        if self._held is not None:
+            return [date.fromisoformat(d) for d in self._held().daily_log_days(self.agent_id)]
+        return sorted(self._files())
+
+    def _files(self) -> dict[date, Path]:
         if not self.directory.is_dir():
-            return []
-        found = []
+            return {}
+        found = {}
         for child in self.directory.glob("*.md"):
             try:
-                found.append(date.fromisoformat(child.stem))
+                found[date.fromisoformat(child.stem)] = child
             except ValueError:
                 continue
-        return sorted(found)
+        return found
+
+    def move_in(self) -> int:
+        """Move the log files of the agent directory into the database (held logs only): each
+        day's file is put before the entries written there that day, once, then deleted. The
+        number of files moved."""
+        if self._held is None:
+            return 0
+        moved = 0
+        with self._lock:
+            for day, path in sorted(self._files().items()):
+                text = read_text(path)
+                if text is None:
+                    continue
+                self._held().import_daily_log(self.agent_id, day.isoformat(), text)
+                path.unlink(missing_ok=True)
+                moved += 1
+        return moved
 
 
 def _append_durably(path: Path, data: bytes) -> None:

@@ -108,9 +108,9 @@ class Histories:
         entries = self.check(items)
         if not entries:
             return self.count(sid)
-        first = self._store().append_conversation(self.agent_id, sid, KIND, entries, self.clock())
+        before = self._store().append_conversation(self.agent_id, sid, KIND, entries, self.clock())
         self._stored()
-        return first
+        return before.next_seq
 
     def pop(self, key: str) -> HistoryRecord | None:
         """Remove and return the newest item (its text leaves recall), None when empty."""

@@ -46,7 +46,7 @@ SESSION_COLUMNS = "id, agent_id, created_at, user_id, title, is_main, metadata, 
 MESSAGE_COLUMNS = (
     "m.id, m.session_id, m.agent_id, m.role, m.content, m.created_at, m.metadata, m.tokens_used"
 )
-TRANSCRIPT_COLUMNS = "agent_id, session_id, seq, role, content, created_at, speaker, metadata"
+TRANSCRIPT_COLUMNS = "agent_id, session_id, seq, role, content, created_at, speaker, metadata, body"
 # A transcript hit: these columns, then its score.
 HIT_COLUMNS = "agent_id, session_id, seq, role, content, created_at"
 MARK_COLUMNS = "session_id, next_seq, synced_at"
@@ -155,6 +155,7 @@ class RowDecoder:
             created_at=self.when(r[5]) or EPOCH,
             speaker=r[6],
             metadata=None if r[7] is None else self.obj(r[7]),
+            body=r[8] if len(r) > 8 else None,  # recall reads turns without their bodies
         )
 
     def transcript_hit(self, r: Row, score: float) -> TranscriptHit:

@@ -25,7 +25,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NotFoundError
 from ._records import EPOCH
 from ._sql import DialectSql
 from .base import ConversationHead, JsonObject, NewEntry, StoredEntry, TranscriptMessage
@@ -168,16 +168,25 @@ class ConversationTables:
         kind: str,
         entries: Sequence[NewEntry],
         at: datetime,
-    ) -> int:
-        """Append ``entries`` in order (the conversation is created if absent) and index them,
-        in one transaction; the seq of the first. InvalidInputError for the other kind."""
+        *,
+        create: bool = True,
+    ) -> ConversationHead:
+        """Append ``entries`` in order and index them, in one transaction; the head as it was
+        before (its ``next_seq`` is the first entry's seq). The conversation is created if
+        absent, or without ``create`` NotFoundError. InvalidInputError for the other kind."""
         d = self.dialect
         with self.write() as conn:
             sql = d.bind(conn)
-            head = self._create_head(sql, agent_id, session_id, kind, at)
+            if create:
+                head = self._create_head(sql, agent_id, session_id, kind, at)
+            else:
+                found = self._head(sql, agent_id, session_id, lock=True)
+                if found is None or found.kind != kind:
+                    raise NotFoundError(f"Session not found: {session_id}")
+                head = found
             first = head.next_seq
             if not entries:
-                return first
+                return head
             sql.run(
                 f"UPDATE conversations SET next_seq = ?, last_activity_at = ? WHERE {_SESSION}",
                 (first + len(entries), d.time(at), agent_id, session_id),
@@ -200,7 +209,15 @@ class ConversationTables:
             if len(added) != len(messages):  # a row under a seq the head had not counted
                 raise RuntimeError(f"conversation {session_id!r}: seqs out of step with its head")
             index_docs(sql, agent_id, added)
-            return first
+            return head
+
+    def forget_conversation_head(self, agent_id: str, session_id: str) -> None:
+        """Stop holding a conversation, keeping its rows (a transfer then takes it over with
+        another view)."""
+        with self.write() as conn:
+            self.dialect.bind(conn).run(
+                f"DELETE FROM conversations WHERE {_SESSION}", (agent_id, session_id)
+            )
 
     def conversation_entries(
         self,
@@ -346,6 +363,19 @@ class ConversationTables:
                 (agent_id, day, d.text(text), d.flag(True)),
             )
             return added > 0
+
+    def replace_daily_log(self, agent_id: str, day: str, text: str | None) -> None:
+        """Make ``text`` the whole log of ``day`` (None: no log that day); for a transfer."""
+        d = self.dialect
+        with self.write() as conn:
+            sql = d.bind(conn)
+            sql.run("DELETE FROM daily_log_entries WHERE agent_id = ? AND day = ?", (agent_id, day))
+            if text is not None:
+                sql.run(
+                    "INSERT INTO daily_log_entries (agent_id, day, text, imported) "
+                    "VALUES (?, ?, ?, ?)",
+                    (agent_id, day, d.text(text), d.flag(True)),
+                )
 
     def daily_log_text(self, agent_id: str, day: str) -> str | None:
         """The log of ``day`` as its file would hold it: the imported file, then the entries

@@ -15,6 +15,14 @@ from ..config import iso_ms
 from ..errors import RefusedError
 from ..storage.audit import DreamRun
 from ..storage.forget import forget_agent
+from ._conversations import (
+    SESSIONS,
+    carried,
+    conversation_file,
+    copy_conversations,
+    differs,
+    session_texts,
+)
 from ._rows import AgentRows, merge_rows, read_rows, write_rows
 from ._side import Side
 
@@ -60,6 +68,16 @@ def _is_document(relative: str) -> bool:
     return is_document_name(relative)
 
 
+def _files(side: Side, agent_id: str, conversations: bool) -> list[tuple[str, Path]]:
+    """The plain files a copy carries byte for byte (sessions and logs not, when they go in
+    canonical form: ``_conversations``)."""
+    return [
+        (relative, path)
+        for relative, path in plain_files(side.paths(agent_id).root)
+        if not (conversations and conversation_file(relative))
+    ]
+
+
 def _rows(source: Side, target: Side, agent_id: str) -> tuple[AgentRows, AgentRows] | None:
     """The source's and the destination's rows (None: the two share one store, or the source
     has none to read)."""
@@ -88,9 +106,12 @@ def loses(source: Side, target: Side, agent_id: str) -> bool:
         dst_docs.close()
     if any(texts.get(name) != text for name, text in there.items()):
         return True
+    conversations = carried(source, target)
+    if conversations and differs(source, target, agent_id):
+        return True
     if not source.same_dir(target, agent_id):
-        mine = {rel: path for rel, path in plain_files(source.paths(agent_id).root)}
-        for relative, path in plain_files(target.paths(agent_id).root):
+        mine = dict(_files(source, agent_id, conversations))
+        for relative, path in _files(target, agent_id, conversations):
             if relative not in mine or read_bytes(mine[relative]) != read_bytes(path):
                 return True
     rows = _rows(source, target, agent_id)
@@ -110,14 +131,17 @@ def copy_agent(source: Side, target: Side, agent_id: str, mode: Mode) -> Copied:
         )
     runs, present_runs = _runs(source, target, agent_id)
     src_docs, dst_docs = source.documents(agent_id), target.documents(agent_id)
-    src_root, dst_root = source.paths(agent_id).root, target.paths(agent_id).root
+    dst_root = target.paths(agent_id).root
     same_dir = source.same_dir(target, agent_id)
+    conversations = carried(source, target)
     try:
         with src_docs.lock(), dst_docs.lock():
             texts = src_docs.dump()
             present = dst_docs.names()
-            files = [] if same_dir else list(plain_files(src_root))  # already in place
-            existing = [] if same_dir else list(plain_files(dst_root))
+            files = [] if same_dir else _files(source, agent_id, conversations)  # in place
+            existing = [] if same_dir else _files(target, agent_id, conversations)
+            if conversations and not same_dir and mode == "new":
+                existing += [(f"{SESSIONS}{s}", dst_root) for s in session_texts(target, agent_id)]
             if (present or existing) and mode == "new":
                 raise RefusedError(
                     f"agent {agent_id!r} already has memory at the destination; pass "
@@ -145,6 +169,9 @@ def copy_agent(source: Side, target: Side, agent_id: str, mode: Mode) -> Copied:
                         path.unlink()
                         removed += 1
             moved_rows = 0 if rows is None else _write_rows(target, agent_id, rows, mode)
+            carried_over = 0
+            if conversations:
+                carried_over = copy_conversations(source, target, agent_id, mode == "merge")
             copied_runs = _write_runs(target, agent_id, runs, present_runs, mode)
             if same_dir and target.database is not None and source.database is None:
                 now = iso_ms(source.settings.clock())
@@ -154,7 +181,7 @@ def copy_agent(source: Side, target: Side, agent_id: str, mode: Mode) -> Copied:
     finally:
         src_docs.close()
         dst_docs.close()
-    return Copied(len(texts), len(files), removed, moved_rows, copied_runs)
+    return Copied(len(texts), len(files) + carried_over, removed, moved_rows, copied_runs)
 
 
 def _write_rows(target: Side, agent_id: str, rows: tuple[AgentRows, AgentRows], mode: Mode) -> int:
@@ -204,7 +231,8 @@ def _mark_moved(root: Path, names: list[str], url: str | None, when: str) -> Non
         f"{listed}\n"
         "Delete them once you no longer need the backup. Importing the agent back to files\n"
         "(markus-memory import --from-database-url URL --replace) replaces them and removes\n"
-        "this note. Sessions and daily logs stay here: they always live on files.\n"
+        "this note. The sessions and daily logs here were copied into the database too, and\n"
+        "are a backup like the documents.\n"
     )
     atomic_write_bytes(root / MOVED_MARKER, text.encode("utf-8"))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -10,6 +11,7 @@ from ..storage.base import (
     ActivityLogEntry,
     ChatMessage,
     ChatSession,
+    ConversationHead,
     Decision,
     EpisodicStore,
     MailboxItem,
@@ -18,6 +20,7 @@ from ..storage.base import (
 )
 
 ALL = 2**31 - 1
+HISTORY = "history"
 EPOCH_UTC = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
@@ -26,7 +29,8 @@ class AgentRows:
     """Every stored row of one agent (derived indexes excluded: they are rebuilt).
 
     ``transcript`` is the session transcript, per session: its mark and its messages (the only
-    copy of the turns compaction dropped from the session files).
+    copy of the turns compaction dropped from the session files). ``histories`` are the heads
+    of the framework histories the store holds (their messages are in ``transcript``).
     """
 
     activities: tuple[tuple[Activity, tuple[ActivityLogEntry, ...]], ...]
@@ -35,11 +39,17 @@ class AgentRows:
     chats: tuple[tuple[ChatSession, tuple[ChatMessage, ...]], ...]
     agent_id: str = ""
     transcript: tuple[tuple[str, TranscriptMark, tuple[TranscriptMessage, ...]], ...] = ()
+    histories: tuple[ConversationHead, ...] = ()
 
     @property
     def empty(self) -> bool:
         return not (
-            self.activities or self.mailbox or self.decisions or self.chats or self.transcript
+            self.activities
+            or self.mailbox
+            or self.decisions
+            or self.chats
+            or self.transcript
+            or self.histories
         )
 
     @property
@@ -66,6 +76,7 @@ def read_rows(store: EpisodicStore, agent_id: str) -> AgentRows:
         tuple((s, tuple(store.chat_messages(agent_id, s.id))) for s in chats),
         agent_id,
         _transcript(store, agent_id),
+        tuple(store.conversations(agent_id, HISTORY)),
     )
 
 
@@ -102,6 +113,31 @@ def write_rows(store: EpisodicStore, rows: AgentRows) -> None:
             store.append_chat_message(message)
     for session_id, mark, transcript in rows.transcript:
         store.import_transcript(rows.agent_id, session_id, transcript, synced_at=mark.synced_at)
+    _hold_histories(store, rows.agent_id, rows.histories)
+
+
+def _hold_histories(store: EpisodicStore, agent_id: str, heads: Sequence[ConversationHead]) -> int:
+    """Make the store hold these histories over the rows copied (those it holds kept); how
+    many it did not hold."""
+    added = 0
+    for head in heads:
+        if store.adopt_entries(
+            agent_id,
+            head.session_id,
+            HISTORY,
+            started_at=head.started_at,
+            last_activity_at=head.last_activity_at,
+            first_seq=head.first_seq,
+            next_seq=head.next_seq,
+            view_from=head.view_from,
+            summary=head.summary,
+            bodies=[],
+        ):
+            store.set_conversation_details(
+                agent_id, head.session_id, title=head.title, details=head.details
+            )
+            added += 1
+    return added
 
 
 def merge_rows(store: EpisodicStore, rows: AgentRows, present: AgentRows) -> int:
@@ -137,4 +173,4 @@ def merge_rows(store: EpisodicStore, rows: AgentRows, present: AgentRows) -> int
         added += store.import_transcript(
             rows.agent_id, session_id, transcript, synced_at=mark.synced_at
         )
-    return added
+    return added + _hold_histories(store, rows.agent_id, rows.histories)

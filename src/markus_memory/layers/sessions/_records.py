@@ -31,11 +31,12 @@ class Session:
 
 @dataclass(frozen=True)
 class SessionInfo:
-    """One session file found on disk, known without parsing it."""
+    """One session, known without reading its messages: where its file is, or None for a
+    session held in the database."""
 
     id: str
     last_activity_at: datetime
-    path: Path
+    path: Path | None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,147 @@
+"""Many hosts, one memory: with PostgreSQL every layer, sessions and daily logs included, is
+read and written the same from any home (two homes = two hosts, one database)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from markus_memory import Limits, Settings, open_agent
+from markus_memory.config import AgentPaths
+from markus_memory.errors import NotFoundError
+from markus_memory.layers.sessions import SessionStore
+from tests.postgres_support import new_agent_id
+
+
+def host(url: str, home: Path, **limits: int) -> Settings:
+    return Settings(home=home, database_url=url, embedder="none", limits=Limits(**limits))
+
+
+def test_a_conversation_is_listed_loaded_appended_compacted_and_recalled_anywhere(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    agent = new_agent_id()
+    a = open_agent(agent, settings=host(postgres_url, tmp_path / "a"))
+    b = open_agent(agent, settings=host(postgres_url, tmp_path / "b"))
+    with a, b:
+        a.sessions.get_or_create("chat1")
+        a.sessions.append("chat1", {"role": "user", "content": "the lighthouse keeper is Ada"})
+        assert [i.id for i in b.sessions.list()] == ["chat1"]
+        got = b.sessions.get("chat1")
+        assert got is not None and got.messages[0]["content"] == "the lighthouse keeper is Ada"
+        b.sessions.append("chat1", {"role": "assistant", "content": "noted"})
+        seen = a.sessions.get("chat1")
+        assert seen is not None and [m["content"] for m in seen.messages] == [
+            "the lighthouse keeper is Ada",
+            "noted",
+        ]
+        result = b.sessions.compact("chat1", keep_last=1)
+        assert result.flushed_count == 1
+        compacted = a.sessions.get("chat1")
+        assert compacted is not None and compacted.compacted == 1
+        assert compacted.messages[0]["content"].startswith("[Conversation history summary")
+        assert compacted.seq(1) == 1
+        hits = a.recall_conversation("lighthouse keeper")
+        assert hits and hits[0].session_id == "chat1"  # compacted turns stay recallable
+        assert a.sessions.latest_main() is not None
+        assert not list((tmp_path / "a").rglob("*.json"))  # no session file on either host
+        assert not list((tmp_path / "b").rglob("*.json"))
+
+
+def test_automatic_compaction_keeps_the_seed_view_and_every_row(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    settings = host(postgres_url, tmp_path, session_compact_trigger=20, session_compact_keep=10)
+    with open_agent(new_agent_id(), settings=settings) as mem:
+        mem.sessions.get_or_create("s")
+        for n in range(25):
+            mem.sessions.append("s", {"role": "user", "content": f"turn {n}"})
+        view = mem.sessions.get("s")
+        assert view is not None
+        assert len(view.messages) <= 20 and view.messages[-1]["content"] == "turn 24"
+        assert [view.seq(i) for i in range(1, len(view.messages))] == list(
+            range(25 - len(view.messages) + 1, 25)
+        )
+        assert mem.recall_conversation("turn 3")[0].text == "turn 3"
+
+
+def test_an_unknown_session_is_refused_and_a_restore_starts_one(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    with open_agent(new_agent_id(), settings=host(postgres_url, tmp_path)) as mem:
+        with pytest.raises(NotFoundError):
+            mem.sessions.append("nope", {"role": "user", "content": "x"})
+        restored = mem.sessions.restore(
+            [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+        )
+        assert [m["content"] for m in restored.messages] == ["hi", "hello"]
+        assert mem.sessions.recent(restored.id, 1) == [{"role": "assistant", "content": "hello"}]
+        assert mem.delete_session(restored.id)
+        assert mem.sessions.get(restored.id) is None
+
+
+def test_daily_logs_are_shared(postgres_url: str, tmp_path: Path) -> None:
+    agent = new_agent_id()
+    with open_agent(agent, settings=host(postgres_url, tmp_path / "a")) as a:
+        entry = a.daily_log.write("shipped the release")
+        assert entry.path is None
+    with open_agent(agent, settings=host(postgres_url, tmp_path / "b")) as b:
+        assert "shipped the release" in b.daily_log.read()
+        assert b.daily_log.days() == [entry.day]
+        assert "shipped the release" in b.daily_log.recent(1)
+    assert not (tmp_path / "a" / "agents" / agent / "daily-logs").exists()
+
+
+def _old_version_files(url: str, home: Path, agent: str) -> Path:
+    """Session files and a daily log as the previous version kept them on a PostgreSQL
+    deployment (in the host's home), with one session compacted."""
+    root = home / "agents" / agent
+    limits = Limits(session_compact_trigger=20, session_compact_keep=10)
+    with open_agent(agent, settings=host(url, home)) as mem:
+        files = SessionStore(AgentPaths(root), mem.lock, limits, mem.settings.clock, agent_id=agent)
+        files.get_or_create("long")
+        for n in range(30):
+            files.append("long", {"role": "user", "content": f"long turn {n}"})
+        files.get_or_create("short")
+        files.append("short", {"role": "user", "content": "the short one"})
+        files.close()
+        # the previous version recorded what compaction dropped in the store
+        for n in range(30):
+            mem.store.index_message(
+                agent, "long", n, "user", f"long turn {n}", mem.settings.clock()
+            )
+    (root / "daily-logs").mkdir(exist_ok=True)
+    (root / "daily-logs" / "2026-11-30.md").write_text("\n## [09:00:00] Agent: x\n\nold day\n")
+    return root
+
+
+def test_session_files_and_logs_move_into_the_database_once(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    agent = new_agent_id()
+    root = _old_version_files(postgres_url, tmp_path / "a", agent)
+    backup = tmp_path / "backup"
+    shutil.copytree(root / "sessions", backup / "sessions")
+    shutil.copytree(root / "daily-logs", backup / "daily-logs")
+    with open_agent(agent, settings=host(postgres_url, tmp_path / "a")) as mem:
+        assert sorted(i.id for i in mem.sessions.list()) == ["long", "short"]
+    assert not list((root / "sessions").glob("*.json"))
+    # killed before the files went (or copied back): moving again doubles nothing
+    shutil.copytree(backup / "sessions", root / "sessions", dirs_exist_ok=True)
+    shutil.copytree(backup / "daily-logs", root / "daily-logs", dirs_exist_ok=True)
+    with open_agent(agent, settings=host(postgres_url, tmp_path / "a")) as mem:
+        long = mem.sessions.get("long")
+        assert long is not None and long.compacted > 0
+        assert long.messages[-1]["content"] == "long turn 29"
+        rows = mem.store.transcript_messages(agent, session_id="long")
+        assert [r.seq for r in rows] == list(range(30))
+        short = mem.sessions.get("short")
+        assert short is not None and [m["content"] for m in short.messages] == ["the short one"]
+        assert mem.daily_log.read("2026-11-30").count("old day") == 1
+        mem.sessions.append("long", {"role": "user", "content": "after the move"})
+        assert mem.store.transcript_messages(agent, session_id="long")[-1].seq == 30
+    with open_agent(agent, settings=host(postgres_url, tmp_path / "b")) as b:
+        long = b.sessions.get("long")
+        assert long is not None and long.messages[-1]["content"] == "after the move"
