@@ -56,6 +56,7 @@ class Row(Protocol):
     """A result row read by position (a tuple, or an ``sqlite3.Row``)."""
 
     def __getitem__(self, index: int, /) -> Any: ...
+    def __len__(self) -> int: ...
 
 
 @dataclass(frozen=True)
