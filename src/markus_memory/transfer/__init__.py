@@ -4,10 +4,11 @@
 :class:`Settings` to another: every document of the markdown layers (knowledge.md, NOTEBOOK.md,
 state.md, the legacy MEMORY.md / memories.json, every file in ``role/``) goes through the
 :class:`DocumentStore` of each side with its exact text and modification time, and every other
-file of the agent directory (sessions, daily logs, anything else) is copied byte for byte with
-its modification time, because those stay on files whatever the document store is, dot-names
+file of the agent directory is copied byte for byte with its modification time, dot-names
 included (the memory tool lets a model create ``.notes``). Lock files and the temporary files
-of writes in progress are not copied.
+of writes in progress are not copied. Sessions and daily logs are files too between two file
+memories; when either side holds them in its database they go in their canonical form
+(``_conversations``: a session as its checkpoint file's Markus JSON, a log as its day's text).
 
 Nothing is read through the layers, so a copy never migrates, normalises or prunes anything:
 files → PostgreSQL → files gives back the same bytes. The destination agent must be empty
