@@ -4,37 +4,31 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Mapping
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
+from ._conversations import Conversations
 from ._docs import DocumentStore
 from ._fs import sweep_temps, validate_id
 from ._fs_docs import FileDocuments
 from ._lock import AgentLock
-from .backend import MOVED_MARKER, Backend, open_backend
+from .backend import Backend, open_backend
 from .config import AgentPaths, Settings
-from .errors import BusyError, ClosedError, InvalidInputError, MarkusMemoryError, MigrationError
+from .errors import BusyError, ClosedError, MarkusMemoryError, MigrationError
 from .layers.activities import ActivityLog
 from .layers.daily_log import DailyLog
-from .layers.histories import Histories
 from .layers.knowledge import KnowledgeDoc, KnowledgeFile, Observation
 from .layers.migration import plan_migration
 from .layers.notebook import Notebook
 from .layers.procedural import RoleLoader
-from .layers.sessions import HeldSessions, Session, Sessions, SessionStore, message_text
-from .layers.sessions import move_in as move_sessions_in
+from .layers.sessions import Sessions
 from .layers.state import StateFile
 from .search.embedders import Embedder, configured_embedder
 from .search.memory_search import MemorySearcher, SearchResult, open_memory_searcher
 from .search.recall import ConversationHit
-from .search.transcript_log import SessionSource
-from .search.transcripts import Transcripts, transcript_message
 from .storage.audit import pending_in_file
-from .storage.base import EpisodicStore, NewEntry, TranscriptMessage
+from .storage.base import EpisodicStore
 from .storage.dream_journal import recover
 
 logger = logging.getLogger(__name__)
@@ -71,39 +65,20 @@ class AgentMemory:
         self.knowledge = KnowledgeFile(*layer_args, documents=docs)
         self.embedder = embedder if embedder is not None else configured_embedder(settings.embedder)
         self._searcher: MemorySearcher | None = None
-        self._transcripts = Transcripts(
-            lambda: self.store,
+        self._conversations = Conversations(
             self.agent_id,
-            sessions=self._session_sources,
-            session=self._session_source,
+            self.paths,
+            self.lock,
+            settings,
+            lambda: self.store,
             embedder=self.embedder,
             scratch=self.backend.scratch_transcripts,
+            held=held,
         )
-        self._files = SessionStore(
-            *layer_args,
-            agent_id=self.agent_id,
-            on_append=self._transcripts.on_append,
-            before_compact=self._transcripts.before_compact,
-            seq_floor=self._seq_floor,
-        )
-        self.sessions: Sessions = self._files
-        if held:
-            self.sessions = HeldSessions(
-                lambda: self.store,
-                self.agent_id,
-                settings.limits,
-                settings.clock,
-                entry_of=self._entry_of,
-                stored=self._transcripts.stored,
-            )
-        self.histories = Histories(
-            lambda: self.store,
-            self.agent_id,
-            settings.limits,
-            settings.clock,
-            adopt=self._adopt_history,
-            stored=self._transcripts.stored,
-        )
+        self._transcripts = self._conversations.transcripts
+        self._files = self._conversations.files
+        self.sessions: Sessions = self._conversations.sessions
+        self.histories = self._conversations.histories
         self._closed = False
         self._store: EpisodicStore | None = store
         self._activities: ActivityLog | None = None
@@ -111,7 +86,7 @@ class AgentMemory:
         self._migrate_legacy()
         self._recover_dream()
         if held:
-            self._move_files_in()
+            self._conversations.move_files_in(self.daily_log)
 
     @property
     def store(self) -> EpisodicStore:
@@ -275,82 +250,7 @@ class AgentMemory:
         neither held it."""
         self._check_open()
         session_id = validate_id("session id", session_id)
-        had_files = self._files.delete(session_id) or self.sessions.delete(session_id)
-        return self._transcripts.forget(session_id) > 0 or had_files
-
-    def _move_files_in(self) -> None:
-        """Sessions and daily logs live in the database with the documents: files an earlier
-        version left here move in (once; see ``layers/sessions/_move_in``). Files an in-place
-        export left behind (:data:`MOVED_MARKER`) are its backup: the export copied them."""
-        if (self.paths.root / MOVED_MARKER).exists():
-            return
-        has_sessions = self.paths.sessions_dir.is_dir() and any(self._files.list())
-        if not has_sessions and not self.paths.daily_logs_dir.is_dir():
-            return
-        with self.lock:
-            if has_sessions:
-                self._transcripts.caught_up()  # the store records every message of the files
-                move_sessions_in(self._files, self.store, partial(session_rows, self.agent_id))
-            self.daily_log.move_in()
-
-    def _entry_of(
-        self, session_id: str, message: Mapping[str, Any], encoded: str, now: datetime
-    ) -> NewEntry:
-        """How a Markus session message held in the database is stored."""
-        metadata = message.get("metadata")
-        row = transcript_message(
-            self.agent_id,
-            session_id,
-            0,
-            str(message.get("role")),
-            message_text(message),
-            metadata if isinstance(metadata, Mapping) else None,
-            now,
-        )
-        return NewEntry(
-            role=row.role,
-            text=row.content[: self.settings.limits.recall_text_max_chars],
-            body=encoded,
-            created_at=row.created_at,
-            speaker=row.speaker,
-            metadata=row.metadata,
-        )
-
-    def _seq_floor(self, session_id: str) -> int:
-        """Where a new session file under ``session_id`` numbers from; InvalidInputError when
-        that id is a framework history (the two kinds never share an id)."""
-        head = self.store.conversation(self.agent_id, session_id)
-        if head is not None and head.kind == "history":
-            raise InvalidInputError(
-                f"{session_id!r} is a framework history of this agent (memory.histories), "
-                "not a Markus session: use another session id"
-            )
-        return self._transcripts.seq_floor(session_id)
-
-    def _adopt_history(self, key: str) -> None:
-        """Move a framework history an older version kept in a Markus session file into the
-        store: the store already records every message the file held (compacted ones too),
-        so it becomes a ``history`` conversation over those rows and the file goes."""
-        session = self._files.get(key)
-        if session is None:
-            return
-        self._transcripts.caught_up()
-        held = self.store.transcript_messages(self.agent_id, session_id=key)
-        first = min((m.seq for m in held), default=session.first_seq)
-        top = max((m.seq + 1 for m in held), default=first)
-        self.store.adopt_entries(
-            self.agent_id,
-            key,
-            "history",
-            started_at=session.started_at,
-            last_activity_at=session.last_activity_at,
-            first_seq=first,
-            next_seq=top,
-            view_from=first,
-            summary=None,
-            bodies=[],
-        )
-        self._files.delete(key)
+        return self._conversations.delete(session_id)
 
     def catch_up_transcripts(self) -> None:
         """Record in the store every session message it does not hold yet (appends still
@@ -359,38 +259,12 @@ class AgentMemory:
         self._check_open()
         self._transcripts.caught_up().wait_for_vectors()
 
-    def _session_sources(self) -> Iterator[SessionSource]:
-        """Every session file for the catch-up import: id and activity time (nothing parsed)."""
-        for info in self._files.list():
-            yield SessionSource(
-                info.id,
-                info.last_activity_at,
-                partial(self._session_messages, info.id),
-                partial(self._files.peek_next_seq, info.id),
-            )
-
-    def _session_source(self, session_id: str) -> SessionSource | None:
-        session = self._files.get(session_id)
-        if session is None:
-            return None
-        return SessionSource(
-            session_id, session.last_activity_at, partial(self._session_messages, session_id)
-        )
-
-    def _session_messages(self, session_id: str) -> list[TranscriptMessage]:
-        """The messages of a session file with absolute seqs, for the import. Files keep no
-        per-message time: one without ``metadata["timestamp"]`` takes the session's start."""
-        session = self._files.get(session_id)
-        return [] if session is None else session_rows(self.agent_id, session)
-
     def close(self) -> None:
         """Flush and release everything this handle holds; from then on every write, search
         and recall through it raises ClosedError. Safe to call twice."""
         if self._closed:
             return
-        self.sessions.close()
-        self._files.close()
-        self._transcripts.close()  # every queued append reaches the store before it closes
+        self._conversations.close()  # every queued append reaches the store first
         if self._searcher is not None:
             self._searcher.close()
         self._searcher = None
@@ -416,29 +290,6 @@ class AgentMemory:
 
     def __repr__(self) -> str:
         return f"AgentMemory({self.agent_id!r}, home={str(self.settings.home)!r})"
-
-
-def session_rows(agent_id: str, session: Session) -> list[TranscriptMessage]:
-    """The transcript rows of a session's messages (its compaction summary left out). Files
-    keep no per-message time: one without ``metadata["timestamp"]`` takes the session's start."""
-    found = []
-    for index, raw in enumerate(session.messages):
-        seq = session.seq(index)
-        if seq is None:  # the summary standing in for compacted messages
-            continue
-        metadata = raw.get("metadata")
-        found.append(
-            transcript_message(
-                agent_id,
-                session.id,
-                seq,
-                str(raw.get("role")),
-                message_text(raw),
-                metadata if isinstance(metadata, Mapping) else None,
-                session.started_at,
-            )
-        )
-    return found
 
 
 def open_documents(

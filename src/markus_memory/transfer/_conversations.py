@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .._conversations import session_rows
 from .._fs import atomic_write_bytes, read_text
 from .._lock import AgentLock
 from ..errors import InvalidInputError
@@ -30,7 +31,6 @@ from ..layers.sessions import (
     session_text,
     take_over,
 )
-from ..memory import session_rows
 from ..storage.base import NewEntry
 from ._side import Side
 
