@@ -145,3 +145,38 @@ def test_session_files_and_logs_move_into_the_database_once(
     with open_agent(agent, settings=host(postgres_url, tmp_path / "b")) as b:
         long = b.sessions.get("long")
         assert long is not None and long.messages[-1]["content"] == "after the move"
+
+
+_OTHER_PROCESS = """
+import sys
+from markus_memory import Settings, open_agent
+home, agent = sys.argv[1], sys.argv[2]
+with open_agent(agent, settings=Settings(home=home, embedder="none")) as mem:
+    mem.sessions.get_or_create("chat1")
+    mem.sessions.append("chat1", {"role": "user", "content": "the harbour master is Bo"})
+    mem.daily_log.write("fixed the harbour crane")
+"""
+
+
+def test_two_processes_on_one_sqlite_home_share_a_conversation(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _OTHER_PROCESS, str(tmp_path), "agt_sq"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    settings = Settings(home=tmp_path, embedder="none", limits=Limits())
+    with open_agent("agt_sq", settings=settings) as mem:
+        assert [i.id for i in mem.sessions.list()] == ["chat1"]
+        mem.sessions.append("chat1", {"role": "assistant", "content": "noted"})
+        got = mem.sessions.get("chat1")
+        assert got is not None and [m["content"] for m in got.messages] == [
+            "the harbour master is Bo",
+            "noted",
+        ]
+        assert mem.sessions.compact("chat1", keep_last=1).flushed_count == 1
+        assert mem.recall_conversation("harbour master")[0].session_id == "chat1"
+        assert "fixed the harbour crane" in mem.daily_log.read()
