@@ -180,3 +180,29 @@ def test_two_processes_on_one_sqlite_home_share_a_conversation(tmp_path: Path) -
         assert mem.sessions.compact("chat1", keep_last=1).flushed_count == 1
         assert mem.recall_conversation("harbour master")[0].session_id == "chat1"
         assert "fixed the harbour crane" in mem.daily_log.read()
+
+
+def test_doctor_reports_files_to_move_and_fix_moves_them(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from markus_memory.cli import cli
+
+    agent = new_agent_id()
+    root = _old_version_files(postgres_url, tmp_path, agent)
+    monkeypatch.setenv("MARKUS_HOME", str(tmp_path))
+    monkeypatch.setenv("MARKUS_DATABASE_URL", postgres_url)
+    runner = CliRunner()
+    before = sorted(p.name for p in (root / "sessions").iterdir())
+    checked = runner.invoke(cli, ["doctor", "--agent", agent], catch_exceptions=False)
+    assert checked.exit_code == 1 and "3 session and daily log files" in checked.output
+    assert (
+        sorted(p.name for p in (root / "sessions").iterdir()) == before
+    )  # a check changes nothing
+    fixed = runner.invoke(cli, ["doctor", "--agent", agent, "--fix"], catch_exceptions=False)
+    assert fixed.exit_code == 0, fixed.output
+    assert not list((root / "sessions").glob("*.json"))
+    with open_agent(agent, settings=host(postgres_url, tmp_path / "other")) as mem:
+        assert sorted(i.id for i in mem.sessions.list()) == ["long", "short"]
+        assert "old day" in mem.daily_log.read("2026-11-30")

@@ -221,3 +221,17 @@ def session_rows(agent_id: str, session: Session) -> list[TranscriptMessage]:
             )
         )
     return found
+
+
+def files_to_move(settings: Settings, paths: AgentPaths) -> int:
+    """How many session files and daily logs of an agent directory the next open moves into
+    the database (0 unless the documents live in PostgreSQL; files an in-place export left as
+    its backup are not moved)."""
+    if not settings.documents_on_postgres or (paths.root / MOVED_MARKER).exists():
+        return 0
+    found = 0
+    if paths.sessions_dir.is_dir() and not paths.sessions_dir.is_symlink():
+        found += sum(1 for p in paths.sessions_dir.glob("*.json"))
+    if paths.daily_logs_dir.is_dir() and not paths.daily_logs_dir.is_symlink():
+        found += sum(1 for p in paths.daily_logs_dir.glob("*.md"))
+    return found

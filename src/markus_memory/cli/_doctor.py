@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from .._conversations import files_to_move
 from .._fs import read_text, validate_id
 from .._lock import AgentLock
 from ..agents import Roster, existing, roster
@@ -41,6 +42,8 @@ from ._repair import (
 )
 from ._search import index_checks
 
+MOVE_IN = "sessions and daily logs in the database"
+
 
 def _run(subject: str, check: str, probe: Callable[[], object]) -> Check:
     try:
@@ -61,6 +64,10 @@ def agent_checks(settings: Settings, name: str) -> list[Check]:
     paths = AgentPaths(settings.agent_dir(name))
     if pending_migration(settings, name):
         return [Check(name, "legacy migration", False, "pending (fix: migrate)", fixable=True)]
+    waiting = files_to_move(settings, paths)
+    if waiting:
+        detail = f"{waiting} session and daily log files still in {paths.root}"
+        return [Check(name, MOVE_IN, False, f"{detail} (fix: move them in)", fixable=True)]
     checks = []
     with open_agent(name, settings=settings) as mem:
         checks.append(_run(name, "knowledge.md parses", mem.knowledge.read))
@@ -200,6 +207,11 @@ def planned(item: Check) -> str:
         return item.repair
     if item.check == "legacy migration":
         return "migrate MEMORY.md / memories.json into knowledge.md and state.md (as `migrate`)"
+    if item.check == MOVE_IN:
+        return (
+            "move the agent's session files and daily logs into the database (each once; the "
+            "files are deleted once the database holds them)"
+        )
     if item.check == "schema current":
         where = "the PostgreSQL database" if item.subject == PG_SUBJECT else "data.db"
         return f"apply the pending database migrations to {where}"
@@ -221,7 +233,7 @@ def fix_one(settings: Settings, item: Check) -> str:
             return repair_utf8_file(item.target)
     if item.check.startswith("session "):
         return repair_session(settings, item.subject, item.check.removeprefix("session "))
-    if item.check == "legacy migration":
+    if item.check in ("legacy migration", MOVE_IN):
         open_agent(item.subject, settings=settings).close()
     elif item.check == "schema current" and item.subject == PG_SUBJECT:
         return apply_pending(settings)
