@@ -104,3 +104,31 @@ def test_a_closed_memory_refuses_every_write_and_starts_no_thread(isolated_home:
     assert {t.name for t in threading.enumerate()} <= threads, "a writer thread restarted"
     with open_agent("alice") as again:  # another handle on the same agent is not closed
         again.notebook.upsert("current-task", "from a new handle")
+
+
+def test_a_closed_memory_refuses_every_read_too(backend: object, tmp_path: Path) -> None:
+    from tests.backends import Backend, open_on
+
+    assert isinstance(backend, Backend)
+    mem = open_on(backend, tmp_path)
+    notebook = mem.notebook  # a layer kept from before still refuses writes (its lock)
+    mem.close()
+    for read in (
+        lambda: mem.notebook.read(),
+        lambda: mem.knowledge.read(),
+        lambda: mem.state.entries(),
+        lambda: mem.roles.role(),
+        lambda: mem.sessions.list(),
+        lambda: mem.sessions.get("chat"),
+        lambda: mem.daily_log.read(),
+        lambda: mem.histories.list(),
+        lambda: mem.documents.names(),
+        lambda: mem.search("anything"),
+        lambda: mem.activities,
+        lambda: mem.store,
+        lambda: mem.catch_up_transcripts(),
+    ):
+        with pytest.raises(ClosedError, match="closed; open it again"):
+            read()
+    with pytest.raises(ClosedError):
+        notebook.upsert("task", "after closing")

@@ -7,6 +7,7 @@ import threading
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
+from typing import NoReturn
 
 from ._conversations import Conversations
 from ._docs import DocumentStore
@@ -260,8 +261,9 @@ class AgentMemory:
         self._transcripts.caught_up().wait_for_vectors()
 
     def close(self) -> None:
-        """Flush and release everything this handle holds; from then on every write, search
-        and recall through it raises ClosedError. Safe to call twice."""
+        """Flush and release everything this handle holds; from then on every call through it
+        (a layer's read or write, search, recall, the store) raises ClosedError. Safe to call
+        twice."""
         if self._closed:
             return
         self._conversations.close()  # every queued append reaches the store first
@@ -275,7 +277,10 @@ class AgentMemory:
             store.close()
         self.documents.close()
         self._closed = True
-        self.lock.close(self._closed_message())  # every layer's write takes this lock
+        message = self._closed_message()
+        self.lock.close(message)  # a layer object kept from before refuses every write
+        for name in _LAYERS:  # and through the handle every call, reads included
+            setattr(self, name, _Closed(message))
 
     def __enter__(self) -> AgentMemory:
         return self
@@ -290,6 +295,29 @@ class AgentMemory:
 
     def __repr__(self) -> str:
         return f"AgentMemory({self.agent_id!r}, home={str(self.settings.home)!r})"
+
+
+_LAYERS = (
+    "notebook",
+    "state",
+    "knowledge",
+    "daily_log",
+    "roles",
+    "sessions",
+    "histories",
+    "documents",
+)
+"""The layers a handle exposes as attributes; each becomes :class:`_Closed` at ``close()``."""
+
+
+class _Closed:
+    """Stands for a layer of a closed handle: any use raises :class:`ClosedError`."""
+
+    def __init__(self, message: str) -> None:
+        self._message = message
+
+    def __getattr__(self, name: str) -> NoReturn:
+        raise ClosedError(self._message)
 
 
 def open_documents(

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from markus_memory.errors import StorageError
+from markus_memory.errors import ClosedError, StorageError
 from markus_memory.storage import sqlite_schema
 from markus_memory.storage.base import Activity
 from markus_memory.storage.migrations import Migrations
@@ -215,11 +215,11 @@ def test_search_index_can_add_its_own_migration_set(tmp_path: Path) -> None:
     store.close()
 
 
-def test_closed_store_raises_storage_error(tmp_path: Path) -> None:
+def test_closed_store_raises_closed_error(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "data.db")
     store.close()
     store.close()
-    with pytest.raises(StorageError, match="closed"):
+    with pytest.raises(ClosedError, match="closed"):
         store.query_activities("a1")
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import POSTGRES_URL_SCHEMES
 from ..errors import (
     BackendUnavailableError,
+    ClosedError,
     DatabaseMissingError,
     ExtraNotInstalledError,
     InvalidInputError,
@@ -310,7 +311,7 @@ class PostgresDatabase:
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
         pool = self._pool
         if pool is None:
-            raise StorageError(f"{self.description}: the store is closed")
+            raise ClosedError(f"{self.description}: the store is closed")
         psycopg = self._psycopg
         try:
             with pool.connection(timeout=self._timeout) as conn:

@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 from ..analysis import cjk_phrase, quote_fts
 from ..config import iso_ms, parse_iso
-from ..errors import InvalidInputError, StorageError
+from ..errors import ClosedError, InvalidInputError, StorageError
 from ._records import EPOCH as EPOCH
 from ._records import RowDecoder
 from ._sql import SEARCH_CANDIDATES, DialectSql
@@ -315,7 +315,7 @@ class SqliteDatabase:
     def connection(self) -> sqlite3.Connection:
         """This thread's connection (autocommit mode; use :meth:`write` for transactions)."""
         if self._closed:
-            raise StorageError(f"{self.path}: the store is closed")
+            raise ClosedError(f"{self.path}: the store is closed")
         shared = self._shared
         conn: sqlite3.Connection | None = getattr(shared.local, "conn", None)
         if conn is None:
