@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from markus_memory import open_agent
-from markus_memory.errors import ClosedError, NotFoundError, StorageError
+from markus_memory.errors import ClosedError, NotFoundError
 from markus_memory.storage.base import ChatMessage, ChatSession
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
@@ -38,7 +38,7 @@ def test_close_closes_the_store(isolated_home: Path) -> None:
     store = mem.store
     mem.close()
     mem.close()
-    with pytest.raises(StorageError):
+    with pytest.raises(ClosedError):
         store.query_activities("a1")
 
 
