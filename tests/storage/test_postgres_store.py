@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 
 from markus_memory.config import Settings
-from markus_memory.errors import BackendUnavailableError, InvalidInputError, StorageError
+from markus_memory.errors import (
+    BackendUnavailableError,
+    ClosedError,
+    InvalidInputError,
+    StorageError,
+)
 from markus_memory.memory import open_agent, open_store
 from markus_memory.storage.base import Activity
 from markus_memory.storage.sqlite import SqliteStore
@@ -101,7 +106,7 @@ def test_stores_on_one_url_share_one_pool(pg_url: str) -> None:
     second.insert_activity(Activity("act-1", "a1", "task", "still open", T0))
     assert second.get_activity("a1", "act-1") is not None
     second.close()
-    with pytest.raises(StorageError):
+    with pytest.raises(ClosedError):
         second.get_activity("a1", "act-1")
 
 
