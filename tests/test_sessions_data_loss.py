@@ -27,7 +27,11 @@ class Home:
     def __init__(self, tmp_path: Path, url: str | None) -> None:
         self.agent_id = "alice" if url is None else f"alice_{secrets.token_hex(4)}"
         self.clock = FakeClock(T0)  # never moves: no test may lean on distinct times
-        self.settings = Settings(home=tmp_path, clock=self.clock, database_url=url)
+        # Session files with the store on either backend (held sessions: test_many_hosts.py).
+        documents = "auto" if url is None else "files"
+        self.settings = Settings(
+            home=tmp_path, clock=self.clock, database_url=url, documents=documents
+        )
         self.sessions = tmp_path / "agents" / self.agent_id / "sessions"
 
     def open(self) -> AgentMemory:

@@ -35,11 +35,14 @@ def clock() -> Clock:
 
 
 class Home:
-    """One agent on one backend: SQLite ``data.db`` or the run's PostgreSQL schema."""
+    """One agent's session files with its store on either backend: SQLite ``data.db`` or the
+    run's PostgreSQL schema (with ``documents="files"``: sessions the database holds are
+    tested in ``test_many_hosts.py``)."""
 
     def __init__(self, tmp_path: Path, clock: Clock, url: str | None) -> None:
         self.agent_id = "alice" if url is None else f"alice_{secrets.token_hex(4)}"
-        self.settings = Settings(home=tmp_path, clock=clock, database_url=url)
+        documents = "auto" if url is None else "files"
+        self.settings = Settings(home=tmp_path, clock=clock, database_url=url, documents=documents)
         self.dir = tmp_path / "agents" / self.agent_id
 
     def open(self) -> AgentMemory:
