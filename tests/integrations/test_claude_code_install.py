@@ -72,6 +72,7 @@ def test_local_scope_writes_machine_paths_only_into_personal_files(
     claude = Path(os.environ["CLAUDE_CONFIG_DIR"])
     first = install("--project", str(project), "--agent", "coder")
     assert first.exit_code == 0, first.output
+    assert "keep it out of version control" in first.output
     local = read(project / ".claude" / "settings.local.json")
     for event, name in EVENTS.items():
         [command] = [c for c in commands(local, event) if "markus_memory" in c]
@@ -115,7 +116,7 @@ def test_user_scope_writes_the_user_files_and_leaves_the_project_alone(tmp_path:
     project.mkdir()
     result = install("--project", str(project), "--scope", "user", "--agent", "coder")
     assert result.exit_code == 0, result.output
-    assert list(project.iterdir()) == []
+    assert list(project.iterdir()) == [] and "version control" not in result.output
     settings = read(claude / "settings.json")
     assert all(commands(settings, event) for event in EVENTS)
     config = read(claude / ".claude.json")

@@ -207,6 +207,11 @@ def install_claude(
         click.echo(f"updated {path}")
     for path in report.unchanged:
         click.echo(f"already set up: {path}")
+    if scope == "local":
+        click.echo(
+            "note: .claude/settings.local.json holds paths of this machine: keep it out of "
+            "version control (a .gitignore line)"
+        )
 
 
 COMMANDS: tuple[click.Command, ...] = (hook, install)
