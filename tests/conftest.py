@@ -18,10 +18,12 @@ settings.load_profile("markus")
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """No test ever touches the real ~/.markus: MARKUS_HOME points into tmp_path."""
+    """No test ever touches the real ~/.markus (MARKUS_HOME points into tmp_path) or ~/.claude."""
     home = tmp_path / "markus-home"
     monkeypatch.setenv("MARKUS_HOME", str(home))
     monkeypatch.delenv("MARKUS_DATABASE_URL", raising=False)
     # Tests choose their embedder: none unless a test sets one (the default is the MiniLM).
     monkeypatch.setenv("MARKUS_EMBEDDER", "none")
+    # Nor the real Claude Code settings: `install claude-code` writes where this points.
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-config"))
     yield home

@@ -208,3 +208,27 @@ def test_time_filters_use_each_messages_append_time_after_reopening(home, clock)
         assert {h.timestamp for h in hits} == {T0 + timedelta(days=1), T0 + timedelta(days=2)}
         late = mem.recall_conversation("lunch", since=T0 + timedelta(hours=60), limit=10)
         assert [h.index for h in late] == [3]
+
+
+def test_one_metadata_string_per_message_is_read_without_the_messages(home, clock) -> None:  # type: ignore[no-untyped-def]
+    metas = [
+        {"claude_code": {"entry": {"uuid": "u-1", "big": "x" * 10_000}}},
+        {"claude_code": {"entry": {"uuid": 7}}},  # not a string: left out
+        None,
+        {"claude_code": {"line": "line:ab"}},
+        {"claude_code": {"entry": {"uuid": "u-2 'quoted' \"too\" 雨"}}},
+    ]
+    with home.open() as mem:
+        sid, other = mem.sessions.create().id, mem.sessions.create().id
+        for meta in metas:
+            message = {"role": "user", "content": "hi"}
+            mem.sessions.append(sid, message if meta is None else {**message, "metadata": meta})
+        mem.sessions.append(other, {"role": "user", "content": "x", "metadata": metas[0]})
+    with home.open() as mem:
+        read = mem.store.transcript_metadata_strings
+        assert read(home.agent_id, sid, ("claude_code", "entry", "uuid")) == [
+            "u-1",
+            "u-2 'quoted' \"too\" 雨",
+        ]
+        assert read(home.agent_id, sid, ("claude_code", "line")) == ["line:ab"]
+        assert read(home.agent_id, "nope", ("claude_code", "line")) == []

@@ -8,7 +8,9 @@ README documents them: 1 the operation failed or was refused, 2 the command line
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,7 +35,9 @@ CALLS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("dream", "undo"): (),
     ("export",): ("--to-home", "{tmp}/export"),
     ("hook", "pre-compact"): (),
+    ("hook", "session-end"): (),
     ("hook", "session-start"): (),
+    ("hook", "stop"): (),
     ("import",): ("--from-home", "{tmp}/import"),
     ("init",): (),
     ("install", "claude-code"): ("--project", "{tmp}"),
@@ -60,7 +64,7 @@ CREATORS = {("init",)}
 """The command that creates the agent it names; every other one, writers included, refuses an
 agent the memory does not have (a typo never starts a new agent)."""
 NOT_AN_AGENT = {("agents",)}
-HOOKS = {("hook", "pre-compact"), ("hook", "session-start")}
+HOOKS = {("hook", name) for name in ("pre-compact", "session-start", "stop", "session-end")}
 """Claude Code hooks exit 1 for every failure (Claude Code reads exit 2 as "block")."""
 SETUP = {("install", "claude-code")}
 """Writes a host's configuration for an agent that is created on first use."""
@@ -94,8 +98,12 @@ def call(path: tuple[str, ...], tmp: Path, agent: str | None = None) -> list[str
     return args
 
 
-def run(home: Path, args: list[str], env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(cli, ["--home", str(home), *args], env=env, catch_exceptions=True)
+def run(
+    home: Path, args: list[str], env: dict[str, str] | None = None, stdin: str | None = None
+) -> Result:
+    return CliRunner().invoke(
+        cli, ["--home", str(home), *args], input=stdin, env=env, catch_exceptions=True
+    )
 
 
 REBUILT_IN_PART = "could not rebuild: "
@@ -115,11 +123,8 @@ def failed_cleanly(result: Result, code: int) -> str:
         lines = lines[:1]
     assert len(lines) == 1, result.stderr
     assert "unexpected" not in lines[0], lines[0]  # the catch-all is for bugs, not for users
-    return (
-        lines[0]
-        .removeprefix("markus-memory SessionStart hook: ")
-        .removeprefix("markus-memory PreCompact hook: ")
-    )
+    hook = re.match(r"markus-memory (SessionStart|PreCompact|Stop|SessionEnd) hook: ", lines[0])
+    return lines[0][hook.end() :] if hook else lines[0]
 
 
 def bad_argument(path: tuple[str, ...]) -> int:
@@ -178,8 +183,9 @@ def test_a_missing_agent_is_refused_by_every_command(path: tuple[str, ...], tmp_
 def test_an_unknown_option_is_a_usage_error(path: tuple[str, ...], tmp_path: Path) -> None:
     args = call(path, tmp_path) if path in CALLS else list(path)
     result = run(tmp_path / "home", [*args, "--bogus"])
-    assert result.exit_code == 2 and "Traceback" not in result.output
-    assert result.stderr.strip().splitlines()[-1].startswith("Error: No such option")
+    assert result.exit_code == bad_argument(path) and "Traceback" not in result.output
+    said = "markus-memory hook: No such option" if path in HOOKS else "Error: No such option"
+    assert result.stderr.strip().splitlines()[-1].startswith(said)
 
 
 def test_serve_refuses_bad_arguments_in_one_line(tmp_path: Path) -> None:
@@ -202,8 +208,11 @@ def test_every_command_on_a_missing_postgres_database(tmp_path: Path) -> None:
     home = tmp_path / "home"
     seeded(home)
     (tmp_path / "import").mkdir()
-    for path in COMMANDS:
-        result = run(home, call(path, tmp_path, "al"), env)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text('{"type": "user", "uuid": "u1", "message": {"content": "hi"}}\n')
+    given = json.dumps({"session_id": "s1", "transcript_path": str(transcript)})
+    for path in COMMANDS:  # a hook gets valid input: it reads it before the database
+        result = run(home, call(path, tmp_path, "al"), env, given if path in HOOKS else None)
         if path in SETUP:  # writes a host's config only
             assert result.exit_code == 0
             continue

@@ -1,5 +1,6 @@
-"""Claude Code hooks fed recorded hook JSON and a transcript; `install claude-code` twice;
-the Claude Agent SDK session store through the SDK's own conformance suite."""
+"""Claude Code hooks fed recorded hook JSON and a transcript; the Claude Agent SDK session
+store through the SDK's own conformance suite (the hooks as processes:
+test_claude_code_hooks.py; the installer: test_claude_code_install.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import dataclasses
 import itertools
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -44,6 +44,23 @@ def test_session_start_prints_the_memory_context_as_additional_context(home: Pat
     assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     context = answer["hookSpecificOutput"]["additionalContext"]
     assert "Invoices live in Postgres." in context and "migrate the storage module" in context
+
+
+def test_session_start_shows_the_newest_observations_capped(home: Path) -> None:
+    with open_agent("coder", home) as mem:
+        for n in range(30):
+            mem.knowledge.save_observation(f"observation number {n:02d} " + "detail " * n * 10)
+    result = CliRunner().invoke(
+        cli, ["hook", "session-start", "--agent", "coder"], input=hook_input("session_start.json")
+    )
+    assert result.exit_code == 0, result.output
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    block = context[context.index("## Recent Observations") :]
+    shown = [line for line in block.splitlines() if line.startswith("- [")]
+    assert len(shown) == 20
+    assert "observation number 10" in shown[0] and "observation number 29" in shown[-1]
+    assert "observation number 09" not in context
+    assert all(len(line) < 460 for line in shown) and shown[-1].endswith("…")
 
 
 @pytest.fixture
@@ -123,59 +140,6 @@ def test_pre_compact_runs_the_flush_when_a_model_is_configured(tmp_path: Path) -
         assert [o.content for o in mem.knowledge.observations()] == [
             "Invoice numbers restart in January"
         ]
-
-
-def test_install_claude_code_twice_keeps_existing_settings(tmp_path: Path) -> None:
-    project = tmp_path / "proj"
-    (project / ".claude").mkdir(parents=True)
-    existing_settings: dict[str, Any] = {
-        "permissions": {"allow": ["Bash(npm test)"]},
-        "hooks": {
-            "PreCompact": [{"matcher": "", "hooks": [{"type": "command", "command": "echo bye"}]}],
-            "Stop": [{"hooks": [{"type": "command", "command": "say done"}]}],
-        },
-    }
-    (project / ".claude" / "settings.json").write_text(json.dumps(existing_settings))
-    (project / ".mcp.json").write_text(
-        json.dumps({"mcpServers": {"other": {"command": "other-server", "args": []}}})
-    )
-    args = ["install", "claude-code", "--project", str(project), "--agent", "coder"]
-    first = CliRunner().invoke(cli, args)
-    assert first.exit_code == 0, first.output
-    settings_1 = (project / ".claude" / "settings.json").read_text()
-    mcp_1 = (project / ".mcp.json").read_text()
-    second = CliRunner().invoke(cli, args)
-    assert second.exit_code == 0 and "already set up" in second.output
-    assert (project / ".claude" / "settings.json").read_text() == settings_1
-    assert (project / ".mcp.json").read_text() == mcp_1
-
-    settings = json.loads(settings_1)
-    assert settings["permissions"] == existing_settings["permissions"]
-    assert settings["hooks"]["Stop"] == existing_settings["hooks"]["Stop"]
-    pre = [h["command"] for g in settings["hooks"]["PreCompact"] for h in g["hooks"]]
-    start = [h["command"] for g in settings["hooks"]["SessionStart"] for h in g["hooks"]]
-    assert pre[0] == "echo bye" and pre[1].endswith("hook pre-compact --agent coder")
-    assert len(start) == 1 and start[0].endswith("hook session-start --agent coder")
-    servers = json.loads(mcp_1)["mcpServers"]
-    assert servers["other"] == {"command": "other-server", "args": []}
-    assert servers["markus-memory"]["args"][-3:] == ["serve", "--agent", "coder"]
-
-    moved = CliRunner().invoke(cli, [*args[:-1], "helper"])  # another agent: updated in place
-    assert moved.exit_code == 0
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
-    start = [h["command"] for g in settings["hooks"]["SessionStart"] for h in g["hooks"]]
-    assert len(start) == 1 and start[0].endswith("--agent helper")
-
-
-def test_install_refuses_a_broken_settings_file_and_writes_nothing(tmp_path: Path) -> None:
-    project = tmp_path / "proj"
-    (project / ".claude").mkdir(parents=True)
-    (project / ".claude" / "settings.json").write_text("{ not json")
-    result = CliRunner().invoke(cli, ["install", "claude-code", "--project", str(project)])
-    assert result.exit_code == 2 and "not valid JSON" in result.output
-    assert "Traceback" not in result.output
-    assert not (project / ".mcp.json").exists()
-    assert (project / ".claude" / "settings.json").read_text() == "{ not json"
 
 
 def test_the_session_store_passes_the_sdks_conformance_suite(tmp_path: Path) -> None:

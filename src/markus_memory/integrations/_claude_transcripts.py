@@ -1,7 +1,7 @@
 """Claude transcripts (JSONL lines) kept in the agent's sessions: each line verbatim in a
 session message whose text feeds recall; a line's ``uuid`` is its idempotency key.
 
-Shared by the Claude Code PreCompact hook and the Claude Agent SDK session store.
+Shared by the Claude Code hooks (``_claude_lines``) and the Claude Agent SDK session store.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError
@@ -36,7 +35,7 @@ def scope_prefix(project_key: str) -> str:
     return f"claude-code_{hashlib.blake2b(project_key.encode(), digest_size=6).hexdigest()}_"
 
 
-def _message(entry: Mapping[str, Any]) -> dict[str, Any]:
+def line_message(entry: Mapping[str, Any]) -> dict[str, Any]:
     """The session message for one transcript line: its text for recall, the line verbatim."""
     inner = entry.get("message")
     inner = inner if isinstance(inner, Mapping) else {}
@@ -97,32 +96,25 @@ def entries_of(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
-def record_entries(
-    memory: AgentMemory,
-    sid: str,
-    entries: Sequence[Mapping[str, Any]],
-    *,
-    whole_file: bool = False,
-) -> int:
+def record_entries(memory: AgentMemory, sid: str, entries: Sequence[Mapping[str, Any]]) -> int:
     """Append the transcript lines not yet in session ``sid``; how many were appended.
 
-    A line whose ``uuid`` is already recorded is skipped. A line without one is appended as it
-    comes (the SDK's contract for mirrored batches), or, with ``whole_file`` (the hook reads the
-    whole transcript each time), skipped when an identical line is already recorded. Every line
-    is checked before the first is written.
+    A line whose ``uuid`` is already recorded is skipped; a line without one is appended as it
+    comes (the SDK's contract for mirrored batches). Every line is checked before the first is
+    written.
     """
     with memory.lock:
         session = memory.sessions.get(sid)
-        seen = {_identity(e, whole_file) for e in (entries_of(session.messages) if session else [])}
+        seen = {_identity(e) for e in (entries_of(session.messages) if session else [])}
         fresh = []
         for entry in entries:
             if not isinstance(entry, Mapping):
                 raise InvalidInputError(f"a transcript line must be an object, got {entry!r:.40}")
-            identity = _identity(entry, whole_file)
+            identity = _identity(entry)
             if identity is not None and identity in seen:
                 continue
             seen.add(identity)
-            fresh.append(_message(entry))
+            fresh.append(line_message(entry))
         if not fresh:
             return 0
         _check_json(fresh)
@@ -132,13 +124,9 @@ def record_entries(
         return len(fresh)
 
 
-def _identity(entry: Mapping[str, Any], by_content: bool) -> str | None:
+def _identity(entry: Mapping[str, Any]) -> str | None:
     uuid = entry.get("uuid")
-    if isinstance(uuid, str):
-        return "uuid:" + uuid
-    if by_content:
-        return "line:" + json.dumps(entry, sort_keys=True, default=str)
-    return None
+    return "uuid:" + uuid if isinstance(uuid, str) else None
 
 
 def _check_json(messages: list[dict[str, Any]]) -> None:
@@ -146,20 +134,3 @@ def _check_json(messages: list[dict[str, Any]]) -> None:
         json.dumps(messages, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"a transcript line is not plain JSON: {exc}") from None
-
-
-def read_transcript(path: Path) -> list[dict[str, Any]]:
-    """The JSON objects of a transcript JSONL file; a torn last line (being written) is skipped."""
-    lines = []
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(value, dict):
-                lines.append(value)
-    return lines

@@ -393,6 +393,14 @@ class TranscriptIndex(Protocol):
         """Every recorded message of the agent (or of one session), by session id then seq."""
         ...
 
+    def transcript_metadata_strings(
+        self, agent_id: str, session_id: str, path: Sequence[str]
+    ) -> list[str]:
+        """The string at ``path`` (keys from the top) in the metadata of each message of one
+        session, by seq; messages without a string there are left out. Reads that value
+        only, so a caller can check what a long session holds without loading it."""
+        ...
+
     def transcript_marks(self, agent_id: str) -> dict[str, TranscriptMark]:
         """The mark of every session of the agent the store holds."""
         ...

@@ -230,6 +230,21 @@ class TranscriptTables(RecallQueries):
             rows = d.bind(conn).rows(query, params)
         return [d.decode.transcript_message(r) for r in rows]
 
+    def transcript_metadata_strings(
+        self, agent_id: str, session_id: str, path: Sequence[str]
+    ) -> list[str]:
+        d = self.dialect
+        if d.name == "sqlite":
+            value, kind = "json_extract(metadata, ?)", "json_type(metadata, ?) = 'text'"
+            where: Any = "$" + "".join(f'."{key}"' for key in path)
+        else:
+            value, kind = "metadata #>> ?::text[]", "jsonb_typeof(metadata #> ?::text[]) = 'string'"
+            where = list(path)
+        query = f"SELECT {value} FROM transcript_messages WHERE {_SESSION} AND {kind} ORDER BY seq"
+        with self.read() as conn:
+            rows = d.bind(conn).rows(query, (where, agent_id, session_id, where))
+        return [str(r[0]) for r in rows]
+
     def transcript_marks(self, agent_id: str) -> dict[str, TranscriptMark]:
         d = self.dialect
         with self.read() as conn:
