@@ -5,6 +5,7 @@ words alone finds nothing anywhere."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,6 +18,7 @@ from markus_memory.storage.base import Activity
 from markus_memory.storage.migrations import SqliteMigrationTarget
 from markus_memory.storage.sqlite import SqliteStore
 from markus_memory.storage.sqlite_schema import migrations as sqlite_migrations
+from markus_memory.tools import dispatch
 from tests.postgres_support import new_agent_id, postgres_url
 from tests.storage.pg import postgres_schema_url
 
@@ -86,6 +88,8 @@ def _activities(mem: AgentMemory, query: str, text: str, ids: tuple[str, str]) -
     assert [h.activity.id for h in mem.activities.search(query)] == list(ids)
     found = mem.store.search_activities(mem.agent_id, query)
     assert [h.activity.id for h in found] == list(ids)
+    tool = json.loads(dispatch(mem, "recall_activity", {"query": query}))
+    assert [a["id"] for a in tool["activities"]] == list(ids)
 
 
 LAYERS = {
@@ -110,6 +114,8 @@ def test_stop_words_alone_find_nothing_in_any_layer(settings: Settings) -> None:
         assert mem.search(STOP_WORDS_ONLY).hits == []
         assert mem.recall_conversation(STOP_WORDS_ONLY) == []
         assert mem.activities.search(STOP_WORDS_ONLY) == []
+        tool = json.loads(dispatch(mem, "recall_activity", {"query": STOP_WORDS_ONLY}))
+        assert tool["activities"] == []
 
 
 def test_a_cjk_word_is_found_inside_a_run_and_a_missing_one_is_not(settings: Settings) -> None:
