@@ -16,13 +16,13 @@ from urllib.parse import quote
 
 import psycopg
 
+from markus_memory.storage.pg_activity_search import search_row
 from markus_memory.storage.postgres import PostgresStore
 from markus_memory.storage.postgres_schema import (
     ACTIVITY_SEARCH_AGENT_INDEX,
     ACTIVITY_SEARCH_INDEXES,
-    activity_document_sql,
-    headline_sql,
 )
+from markus_memory.storage.sqlite_schema import MAX_INDEXED_LOG_CHARS
 
 COPY_CHUNK = 50_000
 
@@ -64,10 +64,6 @@ def build(
             "DROP INDEX IF EXISTS idx_activity_search_doc, idx_activity_search_headline, "
             "idx_activity_search_agent, idx_activity_search_agent_doc"
         )
-        conn.execute(
-            "CREATE UNLOGGED TABLE staged (id TEXT, agent_id TEXT, started_at TIMESTAMPTZ, "
-            "label TEXT, summary TEXT, keywords TEXT, logs TEXT)"
-        )
         columns = (
             "id, agent_id, mailbox_item_id, type, label, task_id, started_at, ended_at, "
             "total_tokens, total_tools, success, summary, keywords, created_at"
@@ -76,27 +72,21 @@ def build(
         done = 0
         while done < n:
             chunk = [next(source) for _ in range(min(COPY_CHUNK, n - done))]
-            # One COPY at a time per connection: the activities, then their search text.
+            # One COPY at a time per connection: the activities, then their search documents
+            # (the one analyser's terms, as the store writes them).
             with conn.cursor().copy(f"COPY agent_activities ({columns}) FROM STDIN") as copy:
                 for row, _ in chunk:
                     copy.write_row((*row[:10], bool(row[10]), *row[11:]))
-            with conn.cursor().copy("COPY staged FROM STDIN") as copy:
+            with conn.cursor().copy(
+                "COPY activity_search (activity_id, agent_id, started_at, document, headline) "
+                "FROM STDIN"
+            ) as copy:
                 for row, logs in chunk:
-                    copy.write_row((row[0], row[1], row[6], row[4], row[11], row[12], logs))
+                    source = (*row[:2], row[6], row[4], row[12], row[11])
+                    copy.write_row(search_row((*source, logs[:MAX_INDEXED_LOG_CHARS])))
             done += len(chunk)
             conn.commit()
             print(f"  copied {done:,} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-        conn.execute(
-            "INSERT INTO activity_search (activity_id, agent_id, started_at, document, headline) "
-            "SELECT id, agent_id, started_at, "
-            + activity_document_sql("label", "keywords", "summary", "logs")
-            + ", "
-            + headline_sql("label", "keywords")
-            + " FROM staged"
-        )
-        conn.commit()
-        print(f"  documents in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-        conn.execute("DROP TABLE staged")
         for statement in (*ACTIVITY_SEARCH_INDEXES, ACTIVITY_SEARCH_AGENT_INDEX):
             conn.execute(statement)
         conn.commit()

@@ -27,11 +27,12 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from markus_memory.analysis import term_text
 from markus_memory.storage.sqlite import SqliteStore
 from markus_memory.storage.sqlite_schema import SLOT_SHIFT
 
 CACHE_DIR = Path(__file__).with_name(".cache")
-BUILD_VERSION = 4
+BUILD_VERSION = 5  # 5: documents of the one analyser's terms (m016)
 CHUNK = 50_000
 T0_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
@@ -118,14 +119,14 @@ def build(path: Path, n: int, agents: int) -> None:
     started = time.perf_counter()
     batch: list[tuple[object, ...]] = []
     docs: list[tuple[int, str, str]] = []
-    fts: list[tuple[int, object, object, object, str]] = []
+    fts: list[tuple[int, str, str, str, str]] = []
     for i, (row, logs) in enumerate(rows(n, agents), start=1):
         k = (i - 1) % agents
         counters[k] += 1
         rowid = ((k + 1) << SLOT_SHIFT) + counters[k]
         batch.append(row)
         docs.append((rowid, str(row[0]), str(row[1])))
-        fts.append((rowid, row[4], row[11], row[12], logs))
+        fts.append((rowid, *map(term_text, (str(row[4]), str(row[11]), str(row[12]), logs))))
         if len(batch) == CHUNK:
             flush(conn, batch, docs, fts)
             print(f"  built {i:,} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
@@ -140,7 +141,7 @@ def flush(
     conn: sqlite3.Connection,
     batch: list[tuple[object, ...]],
     docs: list[tuple[int, str, str]],
-    fts: list[tuple[int, object, object, object, str]],
+    fts: list[tuple[int, str, str, str, str]],
 ) -> None:
     conn.execute("BEGIN")
     conn.executemany(

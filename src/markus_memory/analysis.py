@@ -1,11 +1,14 @@
 """The one text analyser: words, stop words, stems, CJK bigrams, term keys and FTS quoting.
 
-Every full-text index of the store is fed by :func:`analyse` and every query goes through
-:func:`query_tokens`, on SQLite and PostgreSQL alike, so a query finds the same words in every
-layer and on both backends. Documents are split into Unicode letter/digit words (diacritics
-removed, lower-cased, Porter-stemmed); a run of CJK characters, which has no spaces between
-words, becomes its overlapping character pairs ("数据库" -> "数据", "据库"), so a two-character
-query word matches inside a longer run.
+Every full-text index of the store is fed by :func:`tokens` (or its keyed :func:`term_counts`)
+and every query goes through :func:`query_terms` and :func:`query_tokens`, on SQLite and
+PostgreSQL alike, so a query finds the same words in every layer and on both backends.
+Documents are split into Unicode words: runs of letters and digits with their combining marks
+(so a Devanagari word keeps its vowel signs and viramas), diacritics removed, lower-cased,
+Porter-stemmed. A run of CJK characters, which has no spaces between words, becomes its
+overlapping character pairs ("数据库" -> "数据", "据库"), so a two-character query word matches
+inside a longer run. Each emoji is a term of its own, and a dotted name ("a.b.c",
+"file.py", "3.5") is a term as written besides the words it is made of.
 """
 
 from __future__ import annotations
@@ -16,16 +19,63 @@ import re
 import threading
 import unicodedata
 from collections import Counter, _count_elements  # type: ignore[attr-defined]  # C counter
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
+from itertools import chain
 
 import Stemmer
 
-# Unicode letters and digits; apostrophes and all punctuation split words ("caroline's" ->
-# "caroline", "s"; the one-letter remainder is dropped from queries below).
-_WORD = re.compile(r"[^\W_]+")
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_PIECE = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
 _CJK_RUN = re.compile(rf"[{_CJK}]+")
+# The CJK runs and the other runs of one word.
+_PIECE = re.compile(rf"[{_CJK}]+|[^{_CJK}]+")
+# ASCII words and dotted names, in lower-cased ASCII text.
+_ASCII_TOKEN = re.compile(r"[a-z0-9]+(?:\.[a-z0-9]+)*")
+
+# Every combining mark of Unicode lies in these ranges (tests check it for the running Python).
+MARK_RANGES = ((0x300, 0x1E950), (0xE0100, 0xE01F0))
+# The blocks whose symbols (category So) are emoji and pictographs; skin-tone modifiers (Sk),
+# variation selectors (Mn) and joiners (Cf) are not terms.
+EMOJI_RANGES = ((0x2300, 0x2400), (0x2600, 0x27C0), (0x2B00, 0x2C00), (0x1F000, 0x1FB00))
+
+
+def _char_class(code_points: Iterable[int]) -> str:
+    """A regex character class body listing ``code_points`` (ascending) as ranges."""
+    spans: list[list[int]] = []
+    for cp in code_points:
+        if spans and spans[-1][1] == cp - 1:
+            spans[-1][1] = cp
+        else:
+            spans.append([cp, cp])
+    return "".join(
+        re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}"
+        for lo, hi in spans
+    )
+
+
+@functools.cache
+def combining_marks() -> str:
+    """A regex character class body of every combining mark (Unicode categories Mn, Mc, Me);
+    built on first use (scanning Unicode takes tens of milliseconds)."""
+    category = unicodedata.category
+    return _char_class(
+        cp
+        for cp in chain.from_iterable(range(lo, hi) for lo, hi in MARK_RANGES)
+        if category(chr(cp))[0] == "M"
+    )
+
+
+@functools.cache
+def _unicode_token() -> re.Pattern[str]:
+    """Words (letters and digits with their combining marks), dotted names and single emoji
+    of lower-cased text."""
+    emoji = _char_class(
+        cp
+        for cp in chain.from_iterable(range(lo, hi) for lo, hi in EMOJI_RANGES)
+        if unicodedata.category(chr(cp)) == "So"
+    )
+    word = rf"[^\W_]+(?:[{combining_marks()}]+[^\W_]*)*"
+    return re.compile(rf"{word}(?:\.{word})*|[{emoji}]")
+
 
 # English function words plus the question words that carry no topic. Removing them from the
 # query is the single largest gain over plain bm25 on conversational questions (measured on
@@ -57,8 +107,22 @@ def _stemmer() -> Stemmer.Stemmer:
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased words of ``text`` in order (letters and digits; everything else splits)."""
-    return _WORD.findall(text.lower())
+    """Lower-cased words of ``text`` in order: runs of letters and digits (with their combining
+    marks), each emoji, and each dotted name ("a.b.c") followed by its words; everything else
+    splits."""
+    lowered = text.lower()
+    found = (_ASCII_TOKEN if lowered.isascii() else _unicode_token()).findall(lowered)
+    return _with_parts(found) if "." in lowered else found
+
+
+def _with_parts(found: list[str]) -> list[str]:
+    """Words with each dotted name followed by its words."""
+    out: list[str] = []
+    for word in found:
+        out.append(word)
+        if "." in word:
+            out.extend(word.split("."))
+    return out
 
 
 def _fold(word: str) -> str:
@@ -68,52 +132,60 @@ def _fold(word: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-def tokens(text: str) -> list[str]:
-    """The index terms of ``text`` in order: stemmed words and CJK character pairs."""
-    if text.isascii():
-        return list(_stemmer().stemWords(_WORD.findall(text.lower())))
+def _terms(found: Iterable[str], cjk: bool = True) -> list[str]:
+    """The index terms of words in order: a dotted name as written (diacritics removed), a CJK
+    run as its character pairs, an emoji as it is, any other word folded and stemmed
+    (``cjk=False``: the words hold no CJK character)."""
     out: list[str] = []
-    plain: list[str] = []
-    for piece in _PIECE.findall(text.lower()):
-        if _CJK_RUN.fullmatch(piece):
-            if len(piece) == 1:
-                out.append(piece)
+    plain: list[int] = []  # positions in ``out`` of the words to stem
+    for word in found:
+        if "." in word:
+            out.append(_fold(word))
+            continue
+        for piece in _PIECE.findall(word) if cjk and not word.isascii() else (word,):
+            if cjk and _CJK_RUN.fullmatch(piece):
+                if len(piece) == 1:
+                    out.append(piece)
+                else:
+                    out.extend(piece[i : i + 2] for i in range(len(piece) - 1))
             else:
-                out.extend(piece[i : i + 2] for i in range(len(piece) - 1))
-        else:
-            folded = _fold(piece)
-            plain.append(folded)
-            out.append(folded)
+                plain.append(len(out))
+                out.append(_fold(piece))
     if plain:
-        stems = iter(_stemmer().stemWords(plain))
-        out = [next(stems) if not _CJK_RUN.fullmatch(t) else t for t in out]
+        stems = _stemmer().stemWords([out[i] for i in plain])
+        for i, stem in zip(plain, stems, strict=True):
+            out[i] = stem
     return out
 
 
-def cjk_pairs(text: str) -> str:
-    """The character pairs of every CJK run of ``text``, space-separated (a lone character
-    stays itself); "" when it has none. Full-text indexes whose tokenizer keeps a CJK run as
-    one token index ``text`` plus these, so a two-character word is found inside a run."""
-    out: list[str] = []
-    for run in _CJK_RUN.findall(text):
-        out.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
-    return " ".join(out)
+def _has_dotted_name(text: str) -> bool:
+    """Whether ASCII ``text`` has a dot between two letters or digits (most dots end a
+    sentence: looking at each is quicker than a regular expression over the whole text)."""
+    at = text.find(".")
+    while 0 <= at:
+        if 0 < at < len(text) - 1 and text[at - 1].isalnum() and text[at + 1].isalnum():
+            return True
+        at = text.find(".", at + 1)
+    return False
 
 
-def with_cjk_pairs(text: str) -> str:
-    """``text`` followed by its :func:`cjk_pairs` (unchanged without CJK)."""
-    pairs = cjk_pairs(text)
-    return f"{text}\n{pairs}" if pairs else text
+def tokens(text: str) -> list[str]:
+    """The index terms of ``text`` in order: stemmed words, CJK character pairs, emoji and
+    dotted names (see the module notes)."""
+    lowered = text.lower()
+    if lowered.isascii():
+        found = _ASCII_TOKEN.findall(lowered)
+        if not _has_dotted_name(lowered):
+            return list(_stemmer().stemWords(found))
+        return _terms(_with_parts(found), cjk=False)
+    return _terms(words(text), cjk=_CJK_RUN.search(lowered) is not None)
 
 
-def cjk_phrase(term: str) -> str:
-    """A query term as the phrase such an index holds: a CJK run becomes its pairs in order
-    (matched as adjacent tokens); other terms are unchanged."""
-    if not _CJK_RUN.search(term):
-        return term
-    return " ".join(
-        cjk_pairs(piece) if _CJK_RUN.fullmatch(piece) else piece for piece in _PIECE.findall(term)
-    )
+def term_text(text: str) -> str:
+    """The index terms of ``text`` joined by spaces: what an engine's own full-text index holds
+    (activities: FTS5 on SQLite, ``tsvector`` on PostgreSQL), so that it finds this analyser's
+    terms and nothing else."""
+    return " ".join(tokens(text))
 
 
 def analyse(text: str) -> Counter[str]:
@@ -124,9 +196,14 @@ def analyse(text: str) -> Counter[str]:
 WORD_CACHE_SIZE = 1 << 17
 """Words whose term key :func:`term_counts` remembers (emptied when full)."""
 # An ASCII word is the run of letters and digits between other characters, lower-cased: one
-# translation of the text and a split give the same words as ``_WORD`` on its lower case.
+# translation of the text and a split give the same words as ``_ASCII_TOKEN`` on its lower
+# case. Text with a dotted name keeps its dots, and the pieces holding one (a dotted name, or
+# a word at a sentence end) are analysed apart.
 _ASCII_WORDS = str.maketrans(
     {chr(i): chr(i).lower() if chr(i).isalnum() else " " for i in range(128)}
+)
+_ASCII_WORDS_AND_DOTS = str.maketrans(
+    {chr(i): chr(i).lower() if chr(i).isalnum() or chr(i) == "." else " " for i in range(128)}
 )
 
 
@@ -140,7 +217,18 @@ class _WordKeys(dict[str, int]):
         return key
 
 
+class _PieceKeys(dict[str, tuple[int, ...]]):
+    """Lower-cased ASCII piece with dots ("end.", "a.b.c") -> the term keys of its terms."""
+
+    def __missing__(self, piece: str) -> tuple[int, ...]:
+        if len(self) >= WORD_CACHE_SIZE:
+            self.clear()
+        keys = self[piece] = tuple(map(term_key, tokens(piece)))
+        return keys
+
+
 _WORD_KEYS = _WordKeys()
+_PIECE_KEYS = _PieceKeys()
 
 
 def term_counts(text: str) -> dict[int, int]:
@@ -148,25 +236,29 @@ def term_counts(text: str) -> dict[int, int]:
     hold): the same as ``analyse`` then ``term_key``, with each ASCII word stemmed and hashed
     once per process rather than once per occurrence."""
     counts: dict[int, int] = {}
-    if text.isascii():
+    if not text.isascii():
+        _count_elements(counts, map(term_key, tokens(text)))
+    elif not _has_dotted_name(text):
         _count_elements(counts, map(_WORD_KEYS.__getitem__, text.translate(_ASCII_WORDS).split()))
     else:
-        _count_elements(counts, map(term_key, tokens(text)))
+        pieces = text.translate(_ASCII_WORDS_AND_DOTS).split()
+        _count_elements(counts, map(_WORD_KEYS.__getitem__, [p for p in pieces if "." not in p]))
+        for piece in [p for p in pieces if "." in p]:
+            _count_elements(counts, _PIECE_KEYS[piece])
     return counts
 
 
 def query_terms(query: str) -> list[str]:
     """The distinct content words of a query, in first-seen order.
 
-    Stop words and one-character words are dropped, digits and CJK characters are kept. A
-    query made only of stop words has none: it matches nothing ("what is it?" is not about
-    anything a memory holds).
+    Stop words and one-character words are dropped; digits, CJK characters and emoji are kept.
+    A dotted name is a query word of its own ("a.b.c", matched as written), and so are its
+    words. A query made only of stop words has none: it matches nothing ("what is it?" is not
+    about anything a memory holds).
     """
     seen: dict[str, None] = {}
     for word in words(query):
-        if word in STOP_WORDS or (
-            len(word) < 2 and not word.isdigit() and not _CJK_RUN.match(word)
-        ):
+        if word in STOP_WORDS or (len(word) < 2 and word.isalpha() and not _CJK_RUN.match(word)):
             continue
         seen.setdefault(word, None)
     return list(seen)
@@ -188,12 +280,10 @@ def joined_pairs(query: str, among: Collection[str] | None = None) -> list[str]:
 
 
 def query_tokens(words_of_query: list[str]) -> list[str]:
-    """The index terms of query words, one entry per occurrence: two words with one stem
-    count that stem twice, as two phrases of a full-text query would."""
-    out: list[str] = []
-    for word in words_of_query:
-        out.extend(tokens(word))
-    return out
+    """The index terms of query words (from :func:`query_terms`), one entry per occurrence:
+    two words with one stem count that stem twice, as two phrases of a full-text query would.
+    A dotted name stays one term (its words are query words of their own)."""
+    return _terms(words_of_query)
 
 
 def query_counts(words_of_query: list[str]) -> dict[int, int]:

@@ -1,13 +1,18 @@
 from __future__ import annotations
 
+import re
+import unicodedata
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from markus_memory import analysis
 from markus_memory.analysis import (
+    MARK_RANGES,
     STOP_WORDS,
     analyse,
+    combining_marks,
     joined_pairs,
     query_counts,
     query_terms,
@@ -15,6 +20,8 @@ from markus_memory.analysis import (
     quote_fts,
     term_counts,
     term_key,
+    term_text,
+    tokens,
     words,
 )
 
@@ -95,3 +102,61 @@ def test_joined_pairs_are_adjacent_content_words_written_as_one() -> None:
     assert joined_pairs("his vegan ice-cream") == ["veganice", "icecream"]
     assert joined_pairs("won 3 video games in 2022") == ["videogames"]
     assert joined_pairs("the of and") == []
+
+
+def test_cjk_runs_become_character_pairs() -> None:
+    assert tokens("我们的数据很重要") == ["我们", "们的", "的数", "数据", "据很", "很重", "重要"]
+    assert tokens("数 and 据") == ["数", "and", "据"]
+    assert query_tokens(query_terms("数据库")) == ["数据", "据库"]
+    assert tokens("Running naïve") == ["run", "naiv"]
+
+
+def test_a_devanagari_word_keeps_its_combining_marks() -> None:
+    # The vowel signs and the virama are marks, not letters: they used to split the word.
+    assert words("कल हम दिल्ली जाएंगे") == ["कल", "हम", "दिल्ली", "जाएंगे"]
+    assert query_terms("दिल्ली") == ["दिल्ली"]
+    assert query_tokens(["दिल्ली"]) == tokens("दिल्ली") != tokens("दिल")
+
+
+def test_each_emoji_is_a_term() -> None:
+    # Skin tones, variation selectors and joiners are not terms of their own.
+    assert words("deploy🚀 done 👍🏻 ❤️ 👩\u200d💻") == [
+        "deploy",
+        "🚀",
+        "done",
+        "👍",
+        "❤",
+        "👩",
+        "💻",
+    ]
+    assert query_terms("🚀") == ["🚀"] and tokens("marker 🚀") == ["marker", "🚀"]
+
+
+def test_a_dotted_name_is_a_term_beside_its_words() -> None:
+    assert words("use a.b.c, then v1.2.") == [
+        "use",
+        "a.b.c",
+        "a",
+        "b",
+        "c",
+        "then",
+        "v1.2",
+        "v1",
+        "2",
+    ]
+    assert tokens("file.py is running") == ["file.py", "file", "py", "i", "run"]
+    assert query_terms("a.b.c") == ["a.b.c"] and query_tokens(["a.b.c"]) == ["a.b.c"]
+    # An ellipsis or a sentence end joins nothing.
+    assert words("wait...what. Next") == ["wait", "what", "next"]
+
+
+def test_term_text_is_the_terms_joined_by_spaces() -> None:
+    assert term_text("She drinks 数据 🚀 a.b") == "she drink 数据 🚀 a.b a b"
+
+
+def test_every_combining_mark_lies_in_the_ranges_scanned() -> None:
+    scanned = re.compile(f"[{combining_marks()}]")
+    for cp in range(0x110000):
+        if unicodedata.category(chr(cp))[0] == "M":
+            assert scanned.match(chr(cp)), hex(cp)
+            assert any(lo <= cp < hi for lo, hi in MARK_RANGES), hex(cp)

@@ -6,6 +6,7 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
+from markus_memory.analysis import words
 from markus_memory.search.keyword import (
     Haystacks,
     curated_ids,
@@ -35,7 +36,8 @@ def test_tokenize_multi_word_with_hyphen_and_underscore() -> None:
 
 
 def test_tokenize_separators_and_short_pieces() -> None:
-    assert tokenize("a: b.cd/ef,gh'ij c++ x") == ["cd", "ef", "gh", "ij", "c++"]
+    # The dotted name "b.cd" is the one analyser's word, added after the original's tokens.
+    assert tokenize("a: b.cd/ef,gh'ij c++ x") == ["cd", "ef", "gh", "ij", "c++", "b.cd"]
     assert tokenize("?") == []
     assert tokenize("a") == []
     assert tokenize("   ") == []
@@ -45,10 +47,13 @@ def test_tokenize_drops_duplicates_keeps_first_order() -> None:
     assert tokenize("Beta alpha BETA beta") == ["beta", "alpha"]
 
 
-def test_tokenize_emoji_and_combining_marks_separate() -> None:
-    assert tokenize("fix😀bug") == ["fix", "bug"]
-    # U+0301 (combining acute) is \p{M}: a separator in the original
-    assert tokenize("cafe\u0301 menu") == ["cafe", "menu"]
+def test_tokenize_keeps_emoji_and_combining_marks() -> None:
+    # The original dropped emoji and split at combining marks (\p{M}, a separator there):
+    # each emoji is a token after the original's, and a mark stays inside its word.
+    assert tokenize("fix😀bug") == ["fix", "bug", "😀"]
+    assert tokenize("cafe\u0301 menu") == ["cafe\u0301", "menu"]
+    assert tokenize("दिल्ली") == ["दिल्ली"]
+    assert tokenize("\u0301 \U0001cf00") == []  # marks of no word are no token
 
 
 def test_tokenize_lowercases_with_lower_not_casefold() -> None:
@@ -204,6 +209,11 @@ def test_no_token_query_returns_nothing() -> None:
 # --- properties --------------------------------------------------------------------------------
 
 
+def _added(query: str) -> list[str]:
+    """The one analyser's words tokenize adds after the original's: dotted names, emoji."""
+    return [w for w in dict.fromkeys(words(query)) if "." in w or not w[0].isalnum()]
+
+
 def _reference_tokenize(query: str) -> list[str]:
     """The original algorithm, classified per character with unicodedata (ASCII reference)."""
     pieces: list[str] = []
@@ -229,14 +239,16 @@ def test_non_cjk_text_tokenizes_exactly_like_the_original(query: str) -> None:
         r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
         r"\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f]",
         query.lower(),
-    ):
+    ) or any(unicodedata.category(ch)[0] == "M" for ch in query):
         return
-    assert tokenize(query) == _reference_tokenize(query)
+    original = _reference_tokenize(query)
+    assert tokenize(query) == original + [w for w in _added(query) if w not in original]
 
 
 @given(st.text(alphabet=st.characters(codec="ascii")))
 def test_ascii_tokenize_matches_original(query: str) -> None:
-    assert tokenize(query) == _reference_tokenize(query)
+    original = _reference_tokenize(query)
+    assert tokenize(query) == original + [w for w in _added(query) if w not in original]
 
 
 @given(st.text())

@@ -95,7 +95,7 @@ None;
 CREATE TABLE _markus_migrations ( migration_set TEXT NOT NULL, name TEXT NOT NULL, applied_at TEXT NOT NULL, PRIMARY KEY (migration_set, name));
 
 -- table activity_fts ON activity_fts
-CREATE VIRTUAL TABLE activity_fts USING fts5(label, summary, keywords, logs, tokenize='porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE activity_fts USING fts5(label, summary, keywords, logs, tokenize="ascii tokenchars '.'");
 
 -- table activity_fts_config ON activity_fts_config
 CREATE TABLE 'activity_fts_config'(k PRIMARY KEY, v) WITHOUT ROWID;

@@ -278,9 +278,9 @@ def test_transcript_search_ranks_only_the_newest_postings_of_a_term_over_the_bou
     assert all(h.agent_id == "a1" for h in store.search_transcript("a1", "update"))
 
 
-def test_search_terms_drop_short_and_duplicate_terms() -> None:
-    assert search_terms("Build  a BUILD feature x") == ["build", "feature"]
-    assert search_terms("") == []
+def test_search_terms_are_the_analysers_distinct_query_terms() -> None:
+    assert search_terms("Build  a BUILD features x") == ["build", "featur"]
+    assert search_terms("what is the") == [] and search_terms("") == []
     assert len(search_terms(" ".join(f"t{i}" for i in range(100)))) == 16
 
 

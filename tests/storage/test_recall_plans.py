@@ -77,7 +77,7 @@ def test_postgres_activity_probe_can_use_the_agent_and_document_index(pg_url: st
             str(r[0])
             for r in conn.execute(
                 "EXPLAIN SELECT activity_id FROM activity_search WHERE agent_id = 'a1' AND "
-                "document @@ phraseto_tsquery('markus_fts', 'feature') "
+                "document @@ 'featur'::tsquery "
                 "ORDER BY started_at DESC, activity_id DESC LIMIT 10"
             )
         )

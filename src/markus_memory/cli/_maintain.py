@@ -208,11 +208,11 @@ def rebuild_derived(
         try:
             episodic = backend.episodic()
             try:
-                episodic.reindex_recall()
+                episodic.rebuild_derived()
             finally:
                 episodic.close()
         except MarkusMemoryError as exc:
-            problems.append(f"conversation recall index: {exc}")
+            problems.append(f"activity search and conversation recall index: {exc}")
     for name in agents:
         try:
             with open_agent(name, settings=settings) as mem:

@@ -8,7 +8,10 @@ Decisions where the original was silent or buggy:
 * Token length is measured in UTF-16 code units, as JavaScript did (one astral character counts 2).
 * CJK runs (Han, kana, Hangul) inside a token additionally yield their overlapping bigrams, and a
   piece that is one single CJK character is kept as a token (the original: phrases only).
-  Text without CJK characters tokenizes exactly as in the original.
+* Combining marks belong to their word (the original split "दिल्ली" at its vowel signs into
+  pieces too short to search), and the words the one analyser (:mod:`markus_memory.analysis`)
+  adds are tokens too: each emoji and each dotted name ("a.b.c", which the original split into
+  one-letter pieces it dropped). Other text tokenizes exactly as in the original.
 * Two curated sections whose names slug to the same id get ``_2``, ``_3``… suffixes (the original
   emitted duplicate ids, which no caller can tell apart).
 * A token matches at the start of a word only (the original matched substrings, so "we" in a
@@ -29,6 +32,8 @@ from datetime import datetime
 from functools import lru_cache
 from itertools import compress
 from typing import Literal, Protocol
+
+from ..analysis import combining_marks, words
 
 CURATED_PREFIX = "curated_"
 CURATED_TYPE = "fact"
@@ -117,7 +122,9 @@ def tokenize(query: str) -> list[str]:
             seen.add(token)
             tokens.append(token)
 
-    for raw in _SEPARATORS.split(query.lower()):
+    lowered = query.lower()
+    separators = _SEPARATORS if lowered.isascii() else _separators_with_marks()
+    for raw in separators.split(lowered):
         piece = raw.strip()
         if not piece:
             continue
@@ -129,7 +136,18 @@ def tokenize(query: str) -> list[str]:
         for run in runs:
             for start in range(len(run) - 1):
                 add(run[start : start + 2])
+    for word in words(lowered):
+        if "." in word or not word[0].isalnum():  # a dotted name or an emoji
+            add(word)
     return tokens
+
+
+@lru_cache(maxsize=1)
+def _separators_with_marks() -> re.Pattern[str]:
+    """:data:`_SEPARATORS` that keeps combining marks inside their word (marks that follow no
+    letter or digit separate, as before)."""
+    marks = combining_marks()
+    return re.compile(rf"[^\w+\-{marks}]+[{marks}]*|^[{marks}]+")
 
 
 def score_haystack(haystack: str, tokens: Sequence[str], full_query_lower: str) -> int:

@@ -7,12 +7,12 @@ Times are timezone-aware UTC datetimes; backends store them as ``iso_ms`` string
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from ..analysis import query_terms, query_tokens
 from .recall_contract import RecallIndex
 
 JsonObject = Mapping[str, Any]
@@ -21,30 +21,18 @@ JsonObject = Mapping[str, Any]
 MAX_QUERY_CHARS = 1000
 MAX_QUERY_TERMS = 16
 
-_SPACE_RE = re.compile(r"\s+")
-
 
 def search_terms(query: str) -> list[str]:
-    """The terms of a free-text query: lower-cased, split on white space, 1-char terms dropped.
-
-    Duplicates are removed (first occurrence kept); at most :data:`MAX_QUERY_TERMS`. Backends
-    turn each term into a literal phrase (FTS5: ``quote_fts``; PostgreSQL: ``phraseto_tsquery``),
-    so no term is ever parsed as query syntax.
+    """The index terms a free-text activity query looks for: the one analyser's terms
+    (:mod:`markus_memory.analysis`) of its first :data:`MAX_QUERY_TERMS` content words,
+    distinct, in first-seen order. Stop words alone give none (the query finds nothing).
+    Backends quote each term as a literal (FTS5: ``quote_fts``; PostgreSQL: a quoted
+    ``tsquery`` lexeme), so no term is ever parsed as query syntax.
     """
     if not isinstance(query, str):
         return []
-    text = query[:MAX_QUERY_CHARS].replace("\x00", " ")
-    # Lone surrogates cannot be encoded for any database driver.
-    text = text.encode("utf-8", "replace").decode("utf-8").lower()
-    terms: list[str] = []
-    for raw in _SPACE_RE.split(text):
-        term = raw.strip()
-        if len(term) <= 1 or term in terms:
-            continue
-        terms.append(term)
-        if len(terms) == MAX_QUERY_TERMS:
-            break
-    return terms
+    found = query_tokens(query_terms(query[:MAX_QUERY_CHARS])[:MAX_QUERY_TERMS])
+    return [term for term in dict.fromkeys(found) if term]
 
 
 @dataclass(frozen=True)
@@ -493,5 +481,10 @@ class EpisodicStore(
     ActivityRepo, MailboxRepo, ChatRepo, TranscriptStore, ConversationRepo, Protocol
 ):
     """Everything AgentMemory needs from a backend."""
+
+    def rebuild_derived(self) -> int:
+        """Rebuild everything derived from the stored rows, for every agent: the activity
+        search and the recall index (one transaction); the number of messages indexed."""
+        ...
 
     def close(self) -> None: ...

@@ -4,8 +4,9 @@ Selected by a URL (``MARKUS_DATABASE_URL`` / ``Settings.database_url``), never b
 timeouts and migrations live in :mod:`.postgres_conn`. Written once for both backends:
 activity reads and writes, mailbox and chat history, the transcript index (see
 :mod:`.sqlite`). What stays here is PostgreSQL's own: activity search as ``tsvector`` + GIN
-ranked by ``ts_rank`` (same weights, same all-terms-then-any-term rule and candidate bound as
-SQLite) and the insert of new transcript messages under their identity ids.
+of the one analyser's terms (:mod:`.pg_activity_search`) ranked by ``ts_rank`` (same
+weights, same all-terms-then-any-term rule and candidate bound as SQLite) and the insert of
+new transcript messages under their identity ids.
 """
 
 from __future__ import annotations
@@ -19,38 +20,16 @@ from .activity_reads import ActivityReads
 from .activity_writes import ActivityWrites
 from .base import ActivityHit, TranscriptMessage, search_terms
 from .conversations import ConversationTables
+from .pg_activity_search import index_activity, index_all, query_text
 from .pg_vectors import PgVectorQueries
 from .postgres_conn import DECODE, PostgresDatabase
-from .postgres_schema import (
-    ACTIVITY_RANK_WEIGHTS,
-    activity_document_sql,
-    headline_sql,
-    tsquery_sql,
-)
+from .postgres_schema import ACTIVITY_RANK_WEIGHTS
 from .recall_index import Doc
 from .side_tables import SideTables
 from .transcripts import TranscriptTables, stored_message
 
 if TYPE_CHECKING:
     import psycopg
-
-
-_REINDEX_SQL = (
-    "INSERT INTO activity_search (activity_id, agent_id, started_at, document, headline) "
-    "SELECT a.id, a.agent_id, a.started_at, "
-    + activity_document_sql(
-        "a.label",
-        "a.keywords",
-        "a.summary",
-        "(SELECT string_agg(content, E'\\n' ORDER BY seq) FROM agent_activity_logs l "
-        "WHERE l.activity_id = a.id)",
-    )
-    + ", "
-    + headline_sql("a.label", "a.keywords")
-    + " FROM agent_activities a WHERE a.id = %s "
-    "ON CONFLICT (activity_id) DO UPDATE SET document = EXCLUDED.document, "
-    "headline = EXCLUDED.headline, started_at = EXCLUDED.started_at"
-)
 
 
 class PostgresStore(
@@ -84,13 +63,20 @@ class PostgresStore(
         )
         return [Doc(*r) for r in inserted]
 
+    def rebuild_derived(self) -> int:
+        """Refill everything derived from the stored rows: the activity search and the recall
+        index (one transaction); the number of messages indexed."""
+        with self.write() as conn:
+            index_all(conn)
+            return self.rebuild(self.dialect.bind(conn))
+
     # -- activity search documents (ActivityWrites keeps them current) ------------------------
 
     def _index_activity(
         self, conn: psycopg.Connection[Any], activity_id: str, *, fresh: bool = False
     ) -> None:
-        del fresh  # one statement builds the document whether or not it exists
-        conn.execute(_REINDEX_SQL, (activity_id,))
+        del fresh  # one upsert writes the document whether or not it exists
+        index_activity(conn, activity_id)
 
     def _drop_search_documents(
         self, conn: psycopg.Connection[Any], params: tuple[Any, ...]
@@ -101,8 +87,9 @@ class PostgresStore(
     def search_activities(self, agent_id: str, query: str, *, limit: int = 10) -> list[ActivityHit]:
         """All terms first (AND); if that finds fewer than ``limit``, any term (OR) fills up.
 
-        Each term is a literal phrase (``phraseto_tsquery``). Ranking is ``ts_rank`` (label 4,
-        keywords 3, summary 2, logs 1, newer first on ties) when the agent has at most
+        The terms are the one analyser's (:func:`~.base.search_terms`), each a quoted
+        ``tsquery`` lexeme: a query of stop words alone finds nothing. Ranking is ``ts_rank``
+        (label 4, keywords 3, summary 2, logs 1, newer first on ties) when the agent has at most
         :attr:`search_candidates` matches; beyond that, as on SQLite, recency: the newest
         matching in label or keywords, then the newest matching anywhere (``score`` 0.0).
         """
@@ -140,7 +127,7 @@ class PostgresStore(
         term is everywhere, or use the GIN index when it is rare). A complete candidate set is
         then ranked by ``ts_rank``; an overflowing one is ordered by recency, as on SQLite.
         """
-        query, params = tsquery_sql(terms, any_term=any_term)
+        query, params = "%s::tsquery", [query_text(terms, any_term=any_term)]
         match = f"agent_id = %s AND document @@ {query}"
         probe = [
             str(r[0])

@@ -6,18 +6,18 @@ it), with native types: ``timestamptz`` for times, ``jsonb`` for JSON, ``boolean
 FTS5: :data:`PG_ONLY_TABLES` and :data:`PG_ONLY_COLUMNS` name what exists only here, and
 :data:`SQLITE_ONLY_TABLES` what exists only on SQLite (its FTS machinery).
 
-Text search configuration ``markus_fts``: English snowball stemming *without* a stop-word list,
-so that "not operator" or "the" stay searchable as in FTS5's porter tokenizer.
+Activity search documents hold the one analyser's terms (m016, :mod:`.pg_activity_search`),
+written as ``tsvector`` input; no text search configuration takes part in it. The configuration
+``markus_fts`` (English snowball stemming without a stop-word list) and ``markus_cjk`` remain
+for the migrations before m016 that still use them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..analysis import cjk_phrase
 from .migrations import Migrations
-from .postgres_conn import clean_text
+from .pg_activity_search import index_all
 from .schema_tables import (
     MARKUS_INDEXES,
     POSTGRES_TYPES,
@@ -206,13 +206,6 @@ def m008_activity_search_cjk(conn: psycopg.Connection[Any]) -> None:
     )
 
 
-def tsquery_sql(terms: Sequence[str], *, any_term: bool = False) -> tuple[str, list[str]]:
-    """SQL for a tsquery in which every term is a literal phrase, and its parameters."""
-    part = f"phraseto_tsquery('{FTS_CONFIG}', %s)"
-    joined = (" || " if any_term else " && ").join([part] * len(terms))
-    return f"({joined})", [clean_text(cjk_phrase(t)) for t in terms]
-
-
 @migrations()
 def m009_recall_neighbour_keys(conn: psycopg.Connection[Any]) -> None:
     # As SQLite m009: the keys of the turns around each recall candidate, read off the index
@@ -295,6 +288,14 @@ def m015_conversations(conn: psycopg.Connection[Any]) -> None:
     # each message exactly as given, and the daily logs of a shared deployment.
     for statement in conversation_tables(POSTGRES_TYPES):
         conn.execute(statement)
+
+
+@migrations()
+def m016_activity_search_analyser(conn: psycopg.Connection[Any]) -> None:
+    # As SQLite m016: activities are searched with the one analyser. Every document and
+    # headline is rewritten from the analyser's terms (pg_activity_search.py); queries are
+    # tsqueries of its terms, so no text search configuration is used any more.
+    index_all(conn)
 
 
 # Also rebuilt by benchmarks/_pg_activities.py after its bulk load.

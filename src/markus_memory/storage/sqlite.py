@@ -4,7 +4,8 @@ Connections, transactions and migrations live in :mod:`.sqlite_conn`. Written on
 backends over the :class:`~.dialect.Dialect`: activity reads and writes (:mod:`.activity_reads`,
 :mod:`.activity_writes`), mailbox and chat history (:mod:`.side_tables`), the transcript index
 (:mod:`.transcripts`). What stays here is SQLite's own: the FTS5 activity search and its
-documents, and the ids of new transcript messages inside the agent's rowid span.
+documents (the one analyser's terms, :mod:`markus_memory.analysis`), and the ids of new
+transcript messages inside the agent's rowid span.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis import with_cjk_pairs
+from ..analysis import term_text
 from ._records import ACTIVITY_COLUMNS
 from ._sql import DialectSql
 from .activity_reads import ActivityReads
@@ -39,9 +40,9 @@ from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS, fill_act
 from .transcripts import TranscriptTables, stored_message
 
 
-def _cjk(*texts: str | None) -> tuple[str | None, ...]:
-    """Search-document fields with their CJK character pairs (the one text analyser)."""
-    return tuple(None if text is None else with_cjk_pairs(text) for text in texts)
+def _analysed(*texts: str) -> tuple[str, ...]:
+    """Search-document fields as the one analyser's terms (see ACTIVITY_FTS_TOKENIZER)."""
+    return tuple(term_text(text) for text in texts)
 
 
 def _new_doc(conn: sqlite3.Connection, activity_id: str, agent_id: str) -> int:
@@ -128,7 +129,7 @@ class SqliteStore(
         conn.execute(
             "INSERT INTO activity_fts (rowid, label, summary, keywords, logs) "
             "VALUES (?, ?, ?, ?, ?)",
-            (rowid, *_cjk(*values, log_text)),
+            (rowid, *_analysed(*values, log_text)),
         )
 
     def _drop_search_documents(self, conn: sqlite3.Connection, params: tuple[Any, ...]) -> None:
@@ -143,12 +144,14 @@ class SqliteStore(
     def search_activities(self, agent_id: str, query: str, *, limit: int = 10) -> list[ActivityHit]:
         """All terms first (AND); if that finds fewer than ``limit``, any term (OR) fills up.
 
-        Every term is a quoted literal. Ranking is bm25 (label 4, keywords 3, summary 2, logs 1,
-        newer first on ties) over all of the agent's matches when there are at most
-        :attr:`search_candidates` of them. A match set larger than that (a term in a large share
-        of the agent's history) says little about relevance and would cost a scan of millions of
-        postings to score, so it is ordered by recency instead: the newest activities matching
-        in label or keywords, then the newest matching anywhere (``score`` 0.0).
+        The terms are the one analyser's (:func:`~.base.search_terms`), each a quoted literal:
+        a query of stop words alone finds nothing. Ranking is bm25 (label 4, keywords 3,
+        summary 2, logs 1, newer first on ties) over all of the agent's matches when there are
+        at most :attr:`search_candidates` of them. A match set larger than that (a term in a
+        large share of the agent's history) says little about relevance and would cost a scan of
+        millions of postings to score, so it is ordered by recency instead: the newest
+        activities matching in label or keywords, then the newest matching anywhere (``score``
+        0.0).
         """
         terms = search_terms(query)
         if not terms or limit <= 0:

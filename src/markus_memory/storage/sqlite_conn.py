@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from ..analysis import cjk_phrase, quote_fts
+from ..analysis import quote_fts
 from ..config import iso_ms, parse_iso
 from ..errors import ClosedError, InvalidInputError, StorageError
 from ._records import EPOCH as EPOCH
@@ -68,7 +68,7 @@ DECODE = RowDecoder(when=from_iso, obj=json_obj)
 
 def fts_match(terms: Sequence[str], *, any_term: bool = False) -> str:
     """An FTS5 MATCH expression in which every term is a quoted literal."""
-    return (" OR " if any_term else " ").join(quote_fts(cjk_phrase(t)) for t in terms)
+    return (" OR " if any_term else " ").join(quote_fts(t) for t in terms)
 
 
 def agent_span(conn: sqlite3.Connection, agent_id: str) -> tuple[int, int] | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ..analysis import with_cjk_pairs
+from ..analysis import term_text
 from .migrations import Migrations
 from .schema_tables import (
     MARKUS_INDEXES,
@@ -21,6 +21,10 @@ from .schema_tables import (
 
 MIGRATION_SET = "markus"
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+# The activity index holds the analyser's terms joined by spaces (analysis.term_text): its
+# tokenizer only splits them again. "ascii" keeps every non-ASCII character (CJK, Devanagari
+# marks, emoji) inside its token; the dot of a dotted name ("a.b.c") is a token character.
+ACTIVITY_FTS_TOKENIZER = "ascii tokenchars '.'"
 # bm25 column weights of activity_fts(label, summary, keywords, logs): a hit in the label or the
 # keywords says more about the episode than one line somewhere in its tool output.
 ACTIVITY_FTS_WEIGHTS = (4.0, 2.0, 3.0, 1.0)
@@ -106,7 +110,7 @@ def fill_activity_search(conn: sqlite3.Connection) -> None:
     )
     conn.execute(
         "CREATE VIRTUAL TABLE activity_fts USING fts5("
-        f"label, summary, keywords, logs, tokenize='{FTS_TOKENIZER}')"
+        f'label, summary, keywords, logs, tokenize="{ACTIVITY_FTS_TOKENIZER}")'
     )
     conn.execute(
         "INSERT OR IGNORE INTO agent_slots (agent_id, slot) "
@@ -121,12 +125,12 @@ def fill_activity_search(conn: sqlite3.Connection) -> None:
         " (PARTITION BY a.agent_id ORDER BY a.started_at, a.id), a.id, a.agent_id "
         "FROM agent_activities a JOIN agent_slots s ON s.agent_id = a.agent_id"
     )
-    conn.create_function("markus_cjk", 1, with_cjk_pairs, deterministic=True)
+    conn.create_function("markus_terms", 1, term_text, deterministic=True)
     conn.execute(
         "INSERT INTO activity_fts (rowid, label, summary, keywords, logs) "
-        "SELECT d.rowid, markus_cjk(a.label), markus_cjk(COALESCE(a.summary, '')), "
-        " markus_cjk(COALESCE(a.keywords, '')), "
-        " markus_cjk(COALESCE(substr((SELECT group_concat(content, char(10)) FROM "
+        "SELECT d.rowid, markus_terms(COALESCE(a.label, '')), "
+        " markus_terms(COALESCE(a.summary, '')), markus_terms(COALESCE(a.keywords, '')), "
+        " markus_terms(COALESCE(substr((SELECT group_concat(content, char(10)) FROM "
         "  (SELECT content FROM agent_activity_logs l WHERE l.activity_id = a.id ORDER BY seq)),"
         f"  1, {MAX_INDEXED_LOG_CHARS}), '')) "
         "FROM activity_search_docs d JOIN agent_activities a ON a.id = d.activity_id"
@@ -265,3 +269,11 @@ def m015_conversations(conn: sqlite3.Connection) -> None:
     # each message exactly as given, and the daily logs of a shared deployment.
     for statement in conversation_tables(SQLITE_TYPES):
         conn.execute(statement)
+
+
+@migrations()
+def m016_activity_search_analyser(conn: sqlite3.Connection) -> None:
+    # Activities are searched with the one analyser, as knowledge and conversations: the FTS5
+    # index is refilled with each field's analysed terms (stems, CJK pairs, Devanagari words,
+    # emoji, dotted names) under a tokenizer that only splits them at spaces.
+    fill_activity_search(conn)
