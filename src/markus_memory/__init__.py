@@ -23,6 +23,7 @@ from .errors import (
     UnwritableError,
 )
 from .layers.daily_log import DailyLogEntry
+from .layers.histories import HistoryInfo, HistoryItem, HistoryRecord
 from .layers.knowledge import CuratedSection, Observation, WriteResult
 from .layers.notebook import NotebookEntry, UpsertResult
 from .layers.procedural import Role
@@ -51,6 +52,9 @@ __all__ = [
     "DatabaseMissingError",
     "Embedder",
     "ExtraNotInstalledError",
+    "HistoryInfo",
+    "HistoryItem",
+    "HistoryRecord",
     "InvalidIdError",
     "InvalidInputError",
     "LLMError",
