@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
-
 from benchmarks import bench_hosts
 from benchmarks._hosts_ops import private_agent
+
 from markus_memory import open_agent
 from tests.postgres_support import URL_ENV
 
