@@ -233,6 +233,7 @@ def run_once(
             "killed": kill,
             "cuts": cuts,
             "figures": figures(results, seconds),
+            "notes": {k: v for r in results for k, v in r["errors"].items()},
             "check": verdict["check"],
             "views": same_state(results + [verdict]),
         }
@@ -313,7 +314,10 @@ def print_run(result: dict[str, Any]) -> None:
             f"{op:10} {t['acked']:7d} {t['failed']:7d} {t['lost']:5d} {t['duplicated']:4d} "
             f"{t['torn']:5d} {t['phantom']:8d}"
         )
-    print(f"acknowledged writes checked: {total}; same view on every host: {result['views']}")
+    lost = sum(t["lost"] for t in result["check"].values())
+    print(f"acknowledged writes checked: {total}, lost {lost}; same view: {result['views']}")
+    for op, note in sorted(result["notes"].items()):
+        print(f"  {op}: {note}")
 
 
 def main() -> None:
