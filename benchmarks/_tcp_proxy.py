@@ -70,7 +70,9 @@ class TcpProxy:
             try:
                 client, _ = self._listener.accept()
             except OSError:
-                return
+                # A client that reset before it was accepted (ECONNABORTED) must not stop the
+                # proxy: only close() does.
+                continue
             if self._refusing:
                 _reset(client)
                 continue

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import secrets
 import signal
@@ -52,7 +53,7 @@ from benchmarks._hosts_ops import (
     shared_agent,
 )
 from benchmarks._tcp_proxy import TcpProxy
-from markus_memory import Settings, open_agent
+from markus_memory import MarkusMemoryError, Settings, open_agent
 
 DEFAULT_URL = os.environ.get(
     "MARKUS_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
@@ -118,17 +119,29 @@ def host_main(args: argparse.Namespace) -> None:
         (run / f"done-{host}").touch()
         _wait_for(run / "read", 600)
         shared = {a: m for a, m in memories.items() if a.startswith("bench_shared_")}
-        sessions = _sessions(args.hosts, args.total_workers)
+        view = _read_view(shared, _sessions(args.hosts, args.total_workers))
         report = {
             "host": host,
             "latencies": stats.latencies,
             "failures": stats.failures,
             "errors": stats.errors,
-            "fingerprint": fingerprint(shared, sessions),
+            "fingerprint": view,
         }
         (run / f"result-{host}.json").write_text(json.dumps(report))
         for mem in memories.values():
             mem.close()
+
+
+def _read_view(memories: dict[str, Any], sessions: list[tuple[str, str]]) -> dict[str, Any]:
+    """:func:`fingerprint`, tried again while the database is unreachable (reads are safe to
+    repeat; a host that cannot read after that reports why)."""
+    for attempt in range(10):
+        try:
+            return fingerprint(memories, sessions)
+        except MarkusMemoryError as exc:
+            failure = f"{type(exc).__name__}: {exc}"
+            time.sleep(1 + attempt)
+    return {"documents": {"unreadable": failure}, "sessions": {}}
 
 
 def _sessions(hosts: int, workers: int) -> list[tuple[str, str]]:
@@ -143,11 +156,16 @@ def _dream(mem: Any, start: float, args: argparse.Namespace, stats: Stats) -> No
     of the way in."""
     from markus_memory.dream import dream
 
-    for n in range(60):
-        mem.knowledge.save_observation(f"the build server is in rack {n % 20}")
-    time.sleep(max(0.0, start + args.seconds / 3 - time.time()))
-    began = time.perf_counter()
-    report = dream(mem)
+    try:
+        for n in range(60):
+            mem.knowledge.save_observation(f"the build server is in rack {n % 20}")
+        time.sleep(max(0.0, start + args.seconds / 3 - time.time()))
+        began = time.perf_counter()
+        report = dream(mem)
+    except MarkusMemoryError as exc:
+        stats.failures["dream"] = 1
+        stats.errors["dream"] = f"{type(exc).__name__}: {exc}"[:300]
+        return
     stats.latencies.setdefault("dream", []).append((time.perf_counter() - began) * 1e3)
     if report.status == "failed":
         stats.failures["dream"] = 1
@@ -337,6 +355,9 @@ def main() -> None:
     args = parser.parse_args()
     args.total_workers = args.workers
     if args.host is not None:
+        # A cut connection makes the background transcript writer log each retry with its
+        # traceback; the workers count failures themselves.
+        logging.basicConfig(level=logging.CRITICAL)
         host_main(args)
         return
     if args.as_checker:
