@@ -217,7 +217,8 @@ def run_once(
             for i in range(hosts):
                 if not _wait_for(run / f"ready-{i}", 300):
                     raise RuntimeError(f"host {i} did not start")
-            (run / "go").write_text(str(time.time() + 0.2))
+            (run / "go.tmp").write_text(str(time.time() + 0.2))
+            (run / "go.tmp").replace(run / "go")  # whole when a host sees it
             if proxy is not None and cut_every:
                 proxy.chaos(cut_every, seed=hosts)
             if kill:
