@@ -137,7 +137,9 @@ def _read_view(memories: dict[str, Any], sessions: list[tuple[str, str]]) -> dic
     repeat; a host that cannot read after that reports why)."""
     for attempt in range(10):
         try:
-            return fingerprint(memories, sessions)
+            view = fingerprint(memories, sessions)
+            view["read attempts"] = attempt + 1
+            return view
         except MarkusMemoryError as exc:
             failure = f"{type(exc).__name__}: {exc}"
             time.sleep(1 + attempt)
@@ -253,6 +255,7 @@ def run_once(
             "cuts": cuts,
             "figures": figures(results, seconds),
             "notes": {k: v for r in results for k, v in r["errors"].items()},
+            "read_attempts": [r["fingerprint"].get("read attempts") for r in results],
             "check": verdict["check"],
             "views": same_state(results + [verdict]),
         }
@@ -335,6 +338,7 @@ def print_run(result: dict[str, Any]) -> None:
         )
     lost = sum(t["lost"] for t in result["check"].values())
     print(f"acknowledged writes checked: {total}, lost {lost}; same view: {result['views']}")
+    print(f"attempts each host needed for its final reads: {result['read_attempts']}")
     for op, note in sorted(result["notes"].items()):
         print(f"  {op}: {note}")
 
