@@ -22,13 +22,14 @@ The guard is plain ASGI (no framework import), so both servers wrap their app in
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import hmac
 import ipaddress
 import json
 import socket
-from collections.abc import Awaitable, Callable, Collection, MutableMapping
+from collections.abc import Awaitable, Callable, Collection, Iterator, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -52,6 +53,9 @@ browser cannot add that header to a form another page submits)."""
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 """The bind addresses that may skip the token: the literal loopback names, nothing else."""
 WILDCARD = frozenset({"0.0.0.0", "::"})
+DRAIN_SECONDS = 25
+"""How long a server stopped by SIGTERM lets requests in flight finish (under the 30 s an
+orchestrator such as Kubernetes waits before it kills)."""
 
 
 class PortInUseError(MarkusMemoryError):
@@ -312,13 +316,29 @@ def url_host(host: str) -> str:
     return f"[{bound}]" if ":" in bound else bound
 
 
-def run_on_socket(app: ASGIApp, sock: socket.socket) -> None:
+def run_on_socket(app: ASGIApp, sock: socket.socket, *, drain_seconds: int = DRAIN_SECONDS) -> None:
     """Serve ``app`` with uvicorn (from the ``mcp`` or ``ui`` extra) on the listening ``sock``
-    until interrupted; the socket is closed afterwards."""
+    until interrupted or sent SIGTERM; the socket is closed afterwards.
+
+    SIGTERM drains: the socket closes at once (a new connection is refused, an idle kept-alive
+    one is closed), requests in flight finish (for at most ``drain_seconds``, then they are
+    cancelled), and this returns, so the process exits 0. SIGINT does the same and then
+    re-raises, as a Ctrl-C does."""
+    import signal
+
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    class Draining(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            with super().capture_signals():
+                yield
+                self._captured_signals[:] = [
+                    s for s in self._captured_signals if s != signal.SIGTERM
+                ]
+
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=drain_seconds)
     try:
-        server.run(sockets=[sock])
+        Draining(config).run(sockets=[sock])
     finally:
         sock.close()

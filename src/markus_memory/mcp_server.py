@@ -18,9 +18,17 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from .errors import ExtraNotInstalledError, MarkusMemoryError, NotFoundError
-from .http_guard import ASGIApp, HttpGuard, bind_socket, check_binding, run_on_socket
+from .http_guard import (
+    DRAIN_SECONDS,
+    ASGIApp,
+    HttpGuard,
+    bind_socket,
+    check_binding,
+    run_on_socket,
+)
 from .mcp_stdio import AnswerUnreadable
 from .prompt import PROFILES, render_memory_context
+from .storage.pg_health import LOCAL, Health, probe
 from .tools import REGISTRY, dispatch, hide_host_paths, is_tool_error_result, tool_schemas
 
 try:
@@ -42,6 +50,7 @@ TOKEN_ENV = "MARKUS_MCP_TOKEN"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 HTTP_PATH = "/mcp"
+HEALTH_PATH = "/healthz"
 PROMPT_NAME = "memory_context"
 
 Context = ServerRequestContext[Any, Any]
@@ -302,6 +311,41 @@ def check_http_binding(host: str, token: str | None) -> None:
     check_binding(host, token, TOKEN_ENV)
 
 
+def health_of(memory: AgentMemory) -> Health:
+    """What ``GET /healthz`` reports for the server of ``memory``."""
+    url = memory.settings.database_url
+    return LOCAL if url is None else probe(url)
+
+
+class HealthEndpoint:
+    """ASGI: ``GET``/``HEAD`` :data:`HEALTH_PATH` answers :func:`health_of` (200 or 503, JSON);
+    every other request goes to ``app``."""
+
+    def __init__(self, app: ASGIApp, check: Callable[[], Health]) -> None:
+        self.app = app
+        self.check = check
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("path") != HEALTH_PATH:
+            await self.app(scope, receive, send)
+            return
+        if scope.get("method") not in ("GET", "HEAD"):
+            status, body = 405, {"error": f"{HEALTH_PATH} answers GET"}
+        else:
+            health = await anyio.to_thread.run_sync(self.check)
+            status, body = (200 if health.ok else 503), health.as_json()
+        data = json.dumps(body).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", b"%d" % len(data)),
+            (b"cache-control", b"no-store"),
+        ]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send(
+            {"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else data}
+        )
+
+
 def http_app(
     memory: AgentMemory,
     *,
@@ -309,12 +353,16 @@ def http_app(
     token: str | None = None,
     legacy_tools: bool = False,
 ) -> ASGIApp:
-    """The streamable-HTTP ASGI app at ``/mcp`` behind the shared HTTP guard: Host and Origin
-    checked on every bind; with a token, every request must carry it."""
+    """The streamable-HTTP ASGI app at ``/mcp`` (stateless, JSON responses) and the health
+    endpoint, behind the shared HTTP guard: Host and Origin checked on every bind; with a
+    token, every request but the health check must carry it."""
     check_http_binding(host, token)
     server = build_server(memory, legacy_tools=legacy_tools)
-    app: ASGIApp = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
-    return HttpGuard(app, host=host, token=token)
+    app: ASGIApp = server.streamable_http_app(
+        streamable_http_path=HTTP_PATH, host=host, stateless_http=True, json_response=True
+    )
+    health = HealthEndpoint(app, lambda: health_of(memory))
+    return HttpGuard(health, host=host, token=token, open_paths=(HEALTH_PATH,))
 
 
 def serve_stdio(memory: AgentMemory, *, legacy_tools: bool = False) -> None:
@@ -336,12 +384,14 @@ def serve_http(
     port: int = DEFAULT_PORT,
     token: str | None = None,
     legacy_tools: bool = False,
+    drain_seconds: int = DRAIN_SECONDS,
 ) -> None:
-    """Serve streamable HTTP on ``host:port`` until interrupted.
+    """Serve streamable HTTP on ``host:port`` until interrupted or sent SIGTERM (then drained:
+    see :func:`~.http_guard.run_on_socket`).
 
     The port is bound first, so a port in use raises :class:`PortInUseError` before anything
     is printed or served.
     """
     app = http_app(memory, host=host, token=token, legacy_tools=legacy_tools)
     sock = bind_socket(host, port)
-    run_on_socket(app, sock)
+    run_on_socket(app, sock, drain_seconds=drain_seconds)

@@ -10,11 +10,9 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import BackendUnavailableError, MarkusMemoryError
-from ..storage import knowledge_schema, kv, postgres_schema
-from ..storage.audit import PG_MIGRATIONS as DREAM_MIGRATIONS
-from ..storage.migrations import BOOKKEEPING_TABLE, Migrations
+from ..storage.migrations import BOOKKEEPING_TABLE
 from ..storage.pg_diagnose import diagnose
-from ..storage.pg_documents import documents_migrations
+from ..storage.pg_health import POSTGRES_MIGRATIONS, pending_of
 from ..storage.postgres_conn import (
     CONNECT_TIMEOUT_S,
     STATEMENT_TIMEOUT_MS,
@@ -25,14 +23,7 @@ from ._doctor_tables import POSTGRES_TABLES, missing_tables, tables_check
 from ._maintain import derived_gaps
 
 SUBJECT = "postgresql"
-POSTGRES_MIGRATIONS: tuple[Migrations[Any], ...] = (
-    postgres_schema.migrations,
-    knowledge_schema.postgres_migrations,
-    kv.postgres_migrations,
-    DREAM_MIGRATIONS,
-    documents_migrations,
-)
-"""Every migration set a PostgreSQL database of markus-memory can hold."""
+__all__ = ["POSTGRES_MIGRATIONS", "apply_pending", "postgres_checks", "why_not_open"]
 
 
 def postgres_checks(settings: Settings) -> list[Check]:
@@ -94,13 +85,7 @@ def _schema_checks(conn: Any) -> list[Check]:
         f"SELECT migration_set, name FROM {BOOKKEEPING_TABLE}"
     ).fetchall():
         applied.setdefault(str(migration_set), set()).add(str(name))
-    pending = [
-        f"{m.name}/{name}"
-        for m in POSTGRES_MIGRATIONS
-        if m.name in applied
-        for name in (migration.name for migration in m.migrations)
-        if name not in applied[m.name]
-    ]
+    pending = pending_of(applied)
     checks = [Check(SUBJECT, "schema current", not pending, ", ".join(pending), fixable=True)]
     behind = {name.split("/")[0] for name in pending}
     checks.append(tables_check(SUBJECT, missing_tables(POSTGRES_TABLES, applied, behind, exists)))

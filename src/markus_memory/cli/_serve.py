@@ -35,6 +35,13 @@ TOKEN_ENV = "MARKUS_MCP_TOKEN"
     help="Memory home (same as the global --home; handy in an MCP client's config).",
 )
 @click.option("--legacy-tools", is_flag=True, help="Also list the Markus legacy tool aliases.")
+@click.option(
+    "--drain-seconds",
+    type=click.IntRange(0, 3600),
+    default=25,
+    show_default=True,
+    help="On SIGTERM, how long HTTP calls in flight may take to finish before the exit.",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -45,15 +52,19 @@ def serve(
     token: str | None,
     home: Path | None,
     legacy_tools: bool,
+    drain_seconds: int,
 ) -> None:
-    """Serve an agent's memory to MCP clients (stdio by default)."""
+    """Serve an agent's memory to MCP clients (stdio by default).
+
+    Over HTTP, GET /healthz answers a load balancer without a token, and SIGTERM drains the
+    calls in flight before the exit."""
     # Imported here: the MCP SDK is an optional extra, every other command works without it.
     from .. import http_guard, mcp_server
 
     if not use_http:
         given = [
-            f"--{name}"
-            for name in ("host", "port", "token")
+            f"--{name.replace('_', '-')}"
+            for name in ("host", "port", "token", "drain_seconds")
             if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
         ]
         if given:
@@ -69,7 +80,7 @@ def serve(
             bound_port = sock.getsockname()[1]
             url = f"http://{http_guard.url_host(host)}:{bound_port}{mcp_server.HTTP_PATH}"
             click.echo(f"MCP over HTTP: {url}", err=True)
-            http_guard.run_on_socket(app, sock)
+            http_guard.run_on_socket(app, sock, drain_seconds=drain_seconds)
         else:
             if sys.stdin.isatty():  # run by hand: say why nothing happens
                 click.echo(

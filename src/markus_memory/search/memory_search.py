@@ -134,8 +134,6 @@ class MemorySearcher:
         self.weights = weights
         self.embed_budget = embed_budget
         self._corpus: tuple[str, Corpus] | None = None
-        self._embedded: tuple[str, str] | None = None
-        """(version, model key) whose every document has its stored vector."""
 
     def close(self) -> None:
         if self.index is not None:
@@ -160,16 +158,15 @@ class MemorySearcher:
             return
         self.index.sync(self.agent_id, corpus.docs, version)
         if self.embedder is not None:
-            self._embed(corpus, version)
+            self._embed(corpus)
 
     def rebuild(self, corpus: Corpus, version: str | None) -> None:
         """Re-derive every index of this agent from ``corpus``."""
         if self.index is None:
             return
-        self._embedded = None
         self.index.rebuild(self.agent_id, corpus.docs, version)
         if self.embedder is not None:
-            self._embed(corpus, version)
+            self._embed(corpus)
 
     def search(
         self,
@@ -245,15 +242,12 @@ class MemorySearcher:
             )
         return SearchResult(hits, method, text, fallback)
 
-    def _embed(self, corpus: Corpus, version: str | None, budget: int | None = None) -> None:
-        """Store the vectors ``corpus`` lacks (at most ``budget``); a complete version is not
-        checked again."""
+    def _embed(self, corpus: Corpus, budget: int | None = None) -> None:
+        """Store the vectors ``corpus`` lacks (at most ``budget``). Checked against the stored
+        digests every time (one read): another host's rebuild or embedder can drop vectors
+        without changing knowledge.md, so "this version was complete" is never remembered."""
         assert self.vectors is not None and self.embedder is not None
-        key = model_key(self.embedder)
-        if version is not None and self._embedded == (version, key):
-            return
-        complete = sync_vectors(self.vectors, self.agent_id, self.embedder, corpus.docs, budget)
-        self._embedded = (version, key) if version is not None and complete else None
+        sync_vectors(self.vectors, self.agent_id, self.embedder, corpus.docs, budget)
 
     def _semantic(
         self,
@@ -265,7 +259,7 @@ class MemorySearcher:
     ) -> dict[str, float]:
         assert self.embedder is not None
         assert self.vectors is not None
-        self._embed(corpus, version, self.embed_budget)
+        self._embed(corpus, self.embed_budget)
         query = embed_matrix(self.embedder, [text])[0]
         best: dict[str, float] = {}
         key = model_key(self.embedder)
