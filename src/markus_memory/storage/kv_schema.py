@@ -1,0 +1,205 @@
+"""The ``langgraph`` migration set: the LangGraph items and their search postings, both backends.
+
+``langgraph_items`` holds one row per (agent, namespace, key): the JSON value, the text indexed
+for search, an optional vector, TTL bookkeeping, and ``doc``, the item's 63-bit key
+(:func:`doc_key`, the same on both backends). ``langgraph_postings`` holds the terms of that
+text as :mod:`markus_memory.analysis` makes them (the analyser of knowledge and recall):
+(agent key, term key, doc, term frequency, document length), deleted with their item by a
+foreign key (``ON DELETE CASCADE``), so whatever deletes an item (a put of ``None``, a TTL
+sweep, forgetting the agent) deletes its terms.
+
+m001 and m002 are the layouts before postings (FTS5 on SQLite, a ``tsvector`` on PostgreSQL);
+m003 drops those indexes and back-fills ``doc``, ``len`` and the postings of every stored item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..analysis import term_counts, term_key
+from .dialect import POSTGRES
+from .migrations import Migrations
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    import psycopg
+
+MIGRATION_SET = "langgraph"
+_KEY = "agent_id = ? AND namespace = ? AND key = ?"
+POSTING_COLUMNS = (
+    ("agent", "bigint"),
+    ("term", "bigint"),
+    ("doc", "bigint"),
+    ("tf", "integer"),
+    ("len", "integer"),
+)
+
+sqlite_migrations: Migrations[sqlite3.Connection] = Migrations(MIGRATION_SET)
+postgres_migrations: Migrations[psycopg.Connection[Any]] = Migrations(MIGRATION_SET)
+
+
+def agent_key(agent_id: str) -> int:
+    """The agent's 63-bit key in ``langgraph_postings``."""
+    return term_key("\x00langgraph\x00" + agent_id)
+
+
+def doc_key(agent_id: str, namespace: str, key: str) -> int:
+    """An item's 63-bit key (unique across agents and namespaces)."""
+    return term_key(f"\x00langgraph\x00{agent_id}\x00{namespace}\x00{key}")
+
+
+def postings(agent: int, doc: int, text: str) -> tuple[int, list[tuple[int, int, int, int, int]]]:
+    """The length of ``text`` in terms and its posting rows."""
+    counts = term_counts(text.encode("utf-8", "replace").decode("utf-8"))
+    length = sum(counts.values())
+    return length, [(agent, term, doc, tf, length) for term, tf in counts.items()]
+
+
+def _backfill(
+    items: Iterable[Sequence[Any]],
+) -> tuple[list[tuple[int, int, str, str, str]], list[tuple[int, int, int, int, int]]]:
+    """``(doc, len, agent_id, namespace, key)`` updates and the postings of stored items
+    ``(agent_id, namespace, key, text)``."""
+    updates: list[tuple[int, int, str, str, str]] = []
+    rows: list[tuple[int, int, int, int, int]] = []
+    for agent_id, namespace, key, text in items:
+        doc = doc_key(agent_id, namespace, key)
+        length, found = postings(agent_key(agent_id), doc, text)
+        updates.append((doc, length, agent_id, namespace, key))
+        rows.extend(found)
+    return updates, rows
+
+
+@sqlite_migrations()
+def m001_items(conn: sqlite3.Connection) -> None:
+    # IF NOT EXISTS: a data.db from before this set already has the tables (no bookkeeping).
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS langgraph_items (
+    agent_id TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+    created_at TEXT NOT NULL, updated_at TEXT NOT NULL, expires_at REAL, ttl_minutes REAL,
+    vector TEXT, PRIMARY KEY (agent_id, namespace, key))"""
+    )
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS langgraph_items_fts USING fts5("
+        "agent_id UNINDEXED, namespace UNINDEXED, key UNINDEXED, text)"
+    )
+
+
+_SQLITE_ITEMS = """CREATE TABLE langgraph_items (
+    id INTEGER PRIMARY KEY, agent_id TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL,
+    value TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, expires_at REAL,
+    ttl_minutes REAL, vector TEXT, text TEXT NOT NULL DEFAULT '',
+    UNIQUE (agent_id, namespace, key))"""
+_ITEM_COLUMNS = "agent_id, namespace, key, value, created_at, updated_at, expires_at, ttl_minutes"
+
+
+@sqlite_migrations()
+def m002_item_text(conn: sqlite3.Connection) -> None:
+    # The indexed text moved into the item row (as on PostgreSQL), the FTS5 table became an
+    # external-content index of that column kept in step by triggers (until m003).
+    texts = conn.execute(
+        "SELECT text, agent_id, namespace, key FROM langgraph_items_fts"
+    ).fetchall()
+    conn.execute(_SQLITE_ITEMS.replace("langgraph_items", "langgraph_items_new", 1))
+    conn.execute(
+        f"INSERT INTO langgraph_items_new ({_ITEM_COLUMNS}, vector) "
+        f"SELECT {_ITEM_COLUMNS}, vector FROM langgraph_items"
+    )
+    conn.executemany(f"UPDATE langgraph_items_new SET text = ? WHERE {_KEY}", texts)
+    conn.execute("DROP TABLE langgraph_items")
+    conn.execute("DROP TABLE langgraph_items_fts")
+    conn.execute("ALTER TABLE langgraph_items_new RENAME TO langgraph_items")
+    conn.execute(
+        "CREATE VIRTUAL TABLE langgraph_items_fts USING fts5(text, "
+        "content='langgraph_items', content_rowid='id')"
+    )
+    conn.execute("INSERT INTO langgraph_items_fts (langgraph_items_fts) VALUES ('rebuild')")
+    drop = (
+        "INSERT INTO langgraph_items_fts (langgraph_items_fts, rowid, text) "
+        "VALUES ('delete', old.id, old.text);"
+    )
+    add = "INSERT INTO langgraph_items_fts (rowid, text) VALUES (new.id, new.text);"
+    for name, event, body in (
+        ("langgraph_items_ai", "INSERT", add),
+        ("langgraph_items_ad", "DELETE", drop),
+        ("langgraph_items_au", "UPDATE OF text", f"{drop} {add}"),
+    ):
+        conn.execute(f"CREATE TRIGGER {name} AFTER {event} ON langgraph_items BEGIN {body} END")
+
+
+_POSTINGS_DDL = """CREATE TABLE langgraph_postings (
+    agent {int} NOT NULL, term {int} NOT NULL,
+    doc {int} NOT NULL REFERENCES langgraph_items (doc) ON DELETE CASCADE,
+    tf INTEGER NOT NULL, len INTEGER NOT NULL, PRIMARY KEY (agent, term, doc)){tail}"""
+
+
+@sqlite_migrations()
+def m003_postings(conn: sqlite3.Connection) -> None:
+    # Search ranks by BM25 over the analyser's terms (stems, CJK pairs), in SQL, the same on
+    # both backends; the FTS5 index and its triggers go.
+    for trigger in ("langgraph_items_ai", "langgraph_items_ad", "langgraph_items_au"):
+        conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    conn.execute("DROP TABLE IF EXISTS langgraph_items_fts")
+    conn.execute("ALTER TABLE langgraph_items ADD COLUMN doc INTEGER")
+    conn.execute("ALTER TABLE langgraph_items ADD COLUMN len INTEGER NOT NULL DEFAULT 0")
+    updates, rows = _backfill(
+        conn.execute("SELECT agent_id, namespace, key, text FROM langgraph_items").fetchall()
+    )
+    conn.executemany(f"UPDATE langgraph_items SET doc = ?, len = ? WHERE {_KEY}", updates)
+    conn.execute("CREATE UNIQUE INDEX langgraph_items_doc ON langgraph_items (doc)")
+    conn.execute("CREATE INDEX langgraph_items_recent ON langgraph_items (agent_id, updated_at)")
+    conn.execute(_POSTINGS_DDL.format(int="INTEGER", tail=" WITHOUT ROWID"))
+    conn.execute("CREATE INDEX langgraph_postings_doc ON langgraph_postings (doc)")
+    conn.executemany("INSERT INTO langgraph_postings VALUES (?, ?, ?, ?, ?)", rows)
+
+
+@postgres_migrations(name="m001_items")
+def pg_m001_items(conn: psycopg.Connection[Any]) -> None:
+    # IF NOT EXISTS: a schema from before this set already has the table (no bookkeeping).
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS langgraph_items (
+    agent_id TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL, value JSONB NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL,
+    expires_at DOUBLE PRECISION, ttl_minutes DOUBLE PRECISION, vector JSONB,
+    text TEXT NOT NULL DEFAULT '',
+    tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED,
+    PRIMARY KEY (agent_id, namespace, key))"""
+    )
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS langgraph_items_tsv ON langgraph_items USING GIN (tsv)"
+    )
+
+
+@postgres_migrations(name="m002_item_text")
+def pg_m002_item_text(conn: psycopg.Connection[Any]) -> None:
+    # SQLite m002 moves the text into the item row; PostgreSQL has kept it there from m001.
+    del conn
+
+
+@postgres_migrations(name="m003_postings")
+def pg_m003_postings(conn: psycopg.Connection[Any]) -> None:
+    # As SQLite's m003: postings from the analyser replace the 'simple' tsvector.
+    conn.execute("DROP INDEX IF EXISTS langgraph_items_tsv")
+    conn.execute(
+        "ALTER TABLE langgraph_items DROP COLUMN IF EXISTS tsv, ADD COLUMN doc BIGINT, "
+        "ADD COLUMN len INTEGER NOT NULL DEFAULT 0"
+    )
+    updates, rows = _backfill(
+        conn.execute("SELECT agent_id, namespace, key, text FROM langgraph_items").fetchall()
+    )
+    with conn.cursor() as cursor:
+        cursor.executemany(
+            "UPDATE langgraph_items SET doc = %s, len = %s "
+            "WHERE agent_id = %s AND namespace = %s AND key = %s",
+            updates,
+        )
+    conn.execute("ALTER TABLE langgraph_items ALTER COLUMN doc SET NOT NULL")
+    conn.execute("CREATE UNIQUE INDEX langgraph_items_doc ON langgraph_items (doc)")
+    conn.execute(
+        "CREATE INDEX langgraph_items_recent ON langgraph_items (agent_id, updated_at DESC)"
+    )
+    conn.execute(_POSTINGS_DDL.format(int="BIGINT", tail=""))
+    conn.execute("CREATE INDEX langgraph_postings_doc ON langgraph_postings (doc)")
+    POSTGRES.bind(conn).insert("langgraph_postings", POSTING_COLUMNS, sorted(rows))
