@@ -23,6 +23,7 @@ from markus_memory import open_agent
 from markus_memory.config import Settings
 from markus_memory.integrations.langgraph import MarkusStore
 from markus_memory.memory import AgentMemory
+from markus_memory.storage.kv import Where
 from tests.integrations.test_langgraph import Clock
 from tests.postgres_support import new_agent_id, postgres_url  # noqa: F401
 
@@ -102,8 +103,16 @@ def test_ties_are_ordered_by_namespace_and_key(store: MarkusStore) -> None:
     store.batch([PutOp(("t", ns), key, {"text": "same tea"}) for ns in "ba" for key in "yx"])
     order = [(i.namespace[1], i.key) for i in store.search(("t",))]
     assert order == [("a", "x"), ("a", "y"), ("b", "x"), ("b", "y")]
-    ranked = [(i.namespace[1], i.key) for i in store.search(("t",), query="tea")]
-    assert ranked == order
+
+
+def test_ranked_ties_keep_one_order_across_pages(store: MarkusStore) -> None:
+    store.batch([PutOp(("t", str(n % 3)), f"k{n}", {"text": "same tea"}) for n in range(300)])
+    whole = [(i.namespace, i.key) for i in store.search(("t",), query="tea", limit=300)]
+    pages = [store.search(("t",), query="tea", limit=7, offset=o) for o in range(0, 300, 7)]
+    assert [(i.namespace, i.key) for page in pages for i in page] == whole
+    assert len(set(whole)) == 300
+    only = [(i.namespace, i.key) for i in store.search(("t", "1"), query="tea", limit=300)]
+    assert only == [found for found in whole if found[0] == ("t", "1")]
 
 
 def test_ranked_pages_follow_each_other(store: MarkusStore) -> None:
@@ -205,3 +214,58 @@ def test_abatch_runs_in_a_worker_thread(store: MarkusStore) -> None:
     store.batch = spy  # type: ignore[method-assign]
     found = asyncio.run(store.asearch(("a",), query="tea"))
     assert [i.key for i in found] == ["k"] and seen and seen[0] != threading.get_ident()
+
+
+def test_a_filter_passing_only_low_ranked_items_still_fills_the_page(store: MarkusStore) -> None:
+    ops = [PutOp(("w",), f"k{n}", {"text": "tea " * (1 + n // 100), "n": n}) for n in range(600)]
+    store.batch(ops)
+    found = store.search(("w",), query="tea", filter={"n": {"$lt": 3}}, limit=5)
+    assert sorted(i.key for i in found) == ["k0", "k1", "k2"]
+    top = store.search(("w",), query="tea", filter={"n": {"$lt": 50}}, limit=5, offset=40)
+    assert len(top) == 5 and all(i.value["n"] < 50 for i in top)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_deleting_the_agent_deletes_the_terms_of_its_items(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    from markus_memory.agents import delete_agent
+    from markus_memory.storage.kv import KVTable
+
+    settings = Settings.from_env(home=tmp_path)
+    if backend == "postgres":
+        url = request.getfixturevalue("postgres_url")
+        settings = dataclasses.replace(settings, database_url=url, documents="files")
+    agent, other = new_agent_id(), new_agent_id()
+    for name in (agent, other):
+        with open_agent(name, settings=settings) as memory:
+            store = MarkusStore(memory)
+            store.put(("n",), "k", {"text": "secret plans"})
+            store.close()
+    delete_agent(settings, agent)
+    with open_agent(other, settings=settings) as memory:
+        table: KVTable = memory.backend.kv_table(agent)
+        try:
+            with table.database.read() as conn:
+                sql = table.dialect.bind(conn)
+                left = sql.rows(
+                    "SELECT count(*) FROM langgraph_postings WHERE agent = ?", (table.agent,)
+                )
+            assert left == [(0,)]
+            assert table.ranked(Where("", None, 0.0), "secret", 10, 0) == []
+        finally:
+            table.close()
+        store = MarkusStore(memory)
+        assert [i.key for i in store.search(("n",), query="secret")] == ["k"]
+        store.close()
+
+
+def test_field_names_are_not_words_of_the_item(store: MarkusStore) -> None:
+    store.put(("v",), "whole", {"text": "green tea", "kind": "habit", "tags": ["morning"], "n": 7})
+    store.put(("v",), "braced", {"text": "{not json", "kind": "x"}, index=["text"])
+    store.put(("v",), "nested", {"meta": {"note": "brewing"}}, index=["meta"])
+    assert store.search(("v",), query="kind text") == []
+    assert [h.key for h in store.search(("v",), query="habit morning")] == ["whole"]
+    assert [h.key for h in store.search(("v",), query="json")] == ["braced"]
+    assert [h.key for h in store.search(("v",), query="brew")] == ["nested"]
+    assert store.search(("v",), query="note") == []

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ExtraNotInstalledError
@@ -207,13 +207,15 @@ class MarkusStore(BaseStore):
         return ordered[op.offset : op.offset + op.limit]
 
     def _writes(self, ops: Sequence[PutOp], stamp: float) -> list[Write]:
-        """The batch's writes, the last put of a key winning; the vectors in one call."""
+        """The batch's writes, the last put of a key winning (every value is checked); the
+        vectors in one call."""
+        stored = {id(op): _json(op.value) for op in ops if op.value is not None}
         last = {(SEP.join(op.namespace), op.key): op for op in ops}
         texts = {k: self._text(op) for k, op in last.items() if op.value is not None}
-        embedded = [k for k, text in texts.items() if text is not None and text]
+        embedded = [k for k, text in texts.items() if text]
         vectors: dict[tuple[str, str], list[float]] = {}
         if self.embedder is not None and embedded:
-            made = self.embedder.embed([texts[k] or "" for k in embedded])
+            made = self.embedder.embed([texts[k] for k in embedded])
             vectors = {k: list(v) for k, v in zip(embedded, made, strict=True)}
         writes = []
         for (ns, key), op in last.items():
@@ -228,8 +230,8 @@ class MarkusStore(BaseStore):
                 Write(
                     ns,
                     key,
-                    dict(op.value),
-                    texts[(ns, key)] or "",
+                    stored[id(op)],
+                    texts[(ns, key)],
                     vectors.get((ns, key)),
                     None if minutes is None else stamp + minutes * 60,
                     minutes,
@@ -237,17 +239,52 @@ class MarkusStore(BaseStore):
             )
         return writes
 
-    def _text(self, op: PutOp) -> str | None:
-        """The text of the value's indexed fields (None: ``index=False``)."""
+    def _text(self, op: PutOp) -> str:
+        """The words of the value's indexed fields: the strings and numbers at each path
+        (not the field names), "" with ``index=False``."""
         if op.index is False or op.value is None:
-            return None
+            return ""
         paths = self.fields if op.index is None else tuple(op.index)
         value = dict(op.value)
-        return "\n".join(
-            t
-            for path in paths
-            for t in get_text_at_path(value, tokenize_path(path) if path != "$" else "$")
-        )
+        found: list[str] = []
+        for path in paths:
+            if path == "$":
+                found.extend(_leaves(value))
+                continue
+            for text in get_text_at_path(value, tokenize_path(path)):
+                found.extend(_leaves(_container(text)))
+        return "\n".join(found)
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"a stored value must be JSON-serialisable: {exc}") from None
+
+
+def _container(text: str) -> Any:
+    """An object or a list ``get_text_at_path`` gave as its JSON, else the text itself."""
+    if text[:1] in ("{", "["):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def _leaves(node: Any) -> Iterator[str]:
+    """The strings and numbers inside a JSON value, in order."""
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, (int, float)) and not isinstance(node, bool):
+        yield str(node)
+    elif isinstance(node, Mapping):
+        for child in node.values():
+            yield from _leaves(child)
+    elif isinstance(node, list):
+        for child in node:
+            yield from _leaves(child)
 
 
 def _item(row: Row | None) -> Item | None:
@@ -279,10 +316,6 @@ def _validate(op: object) -> None:
         if op.value is not None:
             if not isinstance(op.value, Mapping):
                 raise TypeError(f"a stored value must be a dict, got {type(op.value).__name__}")
-            try:
-                json.dumps(dict(op.value), allow_nan=False)
-            except (TypeError, ValueError) as exc:
-                raise TypeError(f"a stored value must be JSON-serialisable: {exc}") from None
         ttl: Any = op.ttl
         if (
             ttl is not None

@@ -47,6 +47,10 @@ SEP = "."
 """Namespace labels are joined with a period, which LangGraph forbids inside a label."""
 CHUNK = 500
 """Keys per ``IN (…)`` list on SQLite (PostgreSQL sends one array)."""
+CANDIDATES = 4
+CANDIDATES_MIN = 100
+"""A ranked page first looks at the best ``CANDIDATES * (offset + limit) + CANDIDATES_MIN``
+documents (see :meth:`KVTable.ranked`)."""
 
 
 @dataclass(frozen=True)
@@ -62,11 +66,11 @@ class Row:
 
 @dataclass(frozen=True)
 class Write:
-    """An upsert (``value`` set) or a delete (``value`` None) of one key."""
+    """An upsert (``value``, the JSON text of an object) or a delete (``value`` None)."""
 
     namespace: str
     key: str
-    value: dict[str, Any] | None
+    value: str | None
     text: str = ""
     vector: list[float] | None = None
     expires_at: float | None = None
@@ -180,33 +184,55 @@ class KVTable:
 
     def ranked(self, where: Where, query: str, limit: int, offset: int) -> list[tuple[Row, float]]:
         """A page of the items holding a term of ``query``, best BM25 score first (ties by
-        namespace and key); nothing for a query without content words."""
+        item key: stable, the same on both backends); nothing for a query without content
+        words. The best ``CANDIDATES``-times-the-page documents are scored from the postings
+        alone and only they are joined with their items; when too few of them pass the prefix
+        and the filter, every matching document is."""
         with self._sql() as sql:
             weights, stats = self._weights(sql, query)
             if not weights or stats.avgdl <= 0:
                 return []
-            values = ", ".join(["(CAST(? AS BIGINT), CAST(? AS DOUBLE PRECISION))"] * len(weights))
-            score = (
-                f"SUM(q.w * p.tf * {K1 + 1} / (p.tf + {K1} * ({1 - B} + {B} * "
-                "CAST(p.len AS DOUBLE PRECISION) / ?)))"
-            )
-            condition, params = self._where(where)
-            found = sql.rows(
-                f"WITH q(term, w) AS (VALUES {values}), s AS (SELECT p.doc, {score} AS score "
-                "FROM q JOIN langgraph_postings p ON p.agent = ? AND p.term = q.term "
-                f"GROUP BY p.doc) SELECT {COLUMNS}, s.score FROM s JOIN langgraph_items i "
-                f"ON i.doc = s.doc WHERE {condition} ORDER BY s.score DESC, {self._order()} "
-                "LIMIT ? OFFSET ?",
-                (
-                    *(v for pair in weights.items() for v in pair),
-                    stats.avgdl,
-                    self.agent,
-                    *params,
-                    limit,
-                    offset,
-                ),
-            )
+            wanted = offset + limit
+            candidates = CANDIDATES * wanted + CANDIDATES_MIN
+            found = self._rank(sql, weights, stats.avgdl, where, limit, offset, candidates)
+            if len(found) < limit and (not found or int(found[0][8]) >= candidates):
+                found = self._rank(sql, weights, stats.avgdl, where, limit, offset, None)
         return [(_row(r), float(r[7])) for r in found]
+
+    def _rank(
+        self,
+        sql: DialectSql,
+        weights: dict[int, float],
+        avgdl: float,
+        where: Where,
+        limit: int,
+        offset: int,
+        candidates: int | None,
+    ) -> list[tuple[Any, ...]]:
+        """The page among the best ``candidates`` documents (all when None); each row ends
+        with the score and the number of candidates."""
+        values = ", ".join(["(CAST(? AS BIGINT), CAST(? AS DOUBLE PRECISION))"] * len(weights))
+        score = (
+            f"SUM(q.w * p.tf * {K1 + 1} / (p.tf + {K1} * ({1 - B} + {B} * "
+            "CAST(p.len AS DOUBLE PRECISION) / ?)))"
+        )
+        cut = "" if candidates is None else f" ORDER BY score DESC, p.doc LIMIT {int(candidates)}"
+        condition, params = self._where(where)
+        return sql.rows(
+            f"WITH q(term, w) AS (VALUES {values}), s AS (SELECT p.doc, {score} AS score "
+            "FROM q JOIN langgraph_postings p ON p.agent = ? AND p.term = q.term "
+            f"GROUP BY p.doc{cut}), n AS (SELECT count(*) AS n FROM s) "
+            f"SELECT {COLUMNS}, s.score, n.n FROM s CROSS JOIN n JOIN langgraph_items i "
+            f"ON i.doc = s.doc WHERE {condition} ORDER BY s.score DESC, s.doc LIMIT ? OFFSET ?",
+            (
+                *(v for pair in weights.items() for v in pair),
+                avgdl,
+                self.agent,
+                *params,
+                limit,
+                offset,
+            ),
+        )
 
     def _weights(self, sql: DialectSql, query: str) -> tuple[dict[int, float], RecallStats]:
         """BM25 weights of the query's terms the agent's items use, and their statistics."""
@@ -284,7 +310,7 @@ class KVTable:
                     self.agent_id,
                     w.namespace,
                     w.key,
-                    json.dumps(w.value, ensure_ascii=False),
+                    w.value,
                     stamp,
                     stamp,
                     w.expires_at,
@@ -315,7 +341,7 @@ class KVTable:
                 f"langgraph_items.expires_at <= {float(now.timestamp())!r} "
                 "THEN excluded.created_at ELSE langgraph_items.created_at END",
             )
-            sql.insert("langgraph_postings", POSTING_COLUMNS, sorted(terms))
+            sql.insert("langgraph_postings", POSTING_COLUMNS, terms)
 
     def _delete(self, sql: DialectSql, table: str, docs: Sequence[int]) -> None:
         for part in _chunks(docs, self.dialect.name):

@@ -5,8 +5,8 @@ for search, an optional vector, TTL bookkeeping, and ``doc``, the item's 63-bit 
 (:func:`doc_key`, the same on both backends). ``langgraph_postings`` holds the terms of that
 text as :mod:`markus_memory.analysis` makes them (the analyser of knowledge and recall):
 (agent key, term key, doc, term frequency, document length), deleted with their item by a
-foreign key (``ON DELETE CASCADE``), so whatever deletes an item (a put of ``None``, a TTL
-sweep, forgetting the agent) deletes its terms.
+trigger (per row on SQLite, per statement on PostgreSQL), so whatever deletes an item (a put
+of ``None``, a TTL sweep, forgetting the agent) deletes its terms.
 
 m001 and m002 are the layouts before postings (FTS5 on SQLite, a ``tsvector`` on PostgreSQL);
 m003 drops those indexes and back-fills ``doc``, ``len`` and the postings of every stored item.
@@ -130,8 +130,7 @@ def m002_item_text(conn: sqlite3.Connection) -> None:
 
 
 _POSTINGS_DDL = """CREATE TABLE langgraph_postings (
-    agent {int} NOT NULL, term {int} NOT NULL,
-    doc {int} NOT NULL REFERENCES langgraph_items (doc) ON DELETE CASCADE,
+    agent {int} NOT NULL, term {int} NOT NULL, doc {int} NOT NULL,
     tf INTEGER NOT NULL, len INTEGER NOT NULL, PRIMARY KEY (agent, term, doc)){tail}"""
 
 
@@ -149,9 +148,16 @@ def m003_postings(conn: sqlite3.Connection) -> None:
     )
     conn.executemany(f"UPDATE langgraph_items SET doc = ?, len = ? WHERE {_KEY}", updates)
     conn.execute("CREATE UNIQUE INDEX langgraph_items_doc ON langgraph_items (doc)")
-    conn.execute("CREATE INDEX langgraph_items_recent ON langgraph_items (agent_id, updated_at)")
+    conn.execute(
+        "CREATE INDEX langgraph_items_recent ON langgraph_items "
+        "(agent_id, updated_at DESC, namespace, key)"
+    )
     conn.execute(_POSTINGS_DDL.format(int="INTEGER", tail=" WITHOUT ROWID"))
     conn.execute("CREATE INDEX langgraph_postings_doc ON langgraph_postings (doc)")
+    conn.execute(
+        "CREATE TRIGGER langgraph_items_terms AFTER DELETE ON langgraph_items BEGIN "
+        "DELETE FROM langgraph_postings WHERE doc = old.doc; END"
+    )
     conn.executemany("INSERT INTO langgraph_postings VALUES (?, ?, ?, ?, ?)", rows)
 
 
@@ -198,8 +204,20 @@ def pg_m003_postings(conn: psycopg.Connection[Any]) -> None:
     conn.execute("ALTER TABLE langgraph_items ALTER COLUMN doc SET NOT NULL")
     conn.execute("CREATE UNIQUE INDEX langgraph_items_doc ON langgraph_items (doc)")
     conn.execute(
-        "CREATE INDEX langgraph_items_recent ON langgraph_items (agent_id, updated_at DESC)"
+        "CREATE INDEX langgraph_items_recent ON langgraph_items "
+        '(agent_id, updated_at DESC, namespace COLLATE "C", key COLLATE "C")'
     )
     conn.execute(_POSTINGS_DDL.format(int="BIGINT", tail=""))
     conn.execute("CREATE INDEX langgraph_postings_doc ON langgraph_postings (doc)")
+    # Once per DELETE statement, over the rows it deleted (a foreign key would check every
+    # inserted posting, one lookup each: most of the cost of a batch put).
+    conn.execute(
+        "CREATE FUNCTION langgraph_items_terms() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "DELETE FROM langgraph_postings p USING gone g WHERE p.doc = g.doc; RETURN NULL; END $$"
+    )
+    conn.execute(
+        "CREATE TRIGGER langgraph_items_terms AFTER DELETE ON langgraph_items "
+        "REFERENCING OLD TABLE AS gone FOR EACH STATEMENT "
+        "EXECUTE FUNCTION langgraph_items_terms()"
+    )
     POSTGRES.bind(conn).insert("langgraph_postings", POSTING_COLUMNS, sorted(rows))
