@@ -120,6 +120,12 @@ def _measure(store: Any, n: int, per_batch: int | None = None) -> dict[str, floa
     out["stall"] = asyncio.run(
         _stall(lambda: store.asearch(("users",), limit=10, **query), STALL_ROUNDS)
     )
+    # The same harness over threads that only sleep as long as one search takes: what the
+    # machine's scheduling alone costs the loop (the floor of the stall).
+    pause = out["query + filter"] / 1000
+    out["stall floor"] = asyncio.run(
+        _stall(lambda: asyncio.to_thread(time.sleep, pause), STALL_ROUNDS)
+    )
     return out
 
 
@@ -157,8 +163,11 @@ def _their_memory(n: int) -> dict[str, float]:
 def bench_langgraph(args: argparse.Namespace) -> None:
     n = args.items
     rows: dict[str, dict[str, float]] = {}
-    columns = ["batch put", *SEARCHES, "stall"]
+    columns = ["batch put", *SEARCHES, "stall", "stall floor"]
     print(f"\nLangGraph stores at {n:,} items (median ms; stall: worst ms, 4 concurrent)")
+    with open("/proc/loadavg") if Path("/proc/loadavg").exists() else contextlib.nullcontext() as f:
+        if f is not None:
+            print(f"load average at start: {f.read().split()[0]}")
     print(f"{'store':26}" + "".join(f"{c:>16}" for c in columns))
 
     def show(name: str, row: dict[str, float]) -> None:
@@ -178,6 +187,7 @@ def bench_langgraph(args: argparse.Namespace) -> None:
             ratios = "".join(f"{row[c] / base[c]:>15.2f}x" for c in columns if base[c] > 0)
             print(f"{name + ' / PostgresStore':26}{ratios}")
     print("LangGraph's stores have no embedder here: they ignore the query.")
+    print("stall floor: the same harness over threads that sleep as long as one search.")
 
 
 SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {"langgraph": bench_langgraph}

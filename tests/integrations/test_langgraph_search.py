@@ -269,3 +269,23 @@ def test_field_names_are_not_words_of_the_item(store: MarkusStore) -> None:
     assert [h.key for h in store.search(("v",), query="json")] == ["braced"]
     assert [h.key for h in store.search(("v",), query="brew")] == ["nested"]
     assert store.search(("v",), query="note") == []
+
+
+def test_a_large_batch_over_stored_items_updates_them(memory: AgentMemory) -> None:
+    clock = memory.settings.clock
+    assert isinstance(clock, Clock)
+    store = MarkusStore(memory)
+    try:
+        store.batch([PutOp(("u",), f"k{n}", {"text": "kiwi", "n": n}) for n in range(300)])
+        before = store.get(("u",), "k7")
+        clock.now += timedelta(minutes=1)
+        store.batch([PutOp(("u",), f"k{n}", {"text": "mango", "n": -n}) for n in range(300)])
+        after = store.get(("u",), "k7")
+        assert (
+            before is not None and after is not None and after.value == {"text": "mango", "n": -7}
+        )
+        assert after.created_at == before.created_at and after.updated_at > before.updated_at
+        assert store.search(("u",), query="kiwi") == []
+        assert len(store.search(("u",), query="mango", limit=500)) == 300
+    finally:
+        store.close()

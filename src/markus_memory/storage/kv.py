@@ -47,6 +47,9 @@ SEP = "."
 """Namespace labels are joined with a period, which LangGraph forbids inside a label."""
 CHUNK = 500
 """Keys per ``IN (…)`` list on SQLite (PostgreSQL sends one array)."""
+STAGED = 200
+"""Items from which a PostgreSQL batch is copied into a staging table (see
+:func:`_staged_insert`)."""
 CANDIDATES = 4
 CANDIDATES_MIN = 100
 """A ranked page first looks at the best ``CANDIDATES * (offset + limit) + CANDIDATES_MIN``
@@ -332,15 +335,16 @@ class KVTable:
             self._delete(sql, "langgraph_items", gone)
             self._delete(sql, "langgraph_postings", [row[10] for row in items])
             # An upsert over an expired item starts it afresh (a new created_at).
-            sql.insert(
-                "langgraph_items",
-                _ITEM_COLUMNS,
-                items,
+            conflict = (
                 d.on_conflict_update("agent_id, namespace, key", _UPDATED)
                 + ", created_at = CASE WHEN langgraph_items.expires_at IS NOT NULL AND "
                 f"langgraph_items.expires_at <= {float(now.timestamp())!r} "
-                "THEN excluded.created_at ELSE langgraph_items.created_at END",
+                "THEN excluded.created_at ELSE langgraph_items.created_at END"
             )
+            if d.name == "postgres" and len(items) >= STAGED:
+                _staged_insert(sql, items, conflict)
+            else:
+                sql.insert("langgraph_items", _ITEM_COLUMNS, items, conflict)
             sql.insert("langgraph_postings", POSTING_COLUMNS, terms)
 
     def _delete(self, sql: DialectSql, table: str, docs: Sequence[int]) -> None:
@@ -357,6 +361,22 @@ class KVTable:
 
     def close(self) -> None:
         self.database.close()
+
+
+def _staged_insert(sql: DialectSql, items: Sequence[Sequence[Any]], conflict: str) -> None:
+    """A large batch of items on PostgreSQL: ``COPY`` into a temporary table of this
+    connection (emptied at commit), then one ``INSERT … SELECT`` (a parameter array per column
+    costs the driver more than the server's whole insert)."""
+    names = ", ".join(name for name, _ in _ITEM_COLUMNS)
+    columns = ", ".join(f"{name} {kind}" for name, kind in _ITEM_COLUMNS)
+    sql.run(f"CREATE TEMP TABLE IF NOT EXISTS langgraph_staged ({columns}) ON COMMIT DELETE ROWS")
+    with sql.conn.cursor() as cursor:
+        with cursor.copy(f"COPY langgraph_staged ({names}) FROM STDIN") as copy:
+            for row in items:
+                copy.write_row(row)
+    sql.run(
+        f"INSERT INTO langgraph_items ({names}) SELECT {names} FROM langgraph_staged {conflict}"
+    )
 
 
 def _chunks(values: Sequence[int], backend: str) -> Iterator[Sequence[int]]:
