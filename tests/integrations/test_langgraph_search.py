@@ -249,9 +249,12 @@ def test_deleting_the_agent_deletes_the_terms_of_its_items(
             with table.database.read() as conn:
                 sql = table.dialect.bind(conn)
                 left = sql.rows(
-                    "SELECT count(*) FROM langgraph_postings WHERE agent = ?", (table.agent,)
+                    "SELECT count(*) FROM langgraph_postings WHERE agent = ? UNION ALL "
+                    "SELECT count(*) FROM langgraph_terms WHERE agent = ? UNION ALL "
+                    "SELECT count(*) FROM langgraph_stats WHERE agent_id = ?",
+                    (table.agent, table.agent, agent),
                 )
-            assert left == [(0,)]
+            assert left == [(0,), (0,), (0,)]
             assert table.ranked(Where("", None, 0.0), "secret", 10, 0) == []
         finally:
             table.close()
@@ -288,4 +291,43 @@ def test_a_large_batch_over_stored_items_updates_them(memory: AgentMemory) -> No
         assert store.search(("u",), query="kiwi") == []
         assert len(store.search(("u",), query="mango", limit=500)) == 300
     finally:
+        store.close()
+
+
+def _counts(table: Any) -> tuple[list[Any], list[Any]]:
+    """The kept statistics of the table's agent and the same recomputed from its rows."""
+    with table.database.read() as conn:
+        sql = table.dialect.bind(conn)
+        kept = sql.rows(
+            "SELECT docs, tokens FROM langgraph_stats WHERE agent_id = ? UNION ALL "
+            "SELECT term, df FROM langgraph_terms WHERE agent = ? AND df > 0 ORDER BY 1, 2",
+            (table.agent_id, table.agent),
+        )
+        fresh = sql.rows(
+            "SELECT count(*), COALESCE(SUM(len), 0) FROM langgraph_items WHERE agent_id = ? "
+            "UNION ALL SELECT term, count(*) FROM langgraph_postings WHERE agent = ? "
+            "GROUP BY term ORDER BY 1, 2",
+            (table.agent_id, table.agent),
+        )
+    return [tuple(int(v) for v in r) for r in kept], [tuple(int(v) for v in r) for r in fresh]
+
+
+def test_the_kept_counts_equal_the_rows_after_every_kind_of_write(memory: AgentMemory) -> None:
+    clock = memory.settings.clock
+    assert isinstance(clock, Clock)
+    store = MarkusStore(memory)
+    table = memory.backend.kv_table(memory.agent_id)
+    try:
+        words = ["tea", "green tea", "coffee beans", "run running", "数据库", ""]
+        store.batch([PutOp(("c", str(n % 3)), f"k{n}", {"t": words[n % 6]}) for n in range(250)])
+        store.batch([PutOp(("c", "0"), f"k{n}", {"t": "bike"}) for n in range(0, 250, 3)])
+        store.batch([PutOp(("c", "1"), f"k{n}", None) for n in range(1, 250, 3)])
+        store.put(("c", "x"), "short", {"t": "tea tea"}, ttl=1)
+        store.put(("c", "x"), "plain", {"t": "tea"}, index=False)
+        clock.now += timedelta(minutes=2)
+        assert store.sweep_ttl() == 1
+        kept, fresh = _counts(table)
+        assert kept == fresh
+    finally:
+        table.close()
         store.close()

@@ -142,7 +142,12 @@ def test_an_old_postgres_layout_is_adopted_with_its_items(tmp_path: Path) -> Non
             names = conn.execute(
                 "SELECT name FROM _markus_migrations WHERE migration_set = 'langgraph'"
             ).fetchall()
-        assert sorted(n for (n,) in names) == ["m001_items", "m002_item_text", "m003_postings"]
+        assert sorted(n for (n,) in names) == [
+            "m001_items",
+            "m002_item_text",
+            "m003_postings",
+            "m004_counts",
+        ]
 
 
 def test_search_survives_sweeps_and_vacuum(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ a few statements whatever its size, so a batch is all or nothing.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,8 +31,10 @@ from ._sql import DialectSql
 from .base import MAX_QUERY_CHARS, MAX_QUERY_TERMS
 from .knowledge_index import K1, B
 from .kv_schema import (
+    ADD_TERMS,
     MIGRATION_SET,
     POSTING_COLUMNS,
+    TERM_COLUMNS,
     agent_key,
     doc_key,
     postgres_migrations,
@@ -245,12 +248,11 @@ class KVTable:
             return {}, RecallStats(0, 0, {})
         condition, keys = self.dialect.any_of("term", sorted(counts))
         rows = sql.rows(
-            "SELECT NULL, count(*), COALESCE(SUM(len), 0) FROM langgraph_items WHERE "
-            "agent_id = ? UNION ALL SELECT term, count(*), 0 FROM langgraph_postings "
-            f"WHERE agent = ? AND {condition} GROUP BY term",
+            "SELECT NULL, docs, tokens FROM langgraph_stats WHERE agent_id = ? UNION ALL "
+            f"SELECT term, df, 0 FROM langgraph_terms WHERE agent = ? AND {condition} AND df > 0",
             (self.agent_id, self.agent, *keys),
         )
-        totals = next(r for r in rows if r[0] is None)
+        totals = next((r for r in rows if r[0] is None), (None, 0, 0))
         df = {int(r[0]): int(r[1]) for r in rows if r[0] is not None}
         stats = RecallStats(int(totals[1]), int(totals[2]), df)
         return {key: stats.idf(key) * n for key, n in counts.items() if df.get(key)}, stats
@@ -346,6 +348,13 @@ class KVTable:
             else:
                 sql.insert("langgraph_items", _ITEM_COLUMNS, items, conflict)
             sql.insert("langgraph_postings", POSTING_COLUMNS, terms)
+            counts = Counter(row[1] for row in terms)
+            sql.insert(
+                "langgraph_terms",
+                TERM_COLUMNS,
+                [(self.agent, term, n) for term, n in counts.items()],
+                ADD_TERMS,
+            )
 
     def _delete(self, sql: DialectSql, table: str, docs: Sequence[int]) -> None:
         for part in _chunks(docs, self.dialect.name):

@@ -221,3 +221,106 @@ def pg_m003_postings(conn: psycopg.Connection[Any]) -> None:
         "EXECUTE FUNCTION langgraph_items_terms()"
     )
     POSTGRES.bind(conn).insert("langgraph_postings", POSTING_COLUMNS, sorted(rows))
+
+
+_COUNT_TABLES = (
+    "CREATE TABLE langgraph_stats (agent_id TEXT PRIMARY KEY, docs BIGINT NOT NULL, "
+    "tokens BIGINT NOT NULL)",
+    "CREATE TABLE langgraph_terms (agent BIGINT NOT NULL, term BIGINT NOT NULL, "
+    "df INTEGER NOT NULL, PRIMARY KEY (agent, term)){tail}",
+    "INSERT INTO langgraph_stats (agent_id, docs, tokens) SELECT agent_id, count(*), "
+    "COALESCE(SUM(len), 0) FROM langgraph_items GROUP BY agent_id",
+    "INSERT INTO langgraph_terms (agent, term, df) SELECT agent, term, count(*) "
+    "FROM langgraph_postings GROUP BY agent, term",
+)
+TERM_COLUMNS = (("agent", "bigint"), ("term", "bigint"), ("df", "integer"))
+ADD_TERMS = " ON CONFLICT (agent, term) DO UPDATE SET df = langgraph_terms.df + excluded.df"
+"""What the writer of new postings appends to its insert of their ``TERM_COLUMNS`` counts."""
+
+
+@sqlite_migrations()
+def m004_counts(conn: sqlite3.Connection) -> None:
+    # BM25's statistics without reading the agent's items or postings: item and token counts
+    # per agent and document frequencies per term, kept by triggers (the writer of postings
+    # adds their counts in one statement; every delete, whatever makes it, subtracts, and a
+    # count that reaches zero is deleted: forgetting an agent leaves none of its rows).
+    for statement in _COUNT_TABLES:
+        conn.execute(statement.format(tail=" WITHOUT ROWID"))
+    for name, event, body in (
+        (
+            "langgraph_items_count_ai",
+            "INSERT",
+            "INSERT INTO langgraph_stats VALUES (new.agent_id, 1, new.len) ON CONFLICT "
+            "(agent_id) DO UPDATE SET docs = docs + 1, tokens = tokens + excluded.tokens;",
+        ),
+        (
+            "langgraph_items_count_au",
+            "UPDATE OF len",
+            "UPDATE langgraph_stats SET tokens = tokens - old.len + new.len "
+            "WHERE agent_id = new.agent_id;",
+        ),
+        (
+            "langgraph_items_count_ad",
+            "DELETE",
+            "UPDATE langgraph_stats SET docs = docs - 1, tokens = tokens - old.len "
+            "WHERE agent_id = old.agent_id; DELETE FROM langgraph_stats "
+            "WHERE agent_id = old.agent_id AND docs <= 0;",
+        ),
+    ):
+        conn.execute(f"CREATE TRIGGER {name} AFTER {event} ON langgraph_items BEGIN {body} END")
+    conn.execute(
+        "CREATE TRIGGER langgraph_postings_count_ad AFTER DELETE ON langgraph_postings BEGIN "
+        "UPDATE langgraph_terms SET df = df - 1 WHERE agent = old.agent AND term = old.term; "
+        "DELETE FROM langgraph_terms WHERE agent = old.agent AND term = old.term AND df <= 0; END"
+    )
+
+
+_PG_COUNT_TRIGGERS = (
+    (
+        "langgraph_items_added",
+        "INSERT ON langgraph_items REFERENCING NEW TABLE AS added",
+        "INSERT INTO langgraph_stats (agent_id, docs, tokens) SELECT agent_id, count(*), "
+        "SUM(len) FROM added GROUP BY agent_id ON CONFLICT (agent_id) DO UPDATE SET "
+        "docs = langgraph_stats.docs + excluded.docs, "
+        "tokens = langgraph_stats.tokens + excluded.tokens;",
+    ),
+    (
+        "langgraph_items_changed",
+        "UPDATE ON langgraph_items REFERENCING OLD TABLE AS was NEW TABLE AS now_is",
+        "UPDATE langgraph_stats s SET tokens = s.tokens + d.delta FROM (SELECT agent_id, "
+        "SUM(len) AS delta FROM (SELECT agent_id, len FROM now_is UNION ALL "
+        "SELECT agent_id, -len FROM was) c GROUP BY agent_id) d "
+        "WHERE s.agent_id = d.agent_id AND d.delta <> 0;",
+    ),
+    (
+        "langgraph_items_removed",
+        "DELETE ON langgraph_items REFERENCING OLD TABLE AS gone",
+        "UPDATE langgraph_stats s SET docs = s.docs - g.n, tokens = s.tokens - g.t FROM "
+        "(SELECT agent_id, count(*) AS n, SUM(len) AS t FROM gone GROUP BY agent_id) g "
+        "WHERE s.agent_id = g.agent_id; DELETE FROM langgraph_stats s USING "
+        "(SELECT DISTINCT agent_id FROM gone) g WHERE s.agent_id = g.agent_id AND s.docs <= 0;",
+    ),
+    (
+        "langgraph_postings_removed",
+        "DELETE ON langgraph_postings REFERENCING OLD TABLE AS gone",
+        "UPDATE langgraph_terms t SET df = t.df - g.n FROM (SELECT agent, term, count(*) AS n "
+        "FROM gone GROUP BY agent, term) g WHERE t.agent = g.agent AND t.term = g.term; "
+        "DELETE FROM langgraph_terms t USING (SELECT DISTINCT agent, term FROM gone) g "
+        "WHERE t.agent = g.agent AND t.term = g.term AND t.df <= 0;",
+    ),
+)
+
+
+@postgres_migrations(name="m004_counts")
+def pg_m004_counts(conn: psycopg.Connection[Any]) -> None:
+    # As SQLite's m004, with triggers once per statement over the rows it changed.
+    for statement in _COUNT_TABLES:
+        conn.execute(statement.format(tail=""))
+    for name, event, body in _PG_COUNT_TRIGGERS:
+        conn.execute(
+            f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN {body} "
+            "RETURN NULL; END $$"
+        )
+        conn.execute(
+            f"CREATE TRIGGER {name} AFTER {event} FOR EACH STATEMENT EXECUTE FUNCTION {name}()"
+        )
