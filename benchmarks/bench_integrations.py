@@ -8,9 +8,11 @@ and ``PostgresStore`` (``langgraph-checkpoint-postgres``, a pool of 4 connection
 ``--items`` items in 50 users' namespaces: one batch put of every item, then the median of
 searches (limit 10) under ``("users",)`` without a query, with a filter, with a query, and
 with both; and the event-loop stall (the longest a 1 ms ticker waits past its time) while 4
-``asearch`` calls run at once, 20 rounds. LangGraph's stores have no embedder here, so they
-ignore the query (their documented behaviour) and order by ``updated_at`` (PostgreSQL) or
-insertion (in memory); ``MarkusStore`` ranks it by BM25. Ratios are against ``PostgresStore``.
+``asearch`` calls run at once, 20 rounds, beside the floor of that harness on this machine
+(threads that sleep, or compute without the GIL, as long as one search). LangGraph's stores
+have no embedder here, so they ignore the query (their documented behaviour) and order by
+``updated_at`` (PostgreSQL) or insertion (in memory); ``MarkusStore`` ranks it by BM25.
+Ratios are against ``PostgresStore``.
 PostgreSQL runs on ``--pg-url`` (default ``MARKUS_TEST_POSTGRES_URL`` or the local ``test``
 database) in schemas of its own, dropped at the end. The ``bench`` note: LangGraph's store
 needs ``pip install langgraph-checkpoint-postgres``.
@@ -22,6 +24,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import os
 import secrets
 import sys
@@ -79,6 +82,14 @@ def _schema(url: str, name: str) -> Iterator[str]:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
+def _busy(seconds: float) -> None:
+    """Compute for ``seconds`` with the GIL released (hashing a large buffer)."""
+    block = bytes(4 << 20)
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        hashlib.sha256(block).digest()
+
+
 async def _stall(search: Callable[[], Any], rounds: int) -> float:
     """The longest lateness (ms) of a 1 ms ticker while 4 searches run at once, ``rounds``
     times."""
@@ -120,12 +131,13 @@ def _measure(store: Any, n: int, per_batch: int | None = None) -> dict[str, floa
     out["stall"] = asyncio.run(
         _stall(lambda: store.asearch(("users",), limit=10, **query), STALL_ROUNDS)
     )
-    # The same harness over threads that only sleep as long as one search takes: what the
-    # machine's scheduling alone costs the loop (the floor of the stall).
+    # The same harness over threads that only sleep, and over threads that compute (without
+    # the GIL) as long as one search takes: what the machine's scheduling alone costs the loop.
     pause = out["query + filter"] / 1000
-    out["stall floor"] = asyncio.run(
+    out["floor: sleep"] = asyncio.run(
         _stall(lambda: asyncio.to_thread(time.sleep, pause), STALL_ROUNDS)
     )
+    out["floor: CPU"] = asyncio.run(_stall(lambda: asyncio.to_thread(_busy, pause), STALL_ROUNDS))
     return out
 
 
@@ -163,7 +175,7 @@ def _their_memory(n: int) -> dict[str, float]:
 def bench_langgraph(args: argparse.Namespace) -> None:
     n = args.items
     rows: dict[str, dict[str, float]] = {}
-    columns = ["batch put", *SEARCHES, "stall", "stall floor"]
+    columns = ["batch put", *SEARCHES, "stall", "floor: sleep", "floor: CPU"]
     print(f"\nLangGraph stores at {n:,} items (median ms; stall: worst ms, 4 concurrent)")
     with open("/proc/loadavg") if Path("/proc/loadavg").exists() else contextlib.nullcontext() as f:
         if f is not None:
@@ -187,7 +199,10 @@ def bench_langgraph(args: argparse.Namespace) -> None:
             ratios = "".join(f"{row[c] / base[c]:>15.2f}x" for c in columns if base[c] > 0)
             print(f"{name + ' / PostgresStore':26}{ratios}")
     print("LangGraph's stores have no embedder here: they ignore the query.")
-    print("stall floor: the same harness over threads that sleep as long as one search.")
+    print(
+        "floors: the same harness over threads that sleep, or compute without the GIL, "
+        "as long as one search takes."
+    )
 
 
 SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {"langgraph": bench_langgraph}

@@ -331,3 +331,17 @@ def test_the_kept_counts_equal_the_rows_after_every_kind_of_write(memory: AgentM
     finally:
         table.close()
         store.close()
+
+
+def test_an_expired_item_is_not_found_by_a_query(memory: AgentMemory) -> None:
+    clock = memory.settings.clock
+    assert isinstance(clock, Clock)
+    store = MarkusStore(memory)
+    try:
+        store.put(("e",), "brief", {"text": "launch plans"}, ttl=1)
+        store.put(("e",), "kept", {"text": "launch day"})
+        clock.now += timedelta(minutes=2)
+        assert [h.key for h in store.search(("e",), query="launch")] == ["kept"]
+        assert [h.key for h in store.search(("e",), query="plans")] == []
+    finally:
+        store.close()
