@@ -68,9 +68,10 @@ if TYPE_CHECKING:
 class MarkusStore(BaseStore):
     """A LangGraph long-term memory store persisted beside ``memory``'s episodic store.
 
-    ``embedder`` (default: the one ``memory`` was opened with) adds vector search over
-    ``fields`` (JSON paths as in LangGraph's ``IndexConfig``; ``"$"``, the default, is the
-    whole value). ``ttl`` is a LangGraph ``TTLConfig`` (``default_ttl`` in minutes,
+    ``fields`` are the JSON paths whose strings and numbers are an item's words (as in
+    LangGraph's ``IndexConfig``; ``"$"``, the default, is the whole value; field names are not
+    words), for BM25 and, with an ``embedder`` (default: the one ``memory`` was opened with),
+    for vector search. ``ttl`` is a LangGraph ``TTLConfig`` (``default_ttl`` in minutes,
     ``refresh_on_read``); expired items are never returned and :meth:`sweep_ttl` deletes them.
     """
 

@@ -53,6 +53,9 @@ CHUNK = 500
 STAGED = 200
 """Items from which a PostgreSQL batch is copied into a staging table (see
 :func:`_staged_insert`)."""
+ANALYSED = 5000
+"""Items from which a PostgreSQL batch analyses the items table in its transaction (before
+autovacuum would: a page without a query is then read from the index, not sorted)."""
 CANDIDATES = 4
 CANDIDATES_MIN = 100
 """A ranked page first looks at the best ``CANDIDATES * (offset + limit) + CANDIDATES_MIN``
@@ -345,6 +348,8 @@ class KVTable:
             )
             if d.name == "postgres" and len(items) >= STAGED:
                 _staged_insert(sql, items, conflict)
+                if len(items) >= ANALYSED:  # the planner learns the table's new size now
+                    sql.run("ANALYZE langgraph_items")
             else:
                 sql.insert("langgraph_items", _ITEM_COLUMNS, items, conflict)
             sql.insert("langgraph_postings", POSTING_COLUMNS, terms)
