@@ -101,7 +101,7 @@ def _seed(store: BaseStore) -> None:
         (("docs", "a"), "1", {"score": 5, "color": "red", "meta": {"lang": "en"}}),
         (("docs", "a"), "2", {"score": 3, "color": "blue", "meta": {"lang": "fr"}}),
         (("docs", "b"), "3", {"score": 4.5, "color": "red", "tags": ["x", "y"]}),
-        (("docs", "b", "v1"), "4", {"score": "7", "color": "green"}),
+        (("docs", "b", "v1"), "4", {"score": 7, "color": "green"}),
         (("cache", "x", "v1"), "5", {"color": "red", "score": 0}),
         (("users",), "6", {"score": 1}),
     ]

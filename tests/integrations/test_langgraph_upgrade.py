@@ -71,7 +71,7 @@ def test_an_old_layout_upgrades_in_place_and_keeps_items_and_their_search(tmp_pa
             item = store.get(("notes",), "a")
             assert item is not None and item.value == {"text": "quarterly budget report"}
             assert item.created_at == THEN
-            assert [h.key for h in store.search(("notes",), query="budget")] == ["a"]
+            assert [h.key for h in store.search(("notes",), query="budgets")] == ["a"]
             store.put(("notes",), "a", {"text": "moved to the archive"})
             assert store.search(("notes",), query="budget") == []
             assert [h.key for h in store.search(("notes",), query="archive")] == ["a"]
@@ -82,8 +82,8 @@ def test_an_old_layout_upgrades_in_place_and_keeps_items_and_their_search(tmp_pa
     conn = sqlite3.connect(settings.database_path, isolation_level=None)
     try:
         assert pending_migrations(SqliteMigrationTarget(conn)) == []
-        (fts_rows,) = conn.execute("SELECT count(*) FROM langgraph_items_fts").fetchone()
-        assert fts_rows == 1  # one search row per item with text, none for the deleted one
+        docs = conn.execute("SELECT DISTINCT doc FROM langgraph_postings").fetchall()
+        assert len(docs) == 1  # the terms of the one item left, none of the deleted one
     finally:
         conn.close()
     assert all(c.ok for c in database_checks(settings.database_path))
@@ -135,13 +135,19 @@ def test_an_old_postgres_layout_is_adopted_with_its_items(tmp_path: Path) -> Non
                 item = store.get(("notes",), "a")
                 assert item is not None and item.value == {"text": "budget"}
                 assert [h.key for h in store.search(("notes",), query="quarterly")] == ["a"]
+                assert [h.key for h in store.search(("notes",), query="budgets")] == ["a"]
             finally:
                 store.close()
         with psycopg.connect(url, autocommit=True) as conn:
             names = conn.execute(
                 "SELECT name FROM _markus_migrations WHERE migration_set = 'langgraph'"
             ).fetchall()
-        assert sorted(n for (n,) in names) == ["m001_items", "m002_item_text"]
+        assert sorted(n for (n,) in names) == [
+            "m001_items",
+            "m002_item_text",
+            "m003_postings",
+            "m004_counts",
+        ]
 
 
 def test_search_survives_sweeps_and_vacuum(tmp_path: Path) -> None:
@@ -154,7 +160,7 @@ def test_search_survives_sweeps_and_vacuum(tmp_path: Path) -> None:
             store.delete(("n",), "k1")
             conn = sqlite3.connect(settings.database_path, isolation_level=None)
             try:
-                conn.execute("VACUUM")  # may renumber implicit rowids; the FTS key is explicit
+                conn.execute("VACUUM")  # may renumber implicit rowids; the item key is explicit
             finally:
                 conn.close()
             assert sorted(h.key for h in store.search(("n",), query="kiwi")) == ["k3", "k5"]
@@ -162,3 +168,28 @@ def test_search_survives_sweeps_and_vacuum(tmp_path: Path) -> None:
             assert [h.key for h in store.search(("n",), query="kiwi")] == ["k5"]
         finally:
             store.close()
+
+
+def test_a_database_at_m002_gets_the_postings_of_its_items(tmp_path: Path) -> None:
+    settings = Settings.from_env(home=tmp_path)
+    conn = sqlite3.connect(settings.database_path, isolation_level=None)
+    try:
+        kv.sqlite_migrations.apply(SqliteMigrationTarget(conn), stop_before="m003_postings")
+        for key, text in (("tea", "安娜喜欢喝绿茶"), ("run", "Running drinks")):
+            conn.execute(
+                "INSERT INTO langgraph_items (agent_id, namespace, key, value, created_at, "
+                "updated_at, text) VALUES ('agent-1', 'notes', ?, ?, ?, ?, ?)",
+                (key, json.dumps({"text": text}), THEN.isoformat(), THEN.isoformat(), text),
+            )
+    finally:
+        conn.close()
+    with open_agent("agent-1", settings=settings) as memory:
+        store = MarkusStore(memory)
+        try:
+            assert [h.key for h in store.search(("notes",), query="绿茶")] == ["tea"]
+            assert [h.key for h in store.search(("notes",), query="run drink")] == ["run"]
+            store.delete(("notes",), "run")
+            assert store.search(("notes",), query="drink") == []
+        finally:
+            store.close()
+    assert all(c.ok for c in database_checks(settings.database_path))

@@ -39,7 +39,7 @@ POSTGRES_TABLES: Mapping[str, tuple[str, ...]] = {
         "transcript_messages",
     ),
     "search-index": ("search_docs", "search_postings", "search_state", "search_vectors"),
-    "langgraph": ("langgraph_items",),
+    "langgraph": ("langgraph_items", "langgraph_postings", "langgraph_stats", "langgraph_terms"),
     "dream": ("dream_runs",),
     "documents": ("documents",),
 }

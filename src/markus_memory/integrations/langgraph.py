@@ -1,15 +1,24 @@
 """LangGraph: a ``BaseStore`` over the agent's episodic database, and the memory tools.
 
 :class:`MarkusStore` implements ``batch``/``abatch`` over ``GetOp``, ``PutOp`` (``value=None``
-deletes), ``SearchOp`` (``query``; ``filter`` with ``$eq $ne $gt $gte $lt $lte`` and nested
-objects; ``limit``/``offset``) and ``ListNamespacesOp`` (prefix/suffix conditions with ``*``,
+deletes), ``SearchOp`` and ``ListNamespacesOp`` (prefix/suffix conditions with ``*``,
 ``max_depth``, ``limit``/``offset``), with TTL in minutes. Items persist in the database of the
-agent's episodic store: ``data.db`` by default, PostgreSQL with ``MARKUS_DATABASE_URL``. A
-query ranks by full-text relevance (FTS5 or ``tsvector``; only matching items are returned),
-or by cosine similarity when the store has an embedder. Every read of one batch sees the state
-before the batch; the batch's writes land in one transaction after all of it is validated, so
-a bad op (a namespace LangGraph forbids, a value that is not a JSON object) raises before
-anything is written.
+agent's episodic store: ``data.db`` by default, PostgreSQL with ``MARKUS_DATABASE_URL``.
+
+A search is answered in SQL on both backends: the namespace prefix, the ``filter``
+(:mod:`markus_memory.storage.kv_filter`: equality, nested objects, lists, ``$eq $ne $gt $gte
+$lt $lte``), the order and the ``limit``/``offset`` page, and only the page is decoded.
+Without a query the items come as LangGraph's ``PostgresStore`` orders them: the last updated
+first (its ``InMemoryStore`` keeps insertion order instead); ties by namespace and key. A
+query without an embedder ranks by BM25 over the library's one analyser (the stems, stop
+words and CJK pairs of knowledge search and recall: "drink" finds "drinks", "绿茶" finds
+"安娜喜欢喝绿茶"), and only items holding a query term are returned (LangGraph's own stores
+ignore a query when they have no embedder). With an embedder a query ranks by cosine
+similarity, the items without a vector after the others. Every read of one batch sees the
+state before the batch; the batch's writes land in one transaction after all of it is
+validated, so a bad op (a namespace LangGraph forbids, a value that is not a JSON object)
+raises before anything is written. ``abatch`` runs the batch in a worker thread: the event
+loop never waits on the database.
 
 :func:`memory_tools` gives the registry's tools as LangChain ``StructuredTool`` objects for
 LangGraph/LangChain agents (``ToolNode``, ``create_react_agent`` …).
@@ -20,11 +29,12 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ExtraNotInstalledError
-from ..storage.kv import SEP, KVTable, Row, Write
+from ..storage.kv import SEP, KVTable, Row, Where, Write
+from ..storage.kv_filter import matches
 from ._tools import call, parameters, select_tools
 
 try:
@@ -58,9 +68,10 @@ if TYPE_CHECKING:
 class MarkusStore(BaseStore):
     """A LangGraph long-term memory store persisted beside ``memory``'s episodic store.
 
-    ``embedder`` (default: the one ``memory`` was opened with) adds vector search over
-    ``fields`` (JSON paths as in LangGraph's ``IndexConfig``; ``"$"``, the default, is the
-    whole value). ``ttl`` is a LangGraph ``TTLConfig`` (``default_ttl`` in minutes,
+    ``fields`` are the JSON paths whose strings and numbers are an item's words (as in
+    LangGraph's ``IndexConfig``; ``"$"``, the default, is the whole value; field names are not
+    words), for BM25 and, with an ``embedder`` (default: the one ``memory`` was opened with),
+    for vector search. ``ttl`` is a LangGraph ``TTLConfig`` (``default_ttl`` in minutes,
     ``refresh_on_read``); expired items are never returned and :meth:`sweep_ttl` deletes them.
     """
 
@@ -90,13 +101,14 @@ class MarkusStore(BaseStore):
         stamp = now.timestamp()
         writes = {
             (w.namespace, w.key): w
-            for w in (self._write(op, stamp) for op in ops if isinstance(op, PutOp))
+            for w in self._writes([op for op in ops if isinstance(op, PutOp)], stamp)
         }
         refreshes: dict[tuple[str, str], float] = {}
+        got = self._get([op for op in ops if isinstance(op, GetOp)], stamp, refreshes)
         results: list[Result] = []
         for op in ops:
             if isinstance(op, GetOp):
-                results.append(self._get(op, stamp, refreshes))
+                results.append(_item(got.get((SEP.join(op.namespace), op.key))))
             elif isinstance(op, SearchOp):
                 results.append(self._search(op, stamp, refreshes))
             elif isinstance(op, ListNamespacesOp):
@@ -131,42 +143,29 @@ class MarkusStore(BaseStore):
         if refresh and row.ttl_minutes is not None:
             into[(row.namespace, row.key)] = stamp + row.ttl_minutes * 60
 
-    def _get(self, op: GetOp, stamp: float, refreshes: dict[tuple[str, str], float]) -> Item | None:
-        ns = SEP.join(op.namespace)
-        row = self._table.get([(ns, op.key)], stamp).get((ns, op.key))
-        if row is None:
-            return None
-        self._refresh(row, op.refresh_ttl, stamp, refreshes)
-        return Item(
-            value=row.value,
-            key=row.key,
-            namespace=tuple(row.namespace.split(SEP)),
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-        )
+    def _get(
+        self, ops: Sequence[GetOp], stamp: float, refreshes: dict[tuple[str, str], float]
+    ) -> dict[tuple[str, str], Row]:
+        found = self._table.get([(SEP.join(op.namespace), op.key) for op in ops], stamp)
+        for op in ops:
+            row = found.get((SEP.join(op.namespace), op.key))
+            if row is not None:
+                self._refresh(row, op.refresh_ttl, stamp, refreshes)
+        return found
 
     def _search(
         self, op: SearchOp, stamp: float, refreshes: dict[tuple[str, str], float]
     ) -> list[SearchItem]:
-        prefix = SEP.join(op.namespace_prefix)
-        rows = [r for r in self._table.rows(prefix, stamp) if matches(r.value, op.filter)]
-        scored: list[tuple[float | None, Row]]
+        where = Where(SEP.join(op.namespace_prefix), op.filter, stamp)
+        limit, offset = max(op.limit, 0), max(op.offset, 0)
+        page: list[tuple[Row, float | None]]
         if op.query and self.embedder is not None:
-            query = self.embedder.embed([op.query])[0]
-            with_vectors = [(_cosine(query, r.vector), r) for r in rows if r.vector is not None]
-            with_vectors.sort(key=lambda pair: -pair[0])
-            scored = [*with_vectors, *((None, r) for r in rows if r.vector is None)]
+            page = self._nearest(where, op.query, limit, offset)
         elif op.query:
-            scores = self._table.text_scores(prefix, op.query, stamp)
-            hits = [
-                (scores[(r.namespace, r.key)], r) for r in rows if (r.namespace, r.key) in scores
-            ]
-            hits.sort(key=lambda pair: -pair[0])
-            scored = list(hits)
+            page = list(self._table.ranked(where, op.query, limit, offset))
         else:
-            scored = [(None, r) for r in rows]
-        page = scored[max(op.offset, 0) : max(op.offset, 0) + max(op.limit, 0)]
-        for _, row in page:
+            page = [(row, None) for row in self._table.recent(where, limit, offset)]
+        for row, _ in page:
             self._refresh(row, op.refresh_ttl, stamp, refreshes)
         return [
             SearchItem(
@@ -177,8 +176,28 @@ class MarkusStore(BaseStore):
                 updated_at=row.updated_at,
                 score=score,
             )
-            for score, row in page
+            for row, score in page
         ]
+
+    def _nearest(
+        self, where: Where, query: str, limit: int, offset: int
+    ) -> list[tuple[Row, float | None]]:
+        """Cosine similarity to the query's vector, best first; the items without a vector
+        after them, the last updated first."""
+        assert self.embedder is not None
+        wanted = self.embedder.embed([query])[0]
+        candidates = self._table.vectors(where)
+        scored = sorted(
+            ((_cosine(wanted, v), doc) for doc, v in candidates if v is not None),
+            key=lambda pair: -pair[0],
+        )
+        ranked: list[tuple[float | None, int]] = [
+            *scored,
+            *((None, doc) for doc, v in candidates if v is None),
+        ]
+        chosen = ranked[offset : offset + limit]
+        rows = self._table.by_doc([doc for _, doc in chosen])
+        return [(rows[doc], score) for score, doc in chosen if doc in rows]
 
     def _list_namespaces(self, op: ListNamespacesOp, stamp: float) -> list[tuple[str, ...]]:
         found = [tuple(ns.split(SEP)) for ns in self._table.namespaces(stamp)]
@@ -188,35 +207,97 @@ class MarkusStore(BaseStore):
         ordered = sorted(set(found))
         return ordered[op.offset : op.offset + op.limit]
 
-    def _write(self, op: PutOp, stamp: float) -> Write:
-        ns = SEP.join(op.namespace)
-        if op.value is None:
-            return Write(ns, op.key, None)
+    def _writes(self, ops: Sequence[PutOp], stamp: float) -> list[Write]:
+        """The batch's writes, the last put of a key winning (every value is checked); the
+        vectors in one call."""
+        stored = {id(op): _json(op.value) for op in ops if op.value is not None}
+        last = {(SEP.join(op.namespace), op.key): op for op in ops}
+        texts = {k: self._text(op) for k, op in last.items() if op.value is not None}
+        embedded = [k for k, text in texts.items() if text]
+        vectors: dict[tuple[str, str], list[float]] = {}
+        if self.embedder is not None and embedded:
+            made = self.embedder.embed([texts[k] for k in embedded])
+            vectors = {k: list(v) for k, v in zip(embedded, made, strict=True)}
+        writes = []
+        for (ns, key), op in last.items():
+            if op.value is None:
+                writes.append(Write(ns, key, None))
+                continue
+            ttl: Any = op.ttl
+            if ttl is NOT_PROVIDED:
+                ttl = (self.ttl_config or {}).get("default_ttl")
+            minutes = None if ttl is None else float(ttl)
+            writes.append(
+                Write(
+                    ns,
+                    key,
+                    stored[id(op)],
+                    texts[(ns, key)],
+                    vectors.get((ns, key)),
+                    None if minutes is None else stamp + minutes * 60,
+                    minutes,
+                )
+            )
+        return writes
+
+    def _text(self, op: PutOp) -> str:
+        """The words of the value's indexed fields: the strings and numbers at each path
+        (not the field names), "" with ``index=False``."""
+        if op.index is False or op.value is None:
+            return ""
+        paths = self.fields if op.index is None else tuple(op.index)
         value = dict(op.value)
-        ttl: Any = op.ttl
-        if ttl is NOT_PROVIDED:
-            ttl = (self.ttl_config or {}).get("default_ttl")
-        text, vector = "", None
-        if op.index is not False:
-            paths = self.fields if op.index is None else tuple(op.index)
-            texts = [
-                t
-                for path in paths
-                for t in get_text_at_path(value, tokenize_path(path) if path != "$" else "$")
-            ]
-            text = "\n".join(texts)
-            if self.embedder is not None and text:
-                vector = list(self.embedder.embed([text])[0])
-        minutes = None if ttl is None else float(ttl)
-        return Write(
-            ns,
-            op.key,
-            value,
-            text,
-            vector,
-            None if minutes is None else stamp + minutes * 60,
-            minutes,
-        )
+        found: list[str] = []
+        for path in paths:
+            if path == "$":
+                found.extend(_leaves(value))
+                continue
+            for text in get_text_at_path(value, tokenize_path(path)):
+                found.extend(_leaves(_container(text)))
+        return "\n".join(found)
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"a stored value must be JSON-serialisable: {exc}") from None
+
+
+def _container(text: str) -> Any:
+    """An object or a list ``get_text_at_path`` gave as its JSON, else the text itself."""
+    if text[:1] in ("{", "["):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def _leaves(node: Any) -> Iterator[str]:
+    """The strings and numbers inside a JSON value, in order."""
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, (int, float)) and not isinstance(node, bool):
+        yield str(node)
+    elif isinstance(node, Mapping):
+        for child in node.values():
+            yield from _leaves(child)
+    elif isinstance(node, list):
+        for child in node:
+            yield from _leaves(child)
+
+
+def _item(row: Row | None) -> Item | None:
+    if row is None:
+        return None
+    return Item(
+        value=row.value,
+        key=row.key,
+        namespace=tuple(row.namespace.split(SEP)),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
 
 
 def _validate(op: object) -> None:
@@ -236,10 +317,6 @@ def _validate(op: object) -> None:
         if op.value is not None:
             if not isinstance(op.value, Mapping):
                 raise TypeError(f"a stored value must be a dict, got {type(op.value).__name__}")
-            try:
-                json.dumps(dict(op.value), allow_nan=False)
-            except (TypeError, ValueError) as exc:
-                raise TypeError(f"a stored value must be JSON-serialisable: {exc}") from None
         ttl: Any = op.ttl
         if (
             ttl is not None
@@ -247,46 +324,6 @@ def _validate(op: object) -> None:
             and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0)
         ):
             raise ValueError(f"ttl must be a positive number of minutes, got {ttl!r}")
-
-
-def matches(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
-    """Whether ``value`` passes a LangGraph search filter (JSONB-like, as the framework's)."""
-    return not filter or all(_compare(value.get(k), f) for k, f in filter.items())
-
-
-def _compare(item: Any, wanted: Any) -> bool:
-    if isinstance(wanted, Mapping):
-        if any(str(k).startswith("$") for k in wanted):
-            return all(_operator(item, op, arg) for op, arg in wanted.items())
-        return isinstance(item, Mapping) and all(
-            _compare(item.get(k), v) for k, v in wanted.items()
-        )
-    if isinstance(wanted, (list, tuple)):
-        return (
-            isinstance(item, (list, tuple))
-            and len(item) == len(wanted)
-            and all(_compare(i, w) for i, w in zip(item, wanted, strict=True))
-        )
-    return bool(item == wanted)
-
-
-def _operator(item: Any, op: str, arg: Any) -> bool:
-    if op == "$eq":
-        return bool(item == arg)
-    if op == "$ne":
-        return bool(item != arg)
-    if op not in ("$gt", "$gte", "$lt", "$lte"):
-        raise ValueError(f"Unsupported operator: {op}")
-    try:
-        left, right = float(item), float(arg)
-    except (TypeError, ValueError):
-        return False  # a missing or non-numeric value never passes a comparison
-    return {
-        "$gt": left > right,
-        "$gte": left >= right,
-        "$lt": left < right,
-        "$lte": left <= right,
-    }[op]
 
 
 def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:

@@ -1,38 +1,65 @@
 """A namespaced JSON key-value table beside the episodic store, written once for both backends.
 
 Backs the LangGraph store: one row per (agent, namespace, key) with its JSON value, the text
-indexed for full-text search, an optional vector and TTL bookkeeping. It lives in the agent's
-episodic database (``data.db``, opened through :class:`~.sqlite_conn.SqliteDatabase`, or the
-``MARKUS_DATABASE_URL`` database) in tables of its own, created by the ``langgraph`` migration
-set (in the ``data.db`` registry, so ``doctor`` checks it). Reads return what is stored;
-:meth:`KVTable.apply` writes a whole batch in one transaction, so a batch is all or nothing.
+indexed for search, an optional vector and TTL bookkeeping, in tables of the ``langgraph``
+migration set (:mod:`.kv_schema`) in the agent's episodic database (``data.db`` or the
+``MARKUS_DATABASE_URL`` database). Every statement is one text for both backends (``?``
+placeholders, translated by the :class:`~.dialect.Dialect`); only the JSON filter differs
+(:mod:`.kv_filter`).
 
-Only the full-text ranking is per backend (:meth:`KVTable.text_scores`): an external-content
-FTS5 index of the ``text`` column, kept in step by triggers, on SQLite; a generated
-``tsvector`` column on PostgreSQL.
+Search runs in SQL: the namespace prefix, the filter, the order and the page (``LIMIT`` /
+``OFFSET``), so only the returned page is read and decoded. A query ranks by Okapi BM25 over
+the postings of :mod:`markus_memory.analysis` (stems, stop words, CJK pairs), with the
+constants and the idf of the knowledge index over the agent's stored items; without a query
+the newest update comes first. :meth:`KVTable.apply` writes a whole batch in one transaction,
+a few statements whatever its size, so a batch is all or nothing.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..analysis import query_terms, quote_fts
-from .migrations import Migrations
+from ..analysis import query_counts, query_terms
+from . import kv_filter
+from ._sql import DialectSql
+from .base import MAX_QUERY_CHARS, MAX_QUERY_TERMS
+from .knowledge_index import K1, B
+from .kv_schema import (
+    ADD_TERMS,
+    MIGRATION_SET,
+    POSTING_COLUMNS,
+    TERM_COLUMNS,
+    agent_key,
+    doc_key,
+    postgres_migrations,
+    postings,
+    sqlite_migrations,
+)
+from .recall_contract import RecallStats
 
 if TYPE_CHECKING:
-    import sqlite3
-
-    import psycopg
-
     from .dialect import Database
 
 SEP = "."
 """Namespace labels are joined with a period, which LangGraph forbids inside a label."""
-MIGRATION_SET = "langgraph"
+CHUNK = 500
+"""Keys per ``IN (…)`` list on SQLite (PostgreSQL sends one array)."""
+STAGED = 200
+"""Items from which a PostgreSQL batch is copied into a staging table (see
+:func:`_staged_insert`)."""
+ANALYSED = 5000
+"""Items from which a PostgreSQL batch analyses the items table in its transaction (before
+autovacuum would: a page without a query is then read from the index, not sorted)."""
+CANDIDATES = 4
+CANDIDATES_MIN = 100
+"""A ranked page first looks at the best ``CANDIDATES * (offset + limit) + CANDIDATES_MIN``
+documents (see :meth:`KVTable.ranked`)."""
 
 
 @dataclass(frozen=True)
@@ -44,31 +71,28 @@ class Row:
     updated_at: datetime
     expires_at: float | None
     ttl_minutes: float | None
-    vector: list[float] | None
 
 
 @dataclass(frozen=True)
 class Write:
-    """An upsert (``value`` set) or a delete (``value`` None) of one key."""
+    """An upsert (``value``, the JSON text of an object) or a delete (``value`` None)."""
 
     namespace: str
     key: str
-    value: dict[str, Any] | None
+    value: str | None
     text: str = ""
     vector: list[float] | None = None
     expires_at: float | None = None
     ttl_minutes: float | None = None
 
 
-def scores_under(
-    found: Sequence[Sequence[Any]], namespace_prefix: str
-) -> dict[tuple[str, str], float]:
-    """Full-text hits ``(namespace, key, score)`` inside ``namespace_prefix`` (all when empty)."""
-    return {
-        (ns, key): float(score)
-        for ns, key, score in found
-        if not namespace_prefix or ns == namespace_prefix or ns.startswith(namespace_prefix + SEP)
-    }
+@dataclass(frozen=True)
+class Where:
+    """Which items a search looks at: under ``prefix`` (all when empty), passing ``filter``."""
+
+    prefix: str
+    filter: Mapping[str, Any] | None
+    now: float
 
 
 def _dt(text: str | datetime) -> datetime:
@@ -77,98 +101,37 @@ def _dt(text: str | datetime) -> datetime:
 
 def _row(r: Sequence[Any]) -> Row:
     value = r[2] if isinstance(r[2], dict) else json.loads(r[2])
-    vector = r[7] if r[7] is None or isinstance(r[7], list) else json.loads(r[7])
-    return Row(r[0], r[1], value, _dt(r[3]), _dt(r[4]), r[5], r[6], vector)
+    return Row(r[0], r[1], value, _dt(r[3]), _dt(r[4]), r[5], r[6])
 
 
-COLUMNS = "namespace, key, value, created_at, updated_at, expires_at, ttl_minutes, vector"
-_LIVE = "agent_id = ? AND (expires_at IS NULL OR expires_at > ?)"
-_KEY = "agent_id = ? AND namespace = ? AND key = ?"
+COLUMNS = "i.namespace, i.key, i.value, i.created_at, i.updated_at, i.expires_at, i.ttl_minutes"
+_LIVE = "i.agent_id = ? AND (i.expires_at IS NULL OR i.expires_at > ?)"
+_ITEM_COLUMNS = (
+    ("agent_id", "text"),
+    ("namespace", "text"),
+    ("key", "text"),
+    ("value", "jsonb"),
+    ("created_at", "timestamptz"),
+    ("updated_at", "timestamptz"),
+    ("expires_at", "double precision"),
+    ("ttl_minutes", "double precision"),
+    ("vector", "jsonb"),
+    ("text", "text"),
+    ("doc", "bigint"),
+    ("len", "integer"),
+)
+_UPDATED = ("value", "updated_at", "expires_at", "ttl_minutes", "vector", "text", "len")
 
-sqlite_migrations: Migrations[sqlite3.Connection] = Migrations(MIGRATION_SET)
-postgres_migrations: Migrations[psycopg.Connection[Any]] = Migrations(MIGRATION_SET)
-
-
-@sqlite_migrations()
-def m001_items(conn: sqlite3.Connection) -> None:
-    # IF NOT EXISTS: a data.db from before this set already has the tables (no bookkeeping).
-    conn.execute(
-        """CREATE TABLE IF NOT EXISTS langgraph_items (
-    agent_id TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
-    created_at TEXT NOT NULL, updated_at TEXT NOT NULL, expires_at REAL, ttl_minutes REAL,
-    vector TEXT, PRIMARY KEY (agent_id, namespace, key))"""
-    )
-    conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS langgraph_items_fts USING fts5("
-        "agent_id UNINDEXED, namespace UNINDEXED, key UNINDEXED, text)"
-    )
-
-
-_SQLITE_ITEMS = """CREATE TABLE langgraph_items (
-    id INTEGER PRIMARY KEY, agent_id TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL,
-    value TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, expires_at REAL,
-    ttl_minutes REAL, vector TEXT, text TEXT NOT NULL DEFAULT '',
-    UNIQUE (agent_id, namespace, key))"""
-_ITEM_COLUMNS = "agent_id, namespace, key, value, created_at, updated_at, expires_at, ttl_minutes"
-
-
-@sqlite_migrations()
-def m002_item_text(conn: sqlite3.Connection) -> None:
-    # The indexed text moves into the item row (as on PostgreSQL), so that every write is the
-    # same SQL on both backends. The FTS5 table becomes an external-content index of that
-    # column, keyed by an integer id that VACUUM keeps (an implicit rowid it may renumber),
-    # and triggers keep it in step: removing an item's text is a lookup, not a scan.
-    texts = conn.execute(
-        "SELECT text, agent_id, namespace, key FROM langgraph_items_fts"
-    ).fetchall()
-    conn.execute(_SQLITE_ITEMS.replace("langgraph_items", "langgraph_items_new", 1))
-    conn.execute(
-        f"INSERT INTO langgraph_items_new ({_ITEM_COLUMNS}, vector) "
-        f"SELECT {_ITEM_COLUMNS}, vector FROM langgraph_items"
-    )
-    conn.executemany(f"UPDATE langgraph_items_new SET text = ? WHERE {_KEY}", texts)
-    conn.execute("DROP TABLE langgraph_items")
-    conn.execute("DROP TABLE langgraph_items_fts")
-    conn.execute("ALTER TABLE langgraph_items_new RENAME TO langgraph_items")
-    conn.execute(
-        "CREATE VIRTUAL TABLE langgraph_items_fts USING fts5(text, "
-        "content='langgraph_items', content_rowid='id')"
-    )
-    conn.execute("INSERT INTO langgraph_items_fts (langgraph_items_fts) VALUES ('rebuild')")
-    drop = (
-        "INSERT INTO langgraph_items_fts (langgraph_items_fts, rowid, text) "
-        "VALUES ('delete', old.id, old.text);"
-    )
-    add = "INSERT INTO langgraph_items_fts (rowid, text) VALUES (new.id, new.text);"
-    for name, event, body in (
-        ("langgraph_items_ai", "INSERT", add),
-        ("langgraph_items_ad", "DELETE", drop),
-        ("langgraph_items_au", "UPDATE OF text", f"{drop} {add}"),
-    ):
-        conn.execute(f"CREATE TRIGGER {name} AFTER {event} ON langgraph_items BEGIN {body} END")
-
-
-@postgres_migrations(name="m001_items")
-def pg_m001_items(conn: psycopg.Connection[Any]) -> None:
-    # IF NOT EXISTS: a schema from before this set already has the table (no bookkeeping).
-    conn.execute(
-        """CREATE TABLE IF NOT EXISTS langgraph_items (
-    agent_id TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL, value JSONB NOT NULL,
-    created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL,
-    expires_at DOUBLE PRECISION, ttl_minutes DOUBLE PRECISION, vector JSONB,
-    text TEXT NOT NULL DEFAULT '',
-    tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED,
-    PRIMARY KEY (agent_id, namespace, key))"""
-    )
-    conn.execute(
-        "CREATE INDEX IF NOT EXISTS langgraph_items_tsv ON langgraph_items USING GIN (tsv)"
-    )
-
-
-@postgres_migrations(name="m002_item_text")
-def pg_m002_item_text(conn: psycopg.Connection[Any]) -> None:
-    # SQLite m002 moves the text into the item row; PostgreSQL has kept it there from m001.
-    del conn
+__all__ = [
+    "MIGRATION_SET",
+    "SEP",
+    "KVTable",
+    "Row",
+    "Where",
+    "Write",
+    "postgres_migrations",
+    "sqlite_migrations",
+]
 
 
 class KVTable:
@@ -178,112 +141,260 @@ class KVTable:
         self.database = database
         self.agent_id = agent_id
         self.dialect = database.dialect
+        self.agent = agent_key(agent_id)
 
-    def _select(self, where: str, args: Sequence[Any], order: str = "") -> list[Row]:
-        with self.database.read() as conn:
-            found = self.dialect.bind(conn).rows(
-                f"SELECT {COLUMNS} FROM langgraph_items WHERE {_LIVE}{where}{order}",
-                (self.agent_id, *args),
+    @contextmanager
+    def _sql(self, *, write: bool = False) -> Iterator[DialectSql]:
+        db = self.database
+        with db.write() if write else db.read() as conn:
+            yield self.dialect.bind(conn)
+
+    def _where(self, where: Where) -> tuple[str, list[Any]]:
+        sql = _LIVE
+        params: list[Any] = [self.agent_id, where.now]
+        if where.prefix:
+            sql += " AND (i.namespace = ? OR substr(i.namespace, 1, ?) = ?)"
+            params += [where.prefix, len(where.prefix) + 1, where.prefix + SEP]
+        condition, args = kv_filter.condition(self.dialect.name, where.filter, "i.value")
+        if condition:
+            sql += f" AND {condition}"
+            params += args
+        return sql, params
+
+    def _order(self) -> str:
+        return f"{self.dialect.bytewise('i.namespace')}, {self.dialect.bytewise('i.key')}"
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get(self, pairs: Sequence[tuple[str, str]], now: float) -> dict[tuple[str, str], Row]:
+        docs = sorted({doc_key(self.agent_id, ns, key) for ns, key in pairs})
+        out: dict[tuple[str, str], Row] = {}
+        with self._sql() as sql:
+            for part in _chunks(docs, self.dialect.name):
+                by_doc, params = self.dialect.any_of("i.doc", part)
+                for r in sql.rows(
+                    f"SELECT {COLUMNS} FROM langgraph_items i WHERE {_LIVE} AND {by_doc}",
+                    (self.agent_id, now, *params),
+                ):
+                    found = _row(r)
+                    out[(found.namespace, found.key)] = found
+        return out
+
+    def recent(self, where: Where, limit: int, offset: int) -> list[Row]:
+        """A page of the items, the last updated first (ties by namespace and key)."""
+        condition, params = self._where(where)
+        with self._sql() as sql:
+            found = sql.rows(
+                f"SELECT {COLUMNS} FROM langgraph_items i WHERE {condition} "
+                f"ORDER BY i.updated_at DESC, {self._order()} LIMIT ? OFFSET ?",
+                (*params, limit, offset),
             )
         return [_row(r) for r in found]
 
-    def rows(self, namespace_prefix: str, now: float) -> list[Row]:
-        order = " ORDER BY updated_at DESC, namespace, key"
-        if not namespace_prefix:
-            return self._select("", [now], order)
-        return self._select(
-            " AND (namespace = ? OR substr(namespace, 1, ?) = ?)",
-            [now, namespace_prefix, len(namespace_prefix) + 1, namespace_prefix + SEP],
-            order,
+    def ranked(self, where: Where, query: str, limit: int, offset: int) -> list[tuple[Row, float]]:
+        """A page of the items holding a term of ``query``, best BM25 score first (ties by
+        item key: stable, the same on both backends); nothing for a query without content
+        words. The best ``CANDIDATES``-times-the-page documents are scored from the postings
+        alone and only they are joined with their items; when too few of them pass the prefix
+        and the filter, every matching document is."""
+        with self._sql() as sql:
+            weights, stats = self._weights(sql, query)
+            if not weights or stats.avgdl <= 0:
+                return []
+            wanted = offset + limit
+            candidates = CANDIDATES * wanted + CANDIDATES_MIN
+            found = self._rank(sql, weights, stats.avgdl, where, limit, offset, candidates)
+            if len(found) < limit and (not found or int(found[0][8]) >= candidates):
+                found = self._rank(sql, weights, stats.avgdl, where, limit, offset, None)
+        return [(_row(r), float(r[7])) for r in found]
+
+    def _rank(
+        self,
+        sql: DialectSql,
+        weights: dict[int, float],
+        avgdl: float,
+        where: Where,
+        limit: int,
+        offset: int,
+        candidates: int | None,
+    ) -> list[tuple[Any, ...]]:
+        """The page among the best ``candidates`` documents (all when None); each row ends
+        with the score and the number of candidates."""
+        values = ", ".join(["(CAST(? AS BIGINT), CAST(? AS DOUBLE PRECISION))"] * len(weights))
+        score = (
+            f"SUM(q.w * p.tf * {K1 + 1} / (p.tf + {K1} * ({1 - B} + {B} * "
+            "CAST(p.len AS DOUBLE PRECISION) / ?)))"
+        )
+        cut = "" if candidates is None else f" ORDER BY score DESC, p.doc LIMIT {int(candidates)}"
+        condition, params = self._where(where)
+        return sql.rows(
+            f"WITH q(term, w) AS (VALUES {values}), s AS (SELECT p.doc, {score} AS score "
+            "FROM q JOIN langgraph_postings p ON p.agent = ? AND p.term = q.term "
+            f"GROUP BY p.doc{cut}), n AS (SELECT count(*) AS n FROM s) "
+            f"SELECT {COLUMNS}, s.score, n.n FROM s CROSS JOIN n JOIN langgraph_items i "
+            f"ON i.doc = s.doc WHERE {condition} ORDER BY s.score DESC, s.doc LIMIT ? OFFSET ?",
+            (
+                *(v for pair in weights.items() for v in pair),
+                avgdl,
+                self.agent,
+                *params,
+                limit,
+                offset,
+            ),
         )
 
-    def get(self, pairs: Sequence[tuple[str, str]], now: float) -> dict[tuple[str, str], Row]:
-        out: dict[tuple[str, str], Row] = {}
-        for namespace, key in set(pairs):
-            for found in self._select(" AND namespace = ? AND key = ?", [now, namespace, key]):
-                out[(namespace, key)] = found
+    def _weights(self, sql: DialectSql, query: str) -> tuple[dict[int, float], RecallStats]:
+        """BM25 weights of the query's terms the agent's items use, and their statistics."""
+        text = query[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")
+        counts = query_counts(query_terms(text)[:MAX_QUERY_TERMS])
+        if not counts:
+            return {}, RecallStats(0, 0, {})
+        condition, keys = self.dialect.any_of("term", sorted(counts))
+        rows = sql.rows(
+            "SELECT NULL, docs, tokens FROM langgraph_stats WHERE agent_id = ? UNION ALL "
+            f"SELECT term, df, 0 FROM langgraph_terms WHERE agent = ? AND {condition} AND df > 0",
+            (self.agent_id, self.agent, *keys),
+        )
+        totals = next((r for r in rows if r[0] is None), (None, 0, 0))
+        df = {int(r[0]): int(r[1]) for r in rows if r[0] is not None}
+        stats = RecallStats(int(totals[1]), int(totals[2]), df)
+        return {key: stats.idf(key) * n for key, n in counts.items() if df.get(key)}, stats
+
+    def vectors(self, where: Where) -> list[tuple[int, list[float] | None]]:
+        """``(doc, vector)`` of every item the search looks at (None: not embedded)."""
+        condition, params = self._where(where)
+        with self._sql() as sql:
+            found = sql.rows(
+                f"SELECT i.doc, i.vector FROM langgraph_items i WHERE {condition} "
+                f"ORDER BY i.updated_at DESC, {self._order()}",
+                params,
+            )
+        return [
+            (int(r[0]), r[1] if r[1] is None or isinstance(r[1], list) else json.loads(r[1]))
+            for r in found
+        ]
+
+    def by_doc(self, docs: Sequence[int]) -> dict[int, Row]:
+        """The rows of item keys (see :func:`.kv_schema.doc_key`)."""
+        out: dict[int, Row] = {}
+        with self._sql() as sql:
+            for part in _chunks(sorted(set(docs)), self.dialect.name):
+                by_doc, params = self.dialect.any_of("i.doc", part)
+                for r in sql.rows(
+                    f"SELECT {COLUMNS}, i.doc FROM langgraph_items i WHERE i.agent_id = ? "
+                    f"AND {by_doc}",
+                    (self.agent_id, *params),
+                ):
+                    out[int(r[7])] = _row(r)
         return out
 
-    def text_scores(
-        self, namespace_prefix: str, query: str, now: float
-    ) -> dict[tuple[str, str], float]:
-        """Ranked full-text hits (higher is better): FTS5 ``bm25`` over any term on SQLite,
-        ``ts_rank`` of the live items on PostgreSQL."""
-        terms = query_terms(query)
-        if not terms:
-            return {}
-        if self.dialect.name == "sqlite":
-            statement = (
-                "SELECT i.namespace, i.key, -bm25(langgraph_items_fts) FROM langgraph_items_fts "
-                # CROSS JOIN: the full-text match drives, each hit finds its item by key.
-                "CROSS JOIN langgraph_items i ON i.id = langgraph_items_fts.rowid "
-                "WHERE langgraph_items_fts MATCH ? AND i.agent_id = ?"
-            )
-            params: tuple[Any, ...] = (" OR ".join(quote_fts(t) for t in terms), self.agent_id)
-        else:
-            statement = (
-                "SELECT namespace, key, ts_rank(tsv, q) FROM langgraph_items, "
-                f"to_tsquery('simple', ?) q WHERE {_LIVE} AND tsv @@ q"
-            )
-            params = (" | ".join(terms), self.agent_id, now)
-        with self.database.read() as conn:
-            found = self.dialect.bind(conn).rows(statement, params)
-        return scores_under(found, namespace_prefix)
-
     def namespaces(self, now: float) -> list[str]:
-        with self.database.read() as conn:
-            found = self.dialect.bind(conn).rows(
-                f"SELECT DISTINCT namespace FROM langgraph_items WHERE {_LIVE}",
+        with self._sql() as sql:
+            found = sql.rows(
+                f"SELECT DISTINCT i.namespace FROM langgraph_items i WHERE {_LIVE}",
                 (self.agent_id, now),
             )
         return [r[0] for r in found]
 
+    # -- writes ------------------------------------------------------------------------------
+
     def apply(
         self, writes: Sequence[Write], refreshes: Sequence[tuple[str, str, float]], now: datetime
     ) -> None:
+        """Refresh TTLs, delete and upsert, in one transaction (each key at most once)."""
         d = self.dialect
         stamp = d.exact_time(now)
-        with self.database.write() as conn:
-            sql = d.bind(conn)
-            for ns, key, expires in refreshes:
-                sql.run(
-                    f"UPDATE langgraph_items SET expires_at = ? WHERE {_KEY}",
-                    (expires, self.agent_id, ns, key),
+        items: list[tuple[Any, ...]] = []
+        terms: list[tuple[int, int, int, int, int]] = []
+        for w in writes:
+            if w.value is None:
+                continue
+            doc = doc_key(self.agent_id, w.namespace, w.key)
+            text = d.text(w.text)
+            length, found = postings(self.agent, doc, text)
+            terms.extend(found)
+            items.append(
+                (
+                    self.agent_id,
+                    w.namespace,
+                    w.key,
+                    w.value,
+                    stamp,
+                    stamp,
+                    w.expires_at,
+                    w.ttl_minutes,
+                    None if w.vector is None else json.dumps(w.vector),
+                    text,
+                    doc,
+                    length,
                 )
-            for w in writes:
-                where = (self.agent_id, w.namespace, w.key)
-                if w.value is None:
-                    sql.run(f"DELETE FROM langgraph_items WHERE {_KEY}", where)
-                    continue
-                j = "?" + d.json_cast
-                sql.run(
-                    "INSERT INTO langgraph_items (agent_id, namespace, key, value, created_at, "
-                    f"updated_at, expires_at, ttl_minutes, vector, text) VALUES "
-                    f"(?, ?, ?, {j}, ?, ?, ?, ?, {j}, ?) ON CONFLICT (agent_id, namespace, key) "
-                    "DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at, "
-                    "expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes, "
-                    "vector = excluded.vector, text = excluded.text, created_at = CASE WHEN "
-                    "langgraph_items.expires_at IS NOT NULL AND langgraph_items.expires_at <= ? "
-                    "THEN excluded.created_at ELSE langgraph_items.created_at END",
-                    (
-                        *where,
-                        json.dumps(w.value, ensure_ascii=False),
-                        stamp,
-                        stamp,
-                        w.expires_at,
-                        w.ttl_minutes,
-                        None if w.vector is None else json.dumps(w.vector),
-                        d.text(w.text),
-                        now.timestamp(),
-                    ),
+            )
+        with self._sql(write=True) as sql:
+            if refreshes:
+                sql.many(
+                    "UPDATE langgraph_items SET expires_at = ? WHERE agent_id = ? AND "
+                    "namespace = ? AND key = ?",
+                    [(at, self.agent_id, ns, key) for ns, key, at in refreshes],
                 )
+            gone = [doc_key(self.agent_id, w.namespace, w.key) for w in writes if w.value is None]
+            self._delete(sql, "langgraph_items", gone)
+            self._delete(sql, "langgraph_postings", [row[10] for row in items])
+            # An upsert over an expired item starts it afresh (a new created_at).
+            conflict = (
+                d.on_conflict_update("agent_id, namespace, key", _UPDATED)
+                + ", created_at = CASE WHEN langgraph_items.expires_at IS NOT NULL AND "
+                f"langgraph_items.expires_at <= {float(now.timestamp())!r} "
+                "THEN excluded.created_at ELSE langgraph_items.created_at END"
+            )
+            if d.name == "postgres" and len(items) >= STAGED:
+                _staged_insert(sql, items, conflict)
+                if len(items) >= ANALYSED:  # the planner learns the table's new size now
+                    sql.run("ANALYZE langgraph_items")
+            else:
+                sql.insert("langgraph_items", _ITEM_COLUMNS, items, conflict)
+            sql.insert("langgraph_postings", POSTING_COLUMNS, terms)
+            counts = Counter(row[1] for row in terms)
+            sql.insert(
+                "langgraph_terms",
+                TERM_COLUMNS,
+                [(self.agent, term, n) for term, n in counts.items()],
+                ADD_TERMS,
+            )
+
+    def _delete(self, sql: DialectSql, table: str, docs: Sequence[int]) -> None:
+        for part in _chunks(docs, self.dialect.name):
+            by_doc, params = self.dialect.any_of("doc", part)
+            sql.run(f"DELETE FROM {table} WHERE {by_doc}", params)
 
     def sweep(self, now: float) -> int:
-        with self.database.write() as conn:
-            return self.dialect.bind(conn).run(
+        with self._sql(write=True) as sql:
+            return sql.run(
                 "DELETE FROM langgraph_items WHERE agent_id = ? AND expires_at <= ?",
                 (self.agent_id, now),
             )
 
     def close(self) -> None:
         self.database.close()
+
+
+def _staged_insert(sql: DialectSql, items: Sequence[Sequence[Any]], conflict: str) -> None:
+    """A large batch of items on PostgreSQL: ``COPY`` into a temporary table of this
+    connection (emptied at commit), then one ``INSERT … SELECT`` (a parameter array per column
+    costs the driver more than the server's whole insert)."""
+    names = ", ".join(name for name, _ in _ITEM_COLUMNS)
+    columns = ", ".join(f"{name} {kind}" for name, kind in _ITEM_COLUMNS)
+    sql.run(f"CREATE TEMP TABLE IF NOT EXISTS langgraph_staged ({columns}) ON COMMIT DELETE ROWS")
+    with sql.conn.cursor() as cursor:
+        with cursor.copy(f"COPY langgraph_staged ({names}) FROM STDIN") as copy:
+            for row in items:
+                copy.write_row(row)
+    sql.run(
+        f"INSERT INTO langgraph_items ({names}) SELECT {names} FROM langgraph_staged {conflict}"
+    )
+
+
+def _chunks(values: Sequence[int], backend: str) -> Iterator[Sequence[int]]:
+    """``values`` in lists short enough for an SQLite ``IN (…)``; one list on PostgreSQL."""
+    size = CHUNK if backend == "sqlite" else max(len(values), 1)
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
