@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -177,20 +178,16 @@ class ConversationTables:
         d = self.dialect
         with self.write() as conn:
             sql = d.bind(conn)
-            if create:
-                head = self._create_head(sql, agent_id, session_id, kind, at)
-            else:
-                found = self._head(sql, agent_id, session_id, lock=True)
-                if found is None or found.kind != kind:
+            head = self._advance(sql, agent_id, session_id, kind, len(entries), at)
+            if head is None:  # absent (or the other kind): one more look, under the lock
+                if not create:
                     raise NotFoundError(f"Session not found: {session_id}")
-                head = found
+                self._create_head(sql, agent_id, session_id, kind, at)
+                head = self._advance(sql, agent_id, session_id, kind, len(entries), at)
+                assert head is not None  # created (or found) with this kind, and locked
             first = head.next_seq
             if not entries:
                 return head
-            sql.run(
-                f"UPDATE conversations SET next_seq = ?, last_activity_at = ? WHERE {_SESSION}",
-                (first + len(entries), d.time(at), agent_id, session_id),
-            )
             messages = [
                 TranscriptMessage(
                     agent_id,
@@ -210,6 +207,21 @@ class ConversationTables:
                 raise RuntimeError(f"conversation {session_id!r}: seqs out of step with its head")
             index_docs(sql, agent_id, added)
             return head
+
+    def _advance(
+        self, sql: DialectSql, agent_id: str, session_id: str, kind: str, n: int, at: datetime
+    ) -> ConversationHead | None:
+        """Count ``n`` messages into the head in one statement (which takes its row lock);
+        the head as it was before, None when there is none of this kind."""
+        rows = sql.rows(
+            "UPDATE conversations SET next_seq = next_seq + ?, last_activity_at = ? "
+            f"WHERE {_SESSION} AND kind = ? RETURNING {_HEAD_COLUMNS}",
+            (n, self.dialect.time(at), agent_id, session_id, kind),
+        )
+        if not rows:
+            return None
+        after = self._decode_head(rows[0])
+        return replace(after, next_seq=after.next_seq - n)
 
     def forget_conversation_head(self, agent_id: str, session_id: str) -> None:
         """Stop holding a conversation, keeping its rows (a transfer then takes it over with
