@@ -33,7 +33,6 @@ try:
     from pydantic import TypeAdapter
     from pydantic_ai.conversation_store import (
         ConversationConflict,
-        ConversationDetails,
         ConversationEntry,
         ConversationRecord,
         ConversationStore,
@@ -43,6 +42,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ExtraNotInstalledError("pydantic-ai", exc.name or "pydantic_ai") from exc
 
 if TYPE_CHECKING:
+    from pydantic_ai.conversation_store import ConversationDetails  # 2.78 on: titles, metadata
+
     from ..memory import AgentMemory
 
 META_KEY = "pydantic_ai"
