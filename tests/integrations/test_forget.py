@@ -108,7 +108,7 @@ def test_openai_clear_session_forgets_the_text(settings: Settings) -> None:
         assert asyncio.run(session.get_items()) == []
         assert_forgotten(mem)
         assert recalled(mem, "zebra") == ["a kept zebra note"]
-        assert [s.id for s in mem.sessions.list()] == ["other"]
+        assert [h.key for h in mem.histories.list()] == ["other"]
         asyncio.run(session.add_items([{"role": "user", "content": "after the clear"}]))
         assert asyncio.run(session.get_items()) == [{"role": "user", "content": "after the clear"}]
     assert recalled_in_a_new_process(settings, agent) == []

@@ -25,12 +25,26 @@ def run(module: str) -> str:
 
 
 def test_every_framework_has_an_example() -> None:
-    assert set(SNIPPETS) == {"openai_agents", "langgraph", "pydantic_ai", "anthropic_memory"}
+    assert set(SNIPPETS) == {
+        "openai_agents",
+        "langgraph",
+        "pydantic_ai",
+        "pydantic_ai_store",
+        "anthropic_memory",
+        "claude_agent_sdk",
+    }
+
+
+def nothing_written_to(home: Path) -> bool:
+    """The examples write to a throwaway home, never to the reader's own agents."""
+    return not home.exists() or not any(home.rglob("*"))
 
 
 def test_openai_agents_example(isolated_home: Path) -> None:
     pytest.importorskip("agents")
-    assert "I prefer tea" in run("openai_agents")
+    printed = run("openai_agents").splitlines()
+    assert "I prefer tea" in printed[0] and printed[1:] == ["['I prefer tea']", "[]"]
+    assert nothing_written_to(isolated_home)
 
 
 def test_langgraph_example(isolated_home: Path) -> None:
@@ -40,7 +54,15 @@ def test_langgraph_example(isolated_home: Path) -> None:
 
 def test_pydantic_ai_example(isolated_home: Path) -> None:
     pytest.importorskip("pydantic_ai")
-    assert run("pydantic_ai").strip()
+    printed = run("pydantic_ai_store").splitlines()
+    assert printed == ["Noted: tea.", "[('user:ana/chat-1', 'Drinks')]", "2"]
+    assert nothing_written_to(isolated_home)
+
+
+def test_claude_agent_sdk_example(isolated_home: Path) -> None:
+    printed = run("claude_agent_sdk").splitlines()
+    assert printed[0].startswith("True [{'session_id': '5f3c2a9e', 'mtime': ")
+    assert nothing_written_to(isolated_home)
 
 
 def test_anthropic_example(isolated_home: Path) -> None:

@@ -14,14 +14,13 @@ next one, and their installation.
 Every check is made before the first write: input that is not a hook's JSON, or names no
 readable transcript file, changes nothing.
 
-:class:`MarkusSessionStore` is a Claude Agent SDK ``SessionStore`` (duck-typed, as the SDK
-allows) over the same recording: transcript lines kept verbatim in the agent's sessions.
-Nothing here imports a framework; the CLI commands live in ``cli/_hooks.py``.
+:class:`MarkusSessionStore` (the Claude Agent SDK ``SessionStore``, kept in the agent's
+histories) lives in :mod:`~markus_memory.integrations.claude_agent_sdk` and is importable from
+here too. Nothing here imports a framework; the CLI commands live in ``cli/_hooks.py``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import Mapping
@@ -35,12 +34,10 @@ from ..prompt import render_memory_context
 from ._claude_install import SERVER_NAME, ClaudePaths, InstallReport, install_claude_code
 from ._claude_lines import Transcript, read_lines, record_lines
 from ._claude_transcripts import (
-    META_KEY,
-    entries_of,
     record_entries,
-    scope_prefix,
     session_id_for,
 )
+from .claude_agent_sdk import MarkusSessionStore
 
 if TYPE_CHECKING:
     from ..llm import ChatModel
@@ -161,113 +158,6 @@ def pre_compact(
 ) -> RecordReport:
     """Record the transcript the PreCompact hook names; flush with ``model`` if given."""
     return record_transcript(memory, read_hook(hook, "PreCompact"), model)
-
-
-# -- the Claude Agent SDK session store -----------------------------------------------------
-
-
-class MarkusSessionStore:
-    """A Claude Agent SDK ``SessionStore`` over the agent's sessions.
-
-    Pass it as ``ClaudeAgentOptions(session_store=MarkusSessionStore(memory))``: transcript
-    lines are kept verbatim (a line's ``uuid`` is its idempotency key) and their text feeds
-    ``recall_conversation``. Implements ``append``, ``load``, ``list_sessions``,
-    ``list_subkeys`` and ``delete``: deleting a session (with its subagent transcripts, or one
-    subpath alone) removes its lines from the session files, recall, its index and its
-    vectors. Any non-empty session id and subpath are accepted (mapped to the agent's session
-    id by :func:`session_id_for`; the key is kept as given). A session longer than the agent's
-    compaction trigger keeps its newest lines only, like every session of the agent.
-    """
-
-    def __init__(self, memory: AgentMemory) -> None:
-        self.memory = memory
-
-    async def append(self, key: Mapping[str, Any], entries: list[dict[str, Any]]) -> None:
-        if not entries:
-            return
-        sid = self._sid(key)
-        marked = [dict(e) for e in entries]
-        await asyncio.to_thread(self._append, sid, key, marked)
-
-    def _append(self, sid: str, key: Mapping[str, Any], entries: list[dict[str, Any]]) -> None:
-        with self.memory.lock:
-            if self.memory.sessions.get(sid) is None:
-                self.memory.sessions.get_or_create(sid)
-                self.memory.sessions.append(sid, _key_message(key))
-            record_entries(self.memory, sid, entries)
-
-    async def load(self, key: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-        def load() -> list[dict[str, Any]] | None:
-            session = self.memory.sessions.get(self._sid(key))
-            return None if session is None else entries_of(session.messages)
-
-        return await asyncio.to_thread(load)
-
-    async def list_sessions(self, project_key: str) -> list[dict[str, Any]]:
-        def listing() -> list[dict[str, Any]]:
-            prefix = scope_prefix(project_key)
-            found = []
-            for info in self.memory.sessions.list():
-                key = self._key_of(info.id) if info.id.startswith(prefix) else None
-                if (
-                    key is not None
-                    and key.get("project_key") == project_key
-                    and not key.get("subpath")
-                ):
-                    mtime = int(info.last_activity_at.timestamp() * 1000)
-                    found.append({"session_id": key["session_id"], "mtime": mtime})
-            return found
-
-        return await asyncio.to_thread(listing)
-
-    async def list_subkeys(self, key: Mapping[str, Any]) -> list[str]:
-        return await asyncio.to_thread(self._subkeys, key)
-
-    def _subkeys(self, key: Mapping[str, Any]) -> list[str]:
-        prefix = scope_prefix(str(key["project_key"]))
-        found = []
-        for info in self.memory.sessions.list():
-            if not info.id.startswith(prefix):
-                continue
-            stored = self._key_of(info.id)
-            if (
-                stored is not None
-                and stored.get("subpath")
-                and stored.get("project_key") == key["project_key"]
-                and stored.get("session_id") == key["session_id"]
-            ):
-                found.append(str(stored["subpath"]))
-        return sorted(found)
-
-    async def delete(self, key: Mapping[str, Any]) -> None:
-        def delete() -> None:
-            with self.memory.lock:
-                sids = [self._sid(key)]
-                if not key.get("subpath"):
-                    sids += [self._sid({**key, "subpath": sub}) for sub in self._subkeys(key)]
-                for sid in sids:
-                    self.memory.delete_session(sid)
-
-        await asyncio.to_thread(delete)
-
-    def _sid(self, key: Mapping[str, Any]) -> str:
-        project = key.get("project_key")
-        if not isinstance(project, str):
-            raise InvalidInputError("a session key needs a string project_key")
-        return session_id_for(project, str(key.get("session_id")), key.get("subpath") or None)
-
-    def _key_of(self, sid: str) -> dict[str, Any] | None:
-        session = self.memory.sessions.get(sid)
-        if session is None or not session.messages:
-            return None
-        meta = session.messages[0].get("metadata")
-        data = meta.get(META_KEY) if isinstance(meta, Mapping) else None
-        key = data.get("key") if isinstance(data, Mapping) else None
-        return dict(key) if isinstance(key, Mapping) else None
-
-
-def _key_message(key: Mapping[str, Any]) -> dict[str, Any]:
-    return {"role": "system", "content": "", "metadata": {META_KEY: {"key": dict(key)}}}
 
 
 __all__ = [

@@ -1,12 +1,15 @@
-"""OpenAI Agents SDK: a ``Session`` over the agent's sessions and the memory tools as tools.
+"""OpenAI Agents SDK: a ``Session`` over the agent's histories and the memory tools as tools.
 
-:class:`MarkusSession` implements the SDK's ``Session`` protocol on ``memory.sessions``: each
-item is kept verbatim (the SDK fingerprints items, so they must come back as they went in)
-inside an ordinary session message whose text feeds transcript recall, so
-``recall_conversation`` finds what was said in any run. An item's text (a tool output, a
-message's string content) is stored once, as the message's text, and put back on reading.
-``clear_session`` deletes the session and ``pop_item`` rewrites it without its last item: what
-they remove is gone from the session file, from recall, its index and its vectors.
+:class:`MarkusSession` implements the SDK's ``Session`` protocol on ``memory.histories``: the
+SDK owns the conversation, so each item is stored exactly as given (the SDK fingerprints items,
+so they must come back as they went in) and never compacted; its text (a message's text, a tool
+output, a call's name and arguments) is what recall indexes, so ``recall_conversation`` finds
+what was said in any run. ``get_items(limit)`` reads the newest ``limit`` items only,
+``add_items`` checks the whole batch before it writes any of it, ``pop_item`` and
+``clear_session`` take what they remove out of recall, its index and its vectors.
+
+A session an older version kept as Markus session messages (each item wrapped in a message's
+metadata, with pop and clear markers) is read as the items it stands for (:func:`replay`).
 
 :func:`memory_function_tools` gives the registry's tools as ``FunctionTool`` objects; every
 call goes through ``dispatch``, so a bad call reaches the model as the registry's error result.
@@ -18,8 +21,8 @@ import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from ..config import iso_ms
 from ..errors import ExtraNotInstalledError, InvalidInputError
+from ..layers.histories import HistoryItem, HistoryRecord
 from ._session_keys import session_key
 from ._tools import call, drop_nulls, parameters, select_tools, strict_parameters
 
@@ -36,16 +39,16 @@ if TYPE_CHECKING:
     from ..tools import ToolDefinition
 
 META_KEY = "openai_agents"
-"""The key of a session message's ``metadata`` that holds the SDK item (or a marker)."""
+"""The key of an older version's session message ``metadata`` that held the SDK item."""
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 _TEXT_FIELDS = ("output", "content")
-"""Item fields whose string value is the message's text: stored there only."""
+"""Item fields an older version kept as the message's text (put back on reading)."""
 
 
 class MarkusSession:
-    """The SDK ``Session`` protocol over one session of ``memory.sessions``.
+    """The SDK ``Session`` protocol over one history of ``memory.histories``.
 
-    ``session_id`` is any non-empty string; it names the agent's session
+    ``session_id`` is any non-empty string; it names the history
     :func:`~markus_memory.integrations._session_keys.session_key` maps it to (``chat-1`` stays
     ``chat-1``, ``tenant:42/chat:7`` becomes ``~tenant+3A42+2Fchat+3A7``), and
     ``self.session_id`` keeps it as given. ``limit`` (or ``session_settings.limit``) in
@@ -68,58 +71,72 @@ class MarkusSession:
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
-        items = await asyncio.to_thread(self._items)
-        if limit is None or limit < 0:
-            return items
-        return items[-limit:] if limit > 0 else []
+        wanted = -1 if limit is None or limit < 0 else limit
+        return await asyncio.to_thread(self._items, wanted)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         # Every item is checked (shape, JSON, Unicode, size) before the first is written:
         # a bad list changes nothing.
-        stamp = iso_ms(self.memory.sessions.clock())
-        check = self.memory.sessions.check_message
-        messages = [check(_message(item, stamp)) for item in items]
-        await asyncio.to_thread(self._append, messages)
+        def add() -> None:
+            batch = [_history_item(n, item) for n, item in enumerate(items)]
+            self.memory.histories.append(self.key, batch)
+
+        await asyncio.to_thread(add)
 
     async def pop_item(self) -> TResponseInputItem | None:
         def pop() -> TResponseInputItem | None:
             with self.memory.lock:
-                kept = self._kept()
-                if not kept:
+                newest = self.memory.histories.newest(self.key, 1)
+                if not newest:
                     return None
-                self.memory.delete_session(self.key)
-                self._append(kept[:-1])
-                return _item(kept[-1])
+                if newest[0].legacy:
+                    return self._pop_legacy()
+                popped = self.memory.histories.pop(self.key)
+                return None if popped is None else cast("TResponseInputItem", popped.value)
 
         return await asyncio.to_thread(pop)
 
     async def clear_session(self) -> None:
-        await asyncio.to_thread(self.memory.delete_session, self.key)
+        await asyncio.to_thread(self.memory.histories.delete, self.key)
 
-    def _append(self, messages: Sequence[Mapping[str, Any]]) -> None:
-        if not messages:
-            return
-        with self.memory.lock:
-            self.memory.sessions.get_or_create(self.key)
-            for message in messages:
-                self.memory.sessions.append(self.key, message)
+    def _items(self, limit: int) -> list[TResponseInputItem]:
+        histories = self.memory.histories
+        records = histories.newest(self.key, limit) if limit > 0 else []
+        if limit < 0 or (records and records[0].legacy):
+            # An older version's messages (legacy, always the oldest) may hold pop and clear
+            # markers: the items they stand for are known from the whole history only.
+            items = _replayed(histories.items(self.key))
+            return items[-limit:] if limit > 0 else items
+        return [cast("TResponseInputItem", r.value) for r in records]
 
-    def _kept(self) -> list[Mapping[str, Any]]:
-        session = self.memory.sessions.get(self.key)
-        return [] if session is None else _kept_messages(session.messages)
-
-    def _items(self) -> list[TResponseInputItem]:
-        return [_item(message) for message in self._kept()]
+    def _pop_legacy(self) -> TResponseInputItem:
+        """Pop from a history an older version wrote whose newest message is its own: the
+        history is written again as the items it stands for, without the last."""
+        histories = self.memory.histories
+        items = _replayed(histories.items(self.key))
+        batch = [_history_item(n, item) for n, item in enumerate(items[:-1])]
+        histories.check(batch)
+        histories.delete(self.key)
+        histories.append(self.key, batch)
+        return items[-1]
 
 
 def replay(messages: Iterable[Mapping[str, Any]]) -> list[TResponseInputItem]:
-    """The SDK items a session's messages stand for, in order."""
+    """The SDK items an older version's session messages stand for, in order."""
     return [_item(message) for message in _kept_messages(messages)]
 
 
+def _replayed(records: Sequence[HistoryRecord]) -> list[TResponseInputItem]:
+    legacy = [r.value for r in records if r.legacy]
+    return [
+        *replay(legacy),
+        *(cast("TResponseInputItem", r.value) for r in records if not r.legacy),
+    ]
+
+
 def _kept_messages(messages: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The messages that stand for items, after the pop and clear markers older versions of
-    this adapter appended (it now rewrites or deletes the session instead)."""
+    """The messages that stand for items, after the pop and clear markers still older
+    versions of this adapter appended."""
     kept: list[Mapping[str, Any]] = []
     for message in messages:
         meta = message.get("metadata")
@@ -140,8 +157,9 @@ def _kept_messages(messages: Iterable[Mapping[str, Any]]) -> list[Mapping[str, A
 
 
 def _item(message: Mapping[str, Any]) -> TResponseInputItem:
-    """The SDK item a message keeps. A message written by another host (or the summary of a
-    compaction) becomes a plain message item, so the model sees the history the session holds."""
+    """The SDK item an older version's message kept. A message written by another host (or
+    the summary of a compaction) becomes a plain message item, so the model sees the history
+    the session holds."""
     meta = message.get("metadata")
     entry = meta.get(META_KEY) if isinstance(meta, Mapping) else None
     if isinstance(entry, Mapping) and isinstance(entry.get("item"), Mapping):
@@ -155,30 +173,22 @@ def _item(message: Mapping[str, Any]) -> TResponseInputItem:
     return cast("TResponseInputItem", {"role": message["role"], "content": text})
 
 
-def _message(item: object, stamp: str) -> dict[str, Any]:
-    """The session message that keeps ``item`` and carries its text for recall."""
+def _history_item(n: int, item: object) -> HistoryItem:
+    """The history item that keeps ``item`` as given, with the role and text recall shows."""
     if not isinstance(item, Mapping):
-        raise InvalidInputError(f"a session item must be an object, got {type(item).__name__}")
+        raise InvalidInputError(
+            f"item {n}: a session item must be an object, got {type(item).__name__}"
+        )
     kind = item.get("type", "message")
     role = item.get("role")
     if kind == "message" and role in _ROLES:
-        return _wrap(_ROLES[str(role)], _text(item.get("content")), item, stamp)
+        return HistoryItem(item, _ROLES[str(role)], _text(item.get("content")))
     if kind == "function_call_output" or str(kind).endswith("_call_output"):
         output = item.get("output")
-        return _wrap("tool", output if isinstance(output, str) else _text(output), item, stamp)
+        return HistoryItem(item, "tool", output if isinstance(output, str) else _text(output))
     if kind == "function_call":
-        text = f"{item.get('name')}({item.get('arguments', '')})"
-        return _wrap("assistant", text, item, stamp)
-    return _wrap("assistant", _text(item.get("content") or item.get("summary")), item, stamp)
-
-
-def _wrap(role: str, text: str, item: Mapping[str, Any], stamp: str) -> dict[str, Any]:
-    entry: dict[str, Any] = {"item": item}
-    for field in _TEXT_FIELDS:
-        if isinstance(item.get(field), str) and item[field] == text:
-            entry = {"item": {**item, field: None}, "text_in": field}
-            break
-    return {"role": role, "content": text, "metadata": {META_KEY: entry, "timestamp": stamp}}
+        return HistoryItem(item, "assistant", f"{item.get('name')}({item.get('arguments', '')})")
+    return HistoryItem(item, "assistant", _text(item.get("content") or item.get("summary")))
 
 
 def _text(content: object) -> str:

@@ -121,9 +121,8 @@ class Histories:
     def delete(self, key: str) -> bool:
         """Forget a history: its items, head, recall postings and vectors. False if none."""
         sid = self._key(key)
-        store = self._store()
-        held = store.conversation(self.agent_id, sid) is not None
-        return store.forget_session(self.agent_id, sid) > 0 or held
+        held = self._head(sid) is not None  # adopts one an older version kept, to forget it
+        return self._store().forget_session(self.agent_id, sid) > 0 or held
 
     def set_details(self, key: str, *, title: str | None, details: JsonObject | None) -> None:
         """Set a history's title and details (created empty if absent)."""
