@@ -1,6 +1,7 @@
 """Framework adapters side by side with the frameworks' own stores, in one process.
 
-Run: ``.venv/bin/python benchmarks/bench_integrations.py [--only langgraph] [--items 20000]``.
+Run: ``python -m benchmarks.bench_integrations [--only langgraph openai-agents pydantic-ai]
+[--items 20000]``.
 One function per framework section (``SECTIONS``); ``--only`` runs the named ones.
 
 **langgraph**: ``MarkusStore`` on SQLite and on PostgreSQL against LangGraph's ``InMemoryStore``
@@ -13,6 +14,11 @@ with both; and the event-loop stall (the longest a 1 ms ticker waits past its ti
 have no embedder here, so they ignore the query (their documented behaviour) and order by
 ``updated_at`` (PostgreSQL) or insertion (in memory); ``MarkusStore`` ranks it by BM25.
 Ratios are against ``PostgresStore``.
+**openai-agents**: ``MarkusSession`` against the SDK's ``SQLiteSession`` (adding 1,000 items in
+one batch and one at a time; ``get_items()`` and ``get_items(limit=20)`` at 10,000 items).
+**pydantic-ai**: ``MarkusConversationStore`` load against ``InMemoryConversationStore`` at 500
+and 5,000 messages (load grows linearly with the length). Both on SQLite and on PostgreSQL
+(``benchmarks/_bench_sessions.py``).
 PostgreSQL runs on ``--pg-url`` (default ``MARKUS_TEST_POSTGRES_URL`` or the local ``test``
 database) in schemas of its own, dropped at the end. The ``bench`` note: LangGraph's store
 needs ``pip install langgraph-checkpoint-postgres``.
@@ -205,7 +211,33 @@ def bench_langgraph(args: argparse.Namespace) -> None:
     )
 
 
-SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {"langgraph": bench_langgraph}
+def _show_rows(title: str, rows: list[tuple[str, float, float]]) -> None:
+    print(f"\n{title} (median ms; ratio to the framework's own store in the same run)")
+    for case, ms, ratio in rows:
+        print(f"{case:58}{ms:>12.1f}{ratio:>9.2f}x", flush=True)
+
+
+def bench_openai_agents(args: argparse.Namespace) -> None:
+    from benchmarks._bench_sessions import openai_agents_rows
+
+    _show_rows("OpenAI Agents MarkusSession vs SQLiteSession, SQLite", openai_agents_rows())
+    with _schema(args.pg_url, "openai") as url:
+        _show_rows("OpenAI Agents MarkusSession on PostgreSQL", openai_agents_rows(url))
+
+
+def bench_pydantic_ai(args: argparse.Namespace) -> None:
+    from benchmarks._bench_sessions import pydantic_ai_rows
+
+    _show_rows("PydanticAI load vs InMemoryConversationStore, SQLite", pydantic_ai_rows())
+    with _schema(args.pg_url, "pydantic") as url:
+        _show_rows("PydanticAI load on PostgreSQL", pydantic_ai_rows(url))
+
+
+SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
+    "langgraph": bench_langgraph,
+    "openai-agents": bench_openai_agents,
+    "pydantic-ai": bench_pydantic_ai,
+}
 
 
 def main() -> None:
