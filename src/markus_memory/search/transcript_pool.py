@@ -88,14 +88,17 @@ class WriterQueue:
 
     def release(self) -> None:
         """Stop counting this queue among the pool's users (drain it first); when it was the
-        last, wait for the pool's threads to end (unless another writer starts meanwhile)."""
+        last and nothing is left to write, wait for the pool's threads to end (unless another
+        writer starts meanwhile). Queues of dropped writers still being written are not
+        waited for: the threads end by themselves after them."""
         pool = self.pool
         me = threading.current_thread()
         with pool.lock:
             if self.open:
                 self.open = False
                 pool.users -= 1
-            if pool.users > 0:
+            pool.release_dropped()
+            if pool.users > 0 or pool.busy or pool.pending():
                 return
             pool.work.notify_all()
             ending = pool.threads - {me}
@@ -150,12 +153,16 @@ class WriterPool:
         self.threads.add(thread)
         thread.start()
 
-    def _release_dropped(self) -> None:
+    def release_dropped(self) -> None:
         while self.dropped:
             q = self.dropped.pop()
             if q.open:
                 q.open = False
                 self.users -= 1
+
+    def pending(self) -> bool:
+        """Whether a queue is waiting to be written."""
+        return any(q.ticket == ticket for _, ticket, q in self.schedule_heap)
 
     def _next(self) -> WriterQueue | float | None:
         """The queue to write now, else how long until the earliest falls due (None: none)."""
@@ -188,7 +195,7 @@ class WriterPool:
     def _run(self) -> None:
         with self.lock:
             while True:
-                self._release_dropped()
+                self.release_dropped()
                 found = self._next()
                 if found is None and self.users == 0:
                     self.threads.discard(threading.current_thread())
