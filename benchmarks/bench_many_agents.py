@@ -1,74 +1,170 @@
-"""Many agents in one process: open N agents (default 1,000 × 1,000 messages), one recall each.
+"""Many agents in one process: what N open agents with M messages each cost in memory.
 
 Usage: python benchmarks/bench_many_agents.py [--agents N] [--messages M]
-                                              [--backend sqlite|postgres]
+                                              [--backend sqlite|postgres] [--fixture]
+                                              [--close] [--tracemalloc K]
 
-The agents' transcripts are a cached fixture (``benchmarks/_recall_fixture.py``) in one
-``data.db`` (or one PostgreSQL schema). The process opens every agent with ``open_agent`` and
-keeps them all open, runs one recall per agent, and prints its RSS growth over the start (after
-imports) and its open file descriptors; then the median recall latency.
+As a server does: the process opens every agent with ``open_agent`` (a fresh home; on
+PostgreSQL a fresh schema, dropped at the end), appends M short chat turns to one session of
+each through ``sessions.append`` (round-robin over the agents, a user turn then an answer, as
+conversations arrive), runs one recall per agent and keeps every handle open. It prints the
+RSS growth over the start (after imports; anonymous memory and mapped file pages apart:
+``data.db`` is memory-mapped, and the pages recalls touch count in RSS), the growth per
+agent, open file descriptors and threads, append and recall costs. ``--close`` then closes
+every handle and prints what comes back. ``--fixture`` skips the appends: the transcripts come
+from the cached recall fixture (``benchmarks/_recall_fixture.py``) recorded straight into the
+store, so only opening and recall are measured. ``--tracemalloc K`` prints the K source lines
+that allocated most of the growth (slow: for finding where memory goes, not for figures).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
-import resource
 import statistics
 import sys
+import tempfile
+import threading
 import time
+import tracemalloc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 import _recall_fixture as fixture  # noqa: E402
-from markus_memory import open_agent  # noqa: E402
+from markus_memory import AgentMemory, open_agent  # noqa: E402
 from markus_memory.config import Settings  # noqa: E402
 
+SESSION = "chat_main"
 
-def rss_mb() -> float:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+def status() -> dict[str, int]:
+    """VmRSS, RssAnon, RssFile (KiB) and Threads from /proc/self/status."""
+    wanted = ("VmRSS", "RssAnon", "RssFile", "Threads")
+    found: dict[str, int] = {}
+    with open("/proc/self/status", encoding="ascii") as lines:
+        for line in lines:
+            key, _, value = line.partition(":")
+            if key in wanted:
+                found[key] = int(value.split()[0])
+    return found
 
 
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--agents", type=int, default=1_000)
-    parser.add_argument("--messages", type=int, default=1_000)
-    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
-    parser.add_argument("--pg-url", default=os.environ.get("MARKUS_TEST_POSTGRES_URL"))
-    args = parser.parse_args(argv)
-    names = [f"agent{i:04d}" for i in range(args.agents)]
-    pg = args.pg_url if args.backend == "postgres" else None
-    home, url, _ = fixture.build(
-        f"agents-{args.agents}x{args.messages}", names, args.messages, pg_url=pg
-    )
-    queries = fixture.Chat().queries(args.agents)
-    settings = Settings(home=home, database_url=url)
-    start_rss, start_fds = rss_mb(), open_fds()
+class Sample:
+    """Memory, descriptors and threads at one moment."""
+
+    def __init__(self) -> None:
+        gc.collect()
+        now = status()
+        self.rss = now["VmRSS"] / 1024
+        self.anon = now.get("RssAnon", 0) / 1024
+        self.file = now.get("RssFile", 0) / 1024
+        self.threads = now.get("Threads", threading.active_count())
+        self.fds = open_fds()
+
+    def line(self, start: Sample, agents: int) -> str:
+        grown = self.rss - start.rss
+        return (
+            f"RSS {start.rss:.0f} -> {self.rss:.0f} MB (+{grown:.0f} MB, "
+            f"{grown / agents:.3f} MB an agent; anonymous +{self.anon - start.anon:.0f}, "
+            f"mapped files +{self.file - start.file:.0f}); "
+            f"fds {start.fds} -> {self.fds}; threads {start.threads} -> {self.threads}"
+        )
+
+
+@contextmanager
+def where(backend: str, pg_url: str | None) -> Iterator[Settings]:
+    """A fresh home (and on PostgreSQL a fresh schema), removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="markus-many-") as home:
+        if backend == "sqlite":
+            yield Settings(home=Path(home))
+            return
+        if pg_url is None:
+            raise SystemExit("--backend postgres needs --pg-url or MARKUS_TEST_POSTGRES_URL")
+        with fixture.fresh_pg_schema(pg_url, "bench_many") as url:
+            yield Settings(home=Path(home), database_url=url)
+
+
+def append_all(agents: list[AgentMemory], messages: int, chat: fixture.Chat) -> float:
+    """Round-robin turns over the agents; the mean cost of one append in ms."""
+    for mem in agents:
+        mem.sessions.get_or_create(SESSION)
     started = time.perf_counter()
-    agents = [open_agent(name, settings=settings) for name in names]
-    opened = time.perf_counter() - started
+    for n in range(messages):
+        role = "user" if n % 2 == 0 else "assistant"
+        for mem in agents:
+            mem.sessions.append(SESSION, {"role": role, "content": chat.text()})
+    return (time.perf_counter() - started) * 1000 / (messages * len(agents))
+
+
+def recall_all(agents: list[AgentMemory], queries: list[str]) -> list[float]:
     latencies = []
     for mem, query in zip(agents, queries, strict=True):
         begin = time.perf_counter()
         mem.recall_conversation(query, limit=10)
         latencies.append((time.perf_counter() - begin) * 1000)
-    peak_rss, peak_fds = rss_mb(), open_fds()
-    for mem in agents:
-        mem.close()
-    print(f"[{args.backend}] {args.agents} agents x {args.messages} messages, all open at once")
-    median = statistics.median(latencies)
-    print(f"  opened in {opened:.1f}s; one recall each: median {median:.2f} ms")
-    print(f"  RSS {start_rss:.0f} MB -> {peak_rss:.0f} MB (+{peak_rss - start_rss:.0f} MB)")
-    print(f"  open file descriptors {start_fds} -> {peak_fds}; after closing: {open_fds()}")
+    return latencies
+
+
+def run(args: argparse.Namespace, settings: Settings, names: list[str]) -> None:
+    chat = fixture.Chat()
+    queries = chat.queries(len(names))
+    if args.tracemalloc:
+        tracemalloc.start()
+    start = Sample()
+    before = tracemalloc.take_snapshot() if args.tracemalloc else None
+    began = time.perf_counter()
+    agents = [open_agent(name, settings=settings) for name in names]
+    opened = time.perf_counter() - began
+    append_ms = None if args.fixture else append_all(agents, args.messages, chat)
+    latencies = recall_all(agents, queries)
+    peak = Sample()
+    label = "fixture transcripts" if args.fixture else "messages appended"
+    print(f"[{args.backend}] {len(names)} agents x {args.messages} {label}, all open at once")
+    appended = "" if append_ms is None else f"; append mean {append_ms:.3f} ms"
+    print(
+        f"  opened in {opened:.1f}s{appended}; one recall each: median "
+        f"{statistics.median(latencies):.2f} ms"
+    )
+    print(f"  open: {peak.line(start, len(names))}")
+    if before is not None:
+        top = tracemalloc.take_snapshot().compare_to(before, "lineno")
+        for stat in top[: args.tracemalloc]:
+            print(f"    {stat.size_diff / 2**20:7.1f} MB {stat.count_diff:9d} {stat.traceback}")
+    if args.close:
+        for mem in agents:
+            mem.close()
+        del agents
+        print(f"  closed: {Sample().line(start, len(names))}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agents", type=int, default=300)
+    parser.add_argument("--messages", type=int, default=2_000)
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--pg-url", default=os.environ.get("MARKUS_TEST_POSTGRES_URL"))
+    parser.add_argument("--fixture", action="store_true", help="cached transcripts, no appends")
+    parser.add_argument("--close", action="store_true", help="close every handle at the end")
+    parser.add_argument("--tracemalloc", type=int, default=0, metavar="K")
+    args = parser.parse_args(argv)
+    names = [f"agent{i:04d}" for i in range(args.agents)]
+    if not args.fixture:
+        with where(args.backend, args.pg_url) as settings:
+            run(args, settings, names)
+        return 0
+    pg = args.pg_url if args.backend == "postgres" else None
+    home, url, _ = fixture.build(
+        f"agents-{args.agents}x{args.messages}", names, args.messages, pg_url=pg
+    )
+    run(args, Settings(home=home, database_url=url), names)
     return 0
 
 

@@ -149,7 +149,7 @@ def record(url: str | None, texts: list[str], variant: str) -> tuple[float, floa
     with the full-text index that commit kept on every message (FTS5 and its trigger / a
     ``tsvector`` column and its GIN index, whose pending list is merged within the time): the
     append path before the recall index."""
-    from markus_memory.search.transcript_writer import MAX_BATCH
+    from markus_memory.search.transcript_pool import MAX_BATCH
     from markus_memory.storage import transcripts
     from markus_memory.storage.base import TranscriptMessage
 

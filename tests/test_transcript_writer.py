@@ -19,8 +19,11 @@ from markus_memory import open_agent
 from markus_memory.config import Limits, Settings
 from markus_memory.errors import BackendUnavailableError
 from markus_memory.memory import AgentMemory
+from markus_memory.search.transcript_pool import WRITER_THREADS
 from markus_memory.storage.base import JsonObject, TranscriptMessage
 from markus_memory.storage.sqlite import SqliteStore
+from tests.postgres_support import new_agent_id
+from tests.postgres_support import postgres_url as postgres_url  # fixture
 
 
 class FlakyStore(SqliteStore):
@@ -248,3 +251,40 @@ def test_a_handle_dropped_unclosed_lets_its_writer_thread_end(tmp_path: Path) ->
     writer.join(timeout=30)
     assert not writer.is_alive()
     assert stored_seqs(tmp_path, sid) == [0]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def many_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    return Settings(home=tmp_path, database_url=url)
+
+
+def writer_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "markus-transcript"}
+
+
+def test_many_open_agents_share_a_bounded_number_of_writer_threads(
+    many_settings: Settings,
+) -> None:
+    """One process serving 50 agents at once records their appends with the few threads of
+    the shared pool (a thread per agent cost each its stack, its SQLite connection with its
+    page cache and descriptors, and starved SQLite writers past their busy timeout)."""
+    names = [new_agent_id() for _ in range(50)]
+    agents = [open_agent(name, settings=many_settings) for name in names]
+    seen: set[threading.Thread] = set()
+    try:
+        for mem in agents:
+            mem.sessions.get_or_create("chat")
+        for turn in range(3):
+            for mem in agents:
+                say(mem, "chat", f"turn{turn} of {mem.agent_id}")
+                seen |= writer_threads()
+        for mem in agents:
+            hit = mem.recall_conversation(f"turn2 {mem.agent_id}", limit=1)[0]
+            assert (hit.session_id, hit.index) == ("chat", 2)
+            seen |= writer_threads()
+    finally:
+        for mem in agents:
+            mem.close()
+    assert 1 <= len(seen) <= WRITER_THREADS
+    assert not any(t.is_alive() for t in seen)  # the last close ends them

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ._format import Message
+from ._format import Message, shared_strings
 
 JOURNAL_VERSION = 1
 DAMAGED_KEY = "damaged"
@@ -61,7 +61,7 @@ def parse_journal_record(line: bytes) -> JournalRecord:
     index, stamp, message = data.get("i"), data.get("t"), data.get("m")
     if not isinstance(index, int) or not isinstance(stamp, str) or not isinstance(message, dict):
         raise ValueError("record needs integer 'i', string 't' and object 'm'")
-    return JournalRecord(index, stamp, message)
+    return JournalRecord(index, stamp, shared_strings(message))
 
 
 def split_lines(data: bytes) -> tuple[list[bytes], int]:
