@@ -206,3 +206,15 @@ def test_doctor_reports_files_to_move_and_fix_moves_them(
     with open_agent(agent, settings=host(postgres_url, tmp_path / "other")) as mem:
         assert sorted(i.id for i in mem.sessions.list()) == ["long", "short"]
         assert "old day" in mem.daily_log.read("2026-11-30")
+
+
+def test_sessions_the_database_holds_start_no_writer_thread(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    import threading
+
+    with open_agent(new_agent_id(), settings=host(postgres_url, tmp_path)) as mem:
+        mem.sessions.get_or_create("chat")
+        mem.sessions.append("chat", {"role": "user", "content": "stored by the append itself"})
+        assert not [t for t in threading.enumerate() if t.name == "markus-transcript"]
+        assert mem.recall_conversation("stored append")[0].text == "stored by the append itself"

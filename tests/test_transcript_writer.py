@@ -256,7 +256,9 @@ def test_a_handle_dropped_unclosed_lets_its_writer_thread_end(tmp_path: Path) ->
 @pytest.fixture(params=["sqlite", "postgres"])
 def many_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
     url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
-    return Settings(home=tmp_path, database_url=url)
+    # Session files whose appends the writers record (sessions the database holds are stored
+    # by the append itself and start no writer).
+    return Settings(home=tmp_path, database_url=url, documents="files" if url else "auto")
 
 
 def writer_threads() -> set[threading.Thread]:
