@@ -178,6 +178,19 @@ def shared_strings(message: Message) -> Message:
     return out
 
 
+def encode_within(message: object, cap: int) -> tuple[Message, str]:
+    """:func:`encode_message`, refused (InvalidInputError) when its JSON is over ``cap`` bytes."""
+    clean, encoded = encode_message(message)
+    size = len(encoded.encode("utf-8"))
+    if size > cap:
+        raise InvalidInputError(
+            f"session message too large: {size:,} bytes (limit {cap:,}, "
+            "Limits.session_message_max_bytes); store large content elsewhere and append "
+            "a reference to it"
+        )
+    return clean, encoded
+
+
 def message_text(message: Mapping[str, Any]) -> str:
     """The string content, or the text parts concatenated with no separator (as the original)."""
     content = message.get("content")

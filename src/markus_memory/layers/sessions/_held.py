@@ -21,7 +21,6 @@ from datetime import datetime
 from typing import Any
 
 from ...config import Clock, Limits, epoch_ms
-from ...errors import InvalidInputError
 from ...storage.base import ConversationHead, EpisodicStore, NewEntry, StoredEntry
 from . import _format as fmt
 from ._records import AppendedMessage, CompactResult, Session, SessionInfo
@@ -186,15 +185,7 @@ class HeldSessions:
     # -- helpers -------------------------------------------------------------------------------
 
     def _encode(self, message: Mapping[str, Any]) -> tuple[fmt.Message, str]:
-        clean, encoded = fmt.encode_message(message)
-        size, cap = len(encoded.encode("utf-8")), self.limits.session_message_max_bytes
-        if size > cap:
-            raise InvalidInputError(
-                f"session message too large: {size:,} bytes (limit {cap:,}, "
-                "Limits.session_message_max_bytes); store large content elsewhere and append "
-                "a reference to it"
-            )
-        return clean, encoded
+        return fmt.encode_within(message, self.limits.session_message_max_bytes)
 
     def _head(self, sid: str) -> ConversationHead | None:
         head = self._store().conversation(self.agent_id, sid)

@@ -187,15 +187,7 @@ class SessionStore:
         return self._encode(message)[0]
 
     def _encode(self, message: Mapping[str, Any]) -> tuple[fmt.Message, str]:
-        clean, encoded = fmt.encode_message(message)
-        size, cap = len(encoded.encode("utf-8")), self.limits.session_message_max_bytes
-        if size > cap:
-            raise InvalidInputError(
-                f"session message too large: {size:,} bytes (limit {cap:,}, "
-                "Limits.session_message_max_bytes); store large content elsewhere and append "
-                "a reference to it"
-            )
-        return clean, encoded
+        return fmt.encode_within(message, self.limits.session_message_max_bytes)
 
     def delete(self, session_id: str) -> bool:
         """Delete the session's files (checkpoint and journal); False when there were none.
