@@ -1,4 +1,9 @@
 import dataclasses
+import importlib
+import pkgutil
+import types
+
+import pytest
 
 import markus_memory
 
@@ -116,3 +121,30 @@ def test_the_tree_in_errors_names_every_error_class_each_exported() -> None:
         if parent is not None:
             assert classes[parent] in classes[name].__bases__, f"{name} is not under {parent}"
         assert name in markus_memory.__all__, f"{name} is not exported"
+
+
+def _packages() -> list[types.ModuleType]:
+    found = [markus_memory]
+    for info in pkgutil.walk_packages(markus_memory.__path__, "markus_memory."):
+        if info.ispkg:
+            found.append(importlib.import_module(info.name))
+    return found
+
+
+@pytest.mark.parametrize("package", _packages(), ids=lambda p: p.__name__)
+def test_every_package_exports_exactly_what_it_defines(package: types.ModuleType) -> None:
+    """As httpx's test_exported_members: a name a package defines (itself or in its private
+    modules) and binds without an underscore is in its ``__all__``, and every name there
+    exists; a package with nothing of its own to export binds none."""
+    name = package.__name__
+    own = {
+        attr
+        for attr, value in vars(package).items()
+        if not attr.startswith("_")
+        and not isinstance(value, types.ModuleType)
+        and str(getattr(value, "__module__", "")).startswith(name)
+    }
+    exported = list(getattr(package, "__all__", []))
+    assert own <= set(exported), f"{name} binds {sorted(own - set(exported))} outside __all__"
+    assert all(hasattr(package, attr) for attr in exported), name
+    assert len(exported) == len(set(exported)), name

@@ -10,9 +10,11 @@ import click
 from .. import __version__
 from . import (
     _agent,
+    _common,
     _doctor,
     _dream,
     _edit,
+    _errors,
     _hooks,
     _inspect,
     _maintain,
@@ -21,11 +23,9 @@ from . import (
     _transfer,
     _ui,
 )
-from ._common import MemoryGroup, Options
-from ._errors import debugging
 
 
-@click.group(cls=MemoryGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_common.MemoryGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="markus-memory")
 @click.option(
     "--home",
@@ -36,10 +36,10 @@ from ._errors import debugging
 @click.pass_context
 def cli(ctx: click.Context, home: Path | None) -> None:
     """Inspect, search, edit and serve the persistent memory of LLM agents."""
-    if not debugging():
+    if not _errors.debugging():
         # The pool logs every failed connection attempt; the command says it once, on one line.
         logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
-    ctx.obj = Options(home=home)
+    ctx.obj = _common.Options(home=home)
 
 
 for _module in (

@@ -10,18 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from . import _deliberation, _knowledge_tools, _notebook_tools, _recall_tools
-from ._dispatch import run
+from . import _deliberation, _dispatch, _knowledge_tools, _notebook_tools, _recall_tools, _registry
 from ._errors import is_tool_error_result
 from ._paths import hide_host_paths
 from ._recall_normalize import RecallArgs, normalize_recall_args
-from ._registry import Registry, SchemaFormat, ToolDefinition
+from ._registry import SchemaFormat, ToolDefinition
 from ._scenarios import SCENARIO_TOOLS
 
 if TYPE_CHECKING:
     from ..memory import AgentMemory
 
-REGISTRY = Registry(
+REGISTRY = _registry.Registry(
     (*_knowledge_tools.TOOLS, *_notebook_tools.TOOLS, *_recall_tools.TOOLS),
 )
 """Every memory tool, canonical ones first, then the legacy aliases, in a stable order."""
@@ -35,7 +34,7 @@ def dispatch(
     ``offered``: the tool names the model was given, which an unknown-tool error lists
     (default: the canonical tools, as :func:`tool_schemas` gives them by default).
     """
-    return run(REGISTRY, memory, name, arguments, offered)
+    return _dispatch.run(REGISTRY, memory, name, arguments, offered)
 
 
 def apply_memory_updates(memory: AgentMemory, updates: Any) -> list[str]:

@@ -39,10 +39,16 @@ from .._fs import validate_id
 from ..backend import MOVED_MARKER
 from ..config import Settings
 from ..errors import InvalidInputError, NotFoundError
-from ._copy import Mode, copy_agent, loses
-from ._side import Side, sides
+from . import _copy, _side
 
-__all__ = ["MOVED_MARKER", "TransferReport", "agent_ids", "export_agent", "import_agent"]
+__all__ = [
+    "MOVED_MARKER",
+    "TransferReport",
+    "agent_ids",
+    "default_backup",
+    "export_agent",
+    "import_agent",
+]
 
 
 @dataclass(frozen=True)
@@ -85,16 +91,16 @@ def default_backup(dst: Settings) -> Path:
     return dst.home / "backups" / stamp
 
 
-def _backup(target: Side, ids: list[str], where: Path) -> str:
+def _backup(target: _side.Side, ids: list[str], where: Path) -> str:
     """Copy the destination's own copies of ``ids`` to a new files-only home ``where``."""
     if where.exists() and any(where.iterdir()):
         raise InvalidInputError(f"the backup folder {where} is not empty; pick another")
     copy = Settings(
         home=where, documents="files", lock_timeout_seconds=target.settings.lock_timeout_seconds
     )
-    with sides(target.settings, copy) as (origin, backup):
+    with _side.sides(target.settings, copy) as (origin, backup):
         for one in ids:
-            copy_agent(origin, backup, one, "new")
+            _copy.copy_agent(origin, backup, one, "new")
     return str(where)
 
 
@@ -122,8 +128,8 @@ def export_agent(
         raise InvalidInputError("replace and merge exclude each other: pick one")
     if _same_place(src_settings, dst_settings):
         raise InvalidInputError("source and destination are the same memory")
-    mode: Mode = "replace" if replace else "merge" if merge else "new"
-    with sides(src_settings, dst_settings) as (source, target):
+    mode: _copy.Mode = "replace" if replace else "merge" if merge else "new"
+    with _side.sides(src_settings, dst_settings) as (source, target):
         present = source.agent_ids()
         wanted = None if agent_id is None else validate_id("agent id", agent_id)
         if wanted is not None and wanted not in present:
@@ -134,13 +140,13 @@ def export_agent(
         ids = present if wanted is None else [wanted]
         backup = None
         if mode == "replace":
-            at_risk = [one for one in ids if loses(source, target, one)]
+            at_risk = [one for one in ids if _copy.loses(source, target, one)]
             if at_risk:
                 backup = _backup(target, at_risk, backup_to or default_backup(dst_settings))
         totals = [0, 0, 0, 0, 0]
         marked = []
         for one in ids:
-            copied = copy_agent(source, target, one, mode)
+            copied = _copy.copy_agent(source, target, one, mode)
             for index, value in enumerate(
                 (copied.documents, copied.files, copied.removed, copied.rows, copied.dream_runs)
             ):
