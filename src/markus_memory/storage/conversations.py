@@ -223,6 +223,18 @@ class ConversationTables:
         after = self._decode_head(rows[0])
         return replace(after, next_seq=after.next_seq - n)
 
+    def _entry(self, r: Sequence[Any]) -> StoredEntry:
+        """A message from the ``_ENTRY_COLUMNS`` of its row."""
+        decode = self.dialect.decode
+        return StoredEntry(
+            seq=int(r[0]),
+            role=r[1],
+            text=r[2],
+            created_at=decode.when(r[3]) or EPOCH,
+            metadata=None if r[4] is None else decode.obj(r[4]),
+            body=r[5],
+        )
+
     def forget_conversation_head(self, agent_id: str, session_id: str) -> None:
         """Stop holding a conversation, keeping its rows (a transfer then takes it over with
         another view)."""
@@ -253,17 +265,7 @@ class ConversationTables:
                 f"ORDER BY seq{tail}",
                 params,
             )
-        return [
-            StoredEntry(
-                seq=int(r[0]),
-                role=r[1],
-                text=r[2],
-                created_at=d.decode.when(r[3]) or EPOCH,
-                metadata=None if r[4] is None else d.decode.obj(r[4]),
-                body=r[5],
-            )
-            for r in rows
-        ]
+        return [self._entry(r) for r in rows]
 
     def compact_conversation(
         self, agent_id: str, session_id: str, view_from: int, summary: str
@@ -302,14 +304,7 @@ class ConversationTables:
                 return None
             r = rows[0]
             index_docs(sql, agent_id, [Doc(r[0], r[1], r[2], r[3])], sign=-1)
-            return StoredEntry(
-                seq=int(r[4]),
-                role=r[5],
-                text=r[6],
-                created_at=d.decode.when(r[7]) or EPOCH,
-                metadata=None if r[8] is None else d.decode.obj(r[8]),
-                body=r[9],
-            )
+            return self._entry(r[4:])
 
     def adopt_entries(
         self,

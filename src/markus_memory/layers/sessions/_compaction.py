@@ -78,7 +78,11 @@ def _may_drop(live: SessionFiles, keep_from: int, before_compact: BeforeCompact 
 
 def snapshot(live: SessionFiles) -> Session:
     """The frozen :class:`Session` of a loaded session."""
-    doc = live.doc
+    return session_of(live.doc)
+
+
+def session_of(doc: fmt.SessionDoc) -> Session:
+    """The frozen :class:`Session` a parsed session file holds."""
     return Session(
         id=doc.id,
         agent_id=doc.agent_id,

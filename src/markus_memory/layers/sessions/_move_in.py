@@ -14,19 +14,18 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from datetime import datetime, timezone
 
-from ...config import iso_ms, parse_iso
+from ...config import iso_ms
 from ...errors import CorruptFileError, InvalidInputError
 from ...storage.base import EpisodicStore, TranscriptMessage
 from . import _format as fmt
+from ._compaction import session_of
 from ._records import Session
 from ._store import SessionStore
 
 log = logging.getLogger(__name__)
 
 KIND = "markus"
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def move_in(
@@ -109,13 +108,4 @@ def session_text(session: Session) -> str:
 
 def session_from_text(text: str) -> Session:
     """The session a checkpoint file's text holds; ValueError if it is not one."""
-    doc = fmt.parse_session(text)
-    return Session(
-        id=doc.id,
-        agent_id=doc.agent_id,
-        messages=tuple(doc.messages),
-        started_at=parse_iso(doc.started_at) or _EPOCH,
-        last_activity_at=parse_iso(doc.last_activity_at) or _EPOCH,
-        compacted=doc.compacted,
-        first_seq=doc.first_seq,
-    )
+    return session_of(fmt.parse_session(text))
