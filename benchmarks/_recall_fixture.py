@@ -101,7 +101,7 @@ def open_fixture_store(name: str, pg_url: str | None) -> tuple[EpisodicStore, Pa
     home = CACHE / name
     home.mkdir(parents=True, exist_ok=True)
     if pg_url is None:
-        from markus_memory.storage.sqlite import SqliteStore
+        from markus_memory.storage._sqlite.store import SqliteStore
 
         return SqliteStore(home / "data.db"), home, None
     import psycopg
@@ -109,7 +109,7 @@ def open_fixture_store(name: str, pg_url: str | None) -> tuple[EpisodicStore, Pa
     schema = f"bench_{name.replace('-', '_')}"
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-    from markus_memory.storage.postgres import PostgresStore
+    from markus_memory.storage._postgres.store import PostgresStore
 
     url = pg_schema_url(pg_url, schema)
     return PostgresStore(url), home, url

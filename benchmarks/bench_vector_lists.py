@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 
 from _locomo_data import load  # noqa: E402
 from markus_memory.search.embedders import MiniLMEmbedder  # noqa: E402
-from markus_memory.storage import vector_lists  # noqa: E402
+from markus_memory.storage.recall import vector_lists  # noqa: E402
 
 SHARES = (0.06, 0.12, 0.17, 0.25)
 

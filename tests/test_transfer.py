@@ -116,7 +116,7 @@ def test_files_to_postgres_to_files_is_byte_for_byte(postgres_url: str, tmp_path
     assert "knowledge.md" not in on_disk and "notes.txt" in on_disk
     assert not any(name.startswith(("sessions/", "daily-logs/")) for name in on_disk)
 
-    from markus_memory.storage.pg_documents import PostgresDocuments
+    from markus_memory.storage._postgres.documents import PostgresDocuments
 
     rows = PostgresDocuments(postgres_url, first)
     try:

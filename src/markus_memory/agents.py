@@ -19,11 +19,11 @@ from ._fs import validate_id
 from .backend import DATA_DB_MIGRATIONS, MOVED_MARKER, file_documents, open_backend
 from .config import Settings
 from .errors import NotFoundError, RefusedError
+from .storage._sqlite.conn import SqliteDatabase
 from .storage.base import EpisodicStore
 from .storage.dialect import Database
 from .storage.forget import forget_agent, forget_in
 from .storage.knowledge_index import KnowledgeIndex
-from .storage.sqlite_conn import SqliteDatabase
 
 __all__ = [
     "AgentEntry",
@@ -130,7 +130,7 @@ def roster(settings: Settings) -> Roster:
         folders = {p.name: p for p in settings.agents_dir.iterdir() if p.is_dir()}
     in_database: set[str] = set()
     if on_postgres:
-        from .storage.pg_documents import stored_agents  # the [postgres] extra
+        from .storage._postgres.documents import stored_agents  # the [postgres] extra
 
         in_database = set(stored_agents(settings.database_url or ""))
     entries = []
@@ -236,7 +236,7 @@ def _forget(store: EpisodicStore, database: Database, agent_id: str) -> tuple[in
 
 
 def _forget_sqlite(path: Path, agent_id: str) -> tuple[int, int]:
-    from .storage.sqlite import SqliteStore
+    from .storage._sqlite.store import SqliteStore
 
     database = SqliteDatabase(path, extra_migrations=DATA_DB_MIGRATIONS[1:])
     return _forget(SqliteStore(path), database, agent_id)
@@ -244,10 +244,10 @@ def _forget_sqlite(path: Path, agent_id: str) -> tuple[int, int]:
 
 def _forget_postgres(url: str, agent_id: str) -> tuple[int, int]:
     from .storage import knowledge_schema, kv
+    from .storage._postgres.conn import PostgresDatabase
+    from .storage._postgres.documents import documents_migrations
+    from .storage._postgres.store import PostgresStore
     from .storage.audit import PG_MIGRATIONS
-    from .storage.pg_documents import documents_migrations
-    from .storage.postgres import PostgresStore
-    from .storage.postgres_conn import PostgresDatabase
 
     migrations = (
         documents_migrations,

@@ -23,15 +23,16 @@ from ._fs_docs import FileDocuments
 from ._lock import AgentLock
 from .config import AgentPaths, Settings
 from .errors import MarkusMemoryError, RefusedError
-from .storage import knowledge_schema, kv, sqlite_schema
+from .storage import knowledge_schema, kv
+from .storage._sqlite import schema as sqlite_schema
+from .storage._sqlite.conn import SqliteDatabase
+from .storage._sqlite.store import SqliteStore
 from .storage.audit import MIGRATIONS as dream_migrations
 from .storage.audit import AuditLog, open_audit_log
 from .storage.base import EpisodicStore
 from .storage.knowledge_index import KnowledgeIndex
 from .storage.kv import KVTable
 from .storage.migrations import Migrations
-from .storage.sqlite import SqliteStore
-from .storage.sqlite_conn import SqliteDatabase
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +124,7 @@ class Backend:
         are only on files (not exported yet); files an in-place export left behind
         (:data:`MOVED_MARKER`) are read but never written (:class:`BackupDocuments`)."""
         if self.documents_on_postgres:
-            from .storage.pg_documents import PostgresDocuments  # the [postgres] extra
+            from .storage._postgres.documents import PostgresDocuments  # the [postgres] extra
 
             documents = PostgresDocuments(
                 self.url, agent_id, lock_timeout=self.settings.lock_timeout_seconds
@@ -148,7 +149,7 @@ class Backend:
     def episodic(self) -> EpisodicStore:
         """The episodic store: activities, transcripts, the recall index and its vectors."""
         if self.kind == "postgres":
-            from .storage.postgres import PostgresStore  # the [postgres] extra
+            from .storage._postgres.store import PostgresStore  # the [postgres] extra
 
             return PostgresStore(self.url)
         return SqliteStore(self.settings.database_path)
@@ -185,7 +186,7 @@ class Backend:
     def kv_table(self, agent_id: str) -> KVTable:
         """The LangGraph items of one agent, in the episodic store's database."""
         if self.kind == "postgres":
-            from .storage.postgres_conn import PostgresDatabase  # the [postgres] extra
+            from .storage._postgres.conn import PostgresDatabase  # the [postgres] extra
 
             database = PostgresDatabase(self.url, extra_migrations=(kv.postgres_migrations,))
             return KVTable(database, agent_id)
@@ -198,7 +199,7 @@ class Backend:
 
         With ``MARKUS_DOCUMENTS=files`` each host dreams over its own files, so its audit (and
         its day's slot, and what undo restores) stays in its own ``data.db``."""
-        from .storage.pg_documents import PostgresDocuments
+        from .storage._postgres.documents import PostgresDocuments
 
         if isinstance(documents, PostgresDocuments):
             return open_audit_log(documents.database, documents)

@@ -28,7 +28,7 @@ from .http_guard import (
 )
 from .mcp_stdio import AnswerUnreadable
 from .prompt import PROFILES, render_memory_context
-from .storage.pg_health import LOCAL, Health, probe
+from .storage._postgres.health import LOCAL, Health, probe
 from .tools import REGISTRY, dispatch, hide_host_paths, is_tool_error_result, tool_schemas
 
 try:

@@ -72,7 +72,7 @@ def test_the_postgres_list_is_what_the_migrations_create(server: str) -> None:
 
     import psycopg
 
-    from markus_memory.storage.postgres_conn import PostgresDatabase
+    from markus_memory.storage._postgres.conn import PostgresDatabase
 
     schema = f"markus_tables_{secrets.token_hex(4)}"
     with psycopg.connect(server, autocommit=True) as admin:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+from markus_memory.storage._sqlite.store import SqliteStore
 from markus_memory.storage.audit import (
     AuditLog,
     DreamRun,
@@ -11,7 +12,6 @@ from markus_memory.storage.audit import (
     SqliteAuditLog,
 )
 from markus_memory.storage.base import EpisodicStore
-from markus_memory.storage.sqlite import SqliteStore
 
 T = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)
 

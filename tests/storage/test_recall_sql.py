@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from markus_memory.analysis import analyse, term_key
 from markus_memory.storage._sql import COPY_ROWS
 from markus_memory.storage.base import EpisodicStore, TranscriptMessage
-from markus_memory.storage.recall_contract import RecallFilters as Filters
+from markus_memory.storage.recall.contract import RecallFilters as Filters
 
 from .conftest import StoreFactory
 

@@ -18,11 +18,11 @@ from ..backend import DATA_DB_MIGRATIONS
 from ..config import AgentPaths, Settings
 from ..errors import CorruptFileError, MarkusMemoryError
 from ..memory import open_agent
+from ..storage._sqlite.conn import close_leaving_wal, damaged, open_sqlite, sqlite_error
+from ..storage._sqlite.damage import NOTE_SUFFIX, is_damage, remember_damage
+from ..storage._sqlite.store import SqliteStore
 from ..storage.knowledge_schema import open_sqlite_index
 from ..storage.migrations import BOOKKEEPING_TABLE, SqliteMigrationTarget
-from ..storage.sqlite import SqliteStore
-from ..storage.sqlite_conn import close_leaving_wal, damaged, open_sqlite, sqlite_error
-from ..storage.sqlite_damage import NOTE_SUFFIX, is_damage, remember_damage
 from ._common import Check, console, emit_json, json_option, plain, progress, settings_of, table
 from ._doctor_pg import SUBJECT as PG_SUBJECT
 from ._doctor_pg import apply_pending, postgres_checks, why_not_open
@@ -146,7 +146,7 @@ def pending_migrations(target: SqliteMigrationTarget) -> list[str]:
 
 def database_checks(path: Path) -> list[Check]:
     """data.db is intact and its schema is current (every migration applied). A damaged one
-    is marked as such (:mod:`~markus_memory.storage.sqlite_damage`): from then on nothing
+    is marked as such (:mod:`~markus_memory.storage._sqlite.damage`): from then on nothing
     writes to it, in any process, until it is replaced."""
     subject = path.name
     if not path.exists():

@@ -10,14 +10,10 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import BackendUnavailableError, MarkusMemoryError
+from ..storage._postgres.conn import CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_MS, conninfo_with_timeouts
+from ..storage._postgres.diagnose import diagnose
+from ..storage._postgres.health import POSTGRES_MIGRATIONS, pending_of
 from ..storage.migrations import BOOKKEEPING_TABLE
-from ..storage.pg_diagnose import diagnose
-from ..storage.pg_health import POSTGRES_MIGRATIONS, pending_of
-from ..storage.postgres_conn import (
-    CONNECT_TIMEOUT_S,
-    STATEMENT_TIMEOUT_MS,
-    conninfo_with_timeouts,
-)
 from ._common import Check
 from ._doctor_tables import POSTGRES_TABLES, missing_tables, tables_check
 from ._maintain import derived_gaps
@@ -100,7 +96,7 @@ def _schema_checks(conn: Any) -> list[Check]:
 def apply_pending(settings: Settings) -> str:
     """Apply the pending migrations of every set the database has started (the repair of
     "schema current"); what was applied."""
-    from ..storage.postgres_conn import PostgresDatabase
+    from ..storage._postgres.conn import PostgresDatabase
 
     url = settings.database_url
     if url is None:

@@ -29,7 +29,7 @@ from ..errors import (
     StorageError,
 )
 from ..layers.notebook import utf8_damage
-from ..storage.pg_diagnose import diagnose, one_line
+from ..storage._postgres.diagnose import diagnose, one_line
 
 DEBUG_ENV = "MARKUS_DEBUG"
 

@@ -15,12 +15,12 @@ from ..backend import open_backend
 from ..config import AgentPaths, Settings
 from ..errors import MarkusMemoryError
 from ..memory import open_agent
+from ..storage._sqlite.conn import damaged, open_sqlite
+from ..storage._sqlite.schema import ACTIVITY_SEARCH_TABLES
+from ..storage._sqlite.store import SqliteStore
 from ..storage.knowledge_schema import SEARCH_TABLES, recreate_sqlite
 from ..storage.migrations import BOOKKEEPING_TABLE
-from ..storage.recall_index import RECALL_TABLES
-from ..storage.sqlite import SqliteStore
-from ..storage.sqlite_conn import damaged, open_sqlite
-from ..storage.sqlite_schema import ACTIVITY_SEARCH_TABLES
+from ..storage.recall.index import RECALL_TABLES
 from ._common import console, emit_json, existing_agent, json_option, progress, settings_of, table
 from ._inspect import agent_ids
 

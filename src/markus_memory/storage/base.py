@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ..analysis import query_terms, query_tokens
-from .recall_contract import RecallIndex
+from .recall.contract import RecallIndex
 
 JsonObject = Mapping[str, Any]
 

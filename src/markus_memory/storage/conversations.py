@@ -30,7 +30,7 @@ from ..errors import InvalidInputError, NotFoundError
 from ._records import EPOCH
 from ._sql import DialectSql
 from .base import ConversationHead, JsonObject, NewEntry, StoredEntry, TranscriptMessage
-from .recall_index import Doc, index_docs
+from .recall.index import Doc, index_docs
 
 if TYPE_CHECKING:
     from .dialect import Dialect

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from . import postgres_conn as pg
-from . import sqlite_conn as lite
+from ._postgres import conn as pg
 from ._records import RowDecoder
 from ._sql import DialectSql
+from ._sqlite import conn as lite
 from .migrations import Migrations
 
 

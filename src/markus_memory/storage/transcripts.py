@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from ._records import EPOCH, MARK_COLUMNS, TRANSCRIPT_COLUMNS, import_top
 from ._sql import DialectSql
 from .base import JsonObject, TranscriptHit, TranscriptMark, TranscriptMessage
-from .recall_contract import RecallFilters
-from .recall_index import Doc, RecallQueries, index_docs
-from .recall_rank import search_hits
+from .recall.contract import RecallFilters
+from .recall.index import Doc, RecallQueries, index_docs
+from .recall.rank import search_hits
 
 if TYPE_CHECKING:
     from .dialect import Dialect

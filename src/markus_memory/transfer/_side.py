@@ -13,13 +13,13 @@ from .._lock import AgentLock
 from ..agents import agent_ids
 from ..backend import open_backend
 from ..config import AgentPaths, Settings
+from ..storage._sqlite.conn import SqliteDatabase
 from ..storage.audit import AuditLog, SqliteAuditLog, open_audit_log
 from ..storage.base import EpisodicStore
 from ..storage.forget import forget_in
-from ..storage.sqlite_conn import SqliteDatabase
 
 if TYPE_CHECKING:
-    from ..storage.postgres_conn import PostgresDatabase
+    from ..storage._postgres.conn import PostgresDatabase
 
 
 class Side:
@@ -31,7 +31,7 @@ class Side:
         self.backend = open_backend(settings)
         self._episodic: EpisodicStore | None = None
         if self.backend.documents_on_postgres:
-            from ..storage.pg_documents import open_database
+            from ..storage._postgres.documents import open_database
 
             self.database = open_database(self.backend.url)
 
@@ -50,7 +50,7 @@ class Side:
             return FileDocuments(
                 paths.root, AgentLock(paths.lock, self.settings.lock_timeout_seconds)
             )
-        from ..storage.pg_documents import PostgresDocuments
+        from ..storage._postgres.documents import PostgresDocuments
 
         return PostgresDocuments(
             self.database, agent_id, lock_timeout=self.settings.lock_timeout_seconds

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .recall_fetch import Sql
+    from .fetch import Sql
 
 LISTS_FROM = 20_000
 """Vectors of one agent and model from which they are searched through lists (at 20,000,

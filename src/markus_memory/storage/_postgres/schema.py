@@ -16,16 +16,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .migrations import Migrations
-from .pg_activity_search import index_all
-from .schema_tables import (
+from .._sqlite.schema import MAX_INDEXED_LOG_CHARS, MIGRATION_SET
+from ..migrations import Migrations
+from ..schema_tables import (
     MARKUS_INDEXES,
     POSTGRES_TYPES,
     conversation_tables,
     markus_tables,
     transcript_record,
 )
-from .sqlite_schema import MAX_INDEXED_LOG_CHARS, MIGRATION_SET
+from .activity_search import index_all
 
 if TYPE_CHECKING:
     import psycopg
@@ -182,9 +182,9 @@ def m006_transcript_record(conn: psycopg.Connection[Any]) -> None:
 def m007_recall_index(conn: psycopg.Connection[Any]) -> None:
     # As SQLite m007: conversation recall ranks in per-agent postings (recall_index.py); the
     # tsvector column and its GIN index it replaces are dropped.
-    from .postgres_conn import PostgresSql
-    from .recall_index import RecallQueries
-    from .recall_schema import schema
+    from ..recall.index import RecallQueries
+    from ..recall.schema import schema
+    from .conn import PostgresSql
 
     for statement in schema("BYTEA", ""):
         conn.execute(statement)
@@ -239,8 +239,8 @@ def m011_recall_postings_covering(conn: psycopg.Connection[Any]) -> None:
     # once vacuumed): without them in the key, each posting cost a heap page of its own, since
     # a term's postings are spread over every batch that used it (recall_rank.rank). A store
     # whose m007 already made the postings of m013 has them so.
-    from .postgres_conn import PostgresSql
-    from .recall_schema import has_agent_column
+    from ..recall.schema import has_agent_column
+    from .conn import PostgresSql
 
     if not has_agent_column(PostgresSql(conn)):
         return
@@ -266,8 +266,8 @@ def m013_recall_agent_terms(conn: psycopg.Connection[Any]) -> None:
     # As SQLite m013: postings and document frequencies keyed by the agent's own key of each
     # term; the document frequencies, rewritten by every batch, leave room on each page for
     # their next version (recall_schema.py).
-    from .postgres_conn import PostgresSql
-    from .recall_schema import fold_agent_into_terms
+    from ..recall.schema import fold_agent_into_terms
+    from .conn import PostgresSql
 
     fold_agent_into_terms(PostgresSql(conn), "")
 
@@ -276,8 +276,8 @@ def m013_recall_agent_terms(conn: psycopg.Connection[Any]) -> None:
 def m014_recall_vector_lists(conn: psycopg.Connection[Any]) -> None:
     # As SQLite m014: the list of each recall vector and the lists' centroids. A server with
     # pgvector searches with its index instead, and its vectors stay in no list.
-    from .postgres_conn import PostgresSql
-    from .recall_schema import add_vector_lists
+    from ..recall.schema import add_vector_lists
+    from .conn import PostgresSql
 
     add_vector_lists(PostgresSql(conn), "BYTEA", "")
 

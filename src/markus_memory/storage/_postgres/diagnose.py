@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import (
+from ...errors import (
     BackendUnavailableError,
     DatabaseMissingError,
     InvalidInputError,

@@ -19,19 +19,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from ..analysis import quote_fts
-from ..config import iso_ms, parse_iso
-from ..errors import ClosedError, InvalidInputError, StorageError
-from ._records import EPOCH as EPOCH
-from ._records import RowDecoder
-from ._sql import SEARCH_CANDIDATES, DialectSql
-from .migrations import Migrations, SqliteMigrationTarget
-from .sqlite_damage import NOT_WRITTEN, is_damage, known_damage, remember_damage
-from .sqlite_schema import SLOT_SHIFT
-from .sqlite_schema import migrations as markus_migrations
+from ...analysis import quote_fts
+from ...config import iso_ms, parse_iso
+from ...errors import ClosedError, InvalidInputError, StorageError
+from .._records import EPOCH as EPOCH
+from .._records import RowDecoder
+from .._sql import SEARCH_CANDIDATES, DialectSql
+from ..migrations import Migrations, SqliteMigrationTarget
+from .damage import NOT_WRITTEN, is_damage, known_damage, remember_damage
+from .schema import SLOT_SHIFT
+from .schema import migrations as markus_migrations
 
 if TYPE_CHECKING:
-    from .dialect import Dialect
+    from ..dialect import Dialect
 
 BUSY_TIMEOUT_MS = 5000
 MMAP_BYTES = 256 * 1024 * 1024
@@ -141,7 +141,7 @@ class SqliteSql(DialectSql):
 
     @property
     def dialect(self) -> Dialect:
-        from .dialect import SQLITE
+        from ..dialect import SQLITE
 
         return SQLITE
 
@@ -375,7 +375,7 @@ class SqliteDatabase:
     @property
     def dialect(self) -> Dialect:
         """What differs in this backend's SQL and values (:mod:`.dialect`)."""
-        from .dialect import SQLITE
+        from ..dialect import SQLITE
 
         return SQLITE
 

@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .recall_contract import RecallFilters as Filters
+from .contract import RecallFilters as Filters
 
 if TYPE_CHECKING:
-    from .dialect import Dialect
+    from ..dialect import Dialect
 
 TURN_COLUMNS = "id, agent_id, session_id, seq, role, content, created_at, speaker, metadata"
 """``id`` then the columns of a :class:`~.base.TranscriptMessage` row."""

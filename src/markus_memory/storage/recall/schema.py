@@ -8,7 +8,7 @@ column from every posting, the row written for every distinct word of every mess
 
 from __future__ import annotations
 
-from .recall_fetch import Sql
+from .fetch import Sql
 
 
 def schema(blob: str, without_rowid: str) -> list[str]:

@@ -28,14 +28,14 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import vector_lists
-from .postgres_conn import MIGRATION_LOCK_KEY
-from .recall_contract import RecallFilters
-from .recall_fetch import Sql
-from .recall_index import RecallQueries
-from .recall_rank import agent_key
-from .recall_vectors import VECTOR_CHUNK
-from .vector_scan import BYTES, VectorCodec
+from ..recall import vector_lists
+from ..recall.contract import RecallFilters
+from ..recall.fetch import Sql
+from ..recall.index import RecallQueries
+from ..recall.rank import agent_key
+from ..recall.vector_scan import BYTES, VectorCodec
+from ..recall.vectors import VECTOR_CHUNK
+from .conn import MIGRATION_LOCK_KEY
 
 if TYPE_CHECKING:
     import psycopg

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..analysis import query_counts, query_terms, term_key
-from .base import MAX_QUERY_CHARS, MAX_QUERY_TERMS, TranscriptHit, TranscriptMessage
-from .recall_contract import RecallFilters as Filters
-from .recall_contract import RecallStats as Stats
-from .recall_contract import TurnKey
-from .recall_fetch import Sql, keys_around, turns_by_id
+from ...analysis import query_counts, query_terms, term_key
+from ..base import MAX_QUERY_CHARS, MAX_QUERY_TERMS, TranscriptHit, TranscriptMessage
+from .contract import RecallFilters as Filters
+from .contract import RecallStats as Stats
+from .contract import TurnKey
+from .fetch import Sql, keys_around, turns_by_id
 
 K1 = 1.2
 B = 0.75

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from ..config import POSTGRES_URL_SCHEMES
-from ..errors import (
+from ...config import POSTGRES_URL_SCHEMES
+from ...errors import (
     BackendUnavailableError,
     ClosedError,
     DatabaseMissingError,
@@ -30,16 +30,16 @@ from ..errors import (
     SchemaMissingError,
     StorageError,
 )
-from ._records import RowDecoder
-from ._sql import SEARCH_CANDIDATES, DialectSql
-from .migrations import BOOKKEEPING_DDL, BOOKKEEPING_TABLE, Migrations
-from .pg_diagnose import diagnose
+from .._records import RowDecoder
+from .._sql import SEARCH_CANDIDATES, DialectSql
+from ..migrations import BOOKKEEPING_DDL, BOOKKEEPING_TABLE, Migrations
+from .diagnose import diagnose
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
-    from .dialect import Dialect
+    from ..dialect import Dialect
 
 CONNECT_TIMEOUT_S = 5.0
 STATEMENT_TIMEOUT_MS = 30_000
@@ -253,7 +253,7 @@ class PostgresSql(DialectSql):
 
     @property
     def dialect(self) -> Dialect:
-        from .dialect import POSTGRES
+        from ..dialect import POSTGRES
 
         return POSTGRES
 
@@ -270,7 +270,7 @@ class PostgresDatabase:
         connect_timeout: float = CONNECT_TIMEOUT_S,
         statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
     ) -> None:
-        from .postgres_schema import migrations as markus_migrations
+        from .schema import migrations as markus_migrations
 
         self.search_candidates = search_candidates
 
@@ -339,7 +339,7 @@ class PostgresDatabase:
     @property
     def dialect(self) -> Dialect:
         """What differs in this backend's SQL and values (:mod:`.dialect`)."""
-        from .dialect import POSTGRES
+        from ..dialect import POSTGRES
 
         return POSTGRES
 

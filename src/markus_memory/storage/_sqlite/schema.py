@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import sqlite3
 
-from ..analysis import term_text
-from .migrations import Migrations
-from .schema_tables import (
+from ...analysis import term_text
+from ..migrations import Migrations
+from ..schema_tables import (
     MARKUS_INDEXES,
     SQLITE_TYPES,
     conversation_tables,
@@ -189,9 +189,9 @@ def m006_transcript_record(conn: sqlite3.Connection) -> None:
 def m007_recall_index(conn: sqlite3.Connection) -> None:
     # Conversation recall ranks inside the store with each agent's own statistics
     # (recall_index.py); the shared FTS5 table it replaces is dropped with its triggers.
-    from .recall_index import RecallQueries
-    from .recall_schema import schema
-    from .sqlite_conn import SqliteSql
+    from ..recall.index import RecallQueries
+    from ..recall.schema import schema
+    from .conn import SqliteSql
 
     for statement in schema("BLOB", " WITHOUT ROWID"):
         conn.execute(statement)
@@ -246,8 +246,8 @@ def m013_recall_agent_terms(conn: sqlite3.Connection) -> None:
     # The postings and document frequencies are keyed by the agent's own key of each term
     # (recall_schema.py): one key column less in the row written for every word of every
     # message. The rows are rewritten as they are; no message is analysed again.
-    from .recall_schema import fold_agent_into_terms
-    from .sqlite_conn import SqliteSql
+    from ..recall.schema import fold_agent_into_terms
+    from .conn import SqliteSql
 
     fold_agent_into_terms(SqliteSql(conn), " WITHOUT ROWID")
 
@@ -257,8 +257,8 @@ def m014_recall_vector_lists(conn: sqlite3.Connection) -> None:
     # A long history's vectors are searched through lists (vector_lists.py): each vector row
     # names its list, and the lists' centroids get a table. Vectors stored before join lists
     # when their agent next stores vectors past the threshold.
-    from .recall_schema import add_vector_lists
-    from .sqlite_conn import SqliteSql
+    from ..recall.schema import add_vector_lists
+    from .conn import SqliteSql
 
     add_vector_lists(SqliteSql(conn), "BLOB", " WITHOUT ROWID")
 

@@ -12,9 +12,9 @@ from datetime import datetime
 from typing import Any
 
 from . import vector_lists
-from .recall_contract import RecallFilters as Filters
-from .recall_fetch import Sql
-from .recall_rank import agent_key
+from .contract import RecallFilters as Filters
+from .fetch import Sql
+from .rank import agent_key
 from .vector_scan import BYTES, VectorCodec
 
 VECTOR_CHUNK = 4096

@@ -25,16 +25,16 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from .._docs import DocumentVersion, check_name
-from ..errors import (
+from ..._docs import DocumentVersion, check_name
+from ...errors import (
     BackendUnavailableError,
     BusyError,
     InvalidInputError,
     LockTimeoutError,
     StorageError,
 )
-from .migrations import Migrations
-from .postgres_conn import PostgresDatabase
+from ..migrations import Migrations
+from .conn import PostgresDatabase
 
 if TYPE_CHECKING:
     import psycopg
@@ -258,8 +258,8 @@ def stored_agents(url: str) -> list[str]:
     before it checks the schema). An unusable URL raises what :func:`diagnose` finds."""
     import psycopg
 
-    from .pg_diagnose import diagnose
-    from .postgres_conn import CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_MS, conninfo_with_timeouts
+    from .conn import CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_MS, conninfo_with_timeouts
+    from .diagnose import diagnose
 
     try:
         conn = psycopg.connect(

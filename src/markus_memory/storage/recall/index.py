@@ -21,22 +21,17 @@ from datetime import datetime
 from itertools import repeat
 from typing import Any
 
-from ..analysis import term_counts, words
+from ...analysis import term_counts, words
+from ..base import TranscriptMessage
 from . import vector_lists
-from .base import TranscriptMessage
-from .recall_contract import RecallFilters as Filters
-from .recall_contract import RecallStats as Stats
-from .recall_contract import TurnKey
-from .recall_fetch import KEY_COLUMNS, SAID_COLUMNS, Sql, keys_near, turns_around, turns_by_id
-from .recall_rank import Bm25, agent_key, rank_near, stats
-from .recall_schema import add_vector_lists, schema
-from .recall_vectors import (
-    count_vectors,
-    save_vectors,
-    unvectored,
-    vector_chunks,
-)
+from .contract import RecallFilters as Filters
+from .contract import RecallStats as Stats
+from .contract import TurnKey
+from .fetch import KEY_COLUMNS, SAID_COLUMNS, Sql, keys_near, turns_around, turns_by_id
+from .rank import Bm25, agent_key, rank_near, stats
+from .schema import add_vector_lists, schema
 from .vector_scan import BYTES, VectorCodec, nearest_in_chunks
+from .vectors import count_vectors, save_vectors, unvectored, vector_chunks
 
 _POSTING_COLUMNS = (
     ("term", "bigint"),

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from .base import TranscriptMessage
+    from ..base import TranscriptMessage
 
 
 @dataclass(slots=True)

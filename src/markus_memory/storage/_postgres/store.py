@@ -14,19 +14,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._records import ACTIVITY_COLUMNS
-from ._sql import DialectSql
-from .activity_reads import ActivityReads
-from .activity_writes import ActivityWrites
-from .base import ActivityHit, TranscriptMessage, search_terms
-from .conversations import ConversationTables
-from .pg_activity_search import index_activity, index_all, query_text
-from .pg_vectors import PgVectorQueries
-from .postgres_conn import DECODE, PostgresDatabase
-from .postgres_schema import ACTIVITY_RANK_WEIGHTS
-from .recall_index import Doc
-from .side_tables import SideTables
-from .transcripts import TranscriptTables, stored_message
+from .._records import ACTIVITY_COLUMNS
+from .._sql import DialectSql
+from ..activity_reads import ActivityReads
+from ..activity_writes import ActivityWrites
+from ..base import ActivityHit, TranscriptMessage, search_terms
+from ..conversations import ConversationTables
+from ..recall.index import Doc
+from ..side_tables import SideTables
+from ..transcripts import TranscriptTables, stored_message
+from .activity_search import index_activity, index_all, query_text
+from .conn import DECODE, PostgresDatabase
+from .schema import ACTIVITY_RANK_WEIGHTS
+from .vectors import PgVectorQueries
 
 if TYPE_CHECKING:
     import psycopg

@@ -14,30 +14,18 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis import term_text
-from ._records import ACTIVITY_COLUMNS
-from ._sql import DialectSql
-from .activity_reads import ActivityReads
-from .activity_writes import DOOMED, ActivityWrites
-from .base import (
-    Activity,
-    ActivityHit,
-    TranscriptMessage,
-    search_terms,
-)
-from .conversations import ConversationTables
-from .recall_index import Doc
-from .side_tables import SideTables
-from .sqlite_conn import (
-    DECODE,
-    SqliteDatabase,
-    agent_span,
-    bounded_rank,
-    fts_match,
-    next_rowid,
-)
-from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS, fill_activity_search
-from .transcripts import TranscriptTables, stored_message
+from ...analysis import term_text
+from .._records import ACTIVITY_COLUMNS
+from .._sql import DialectSql
+from ..activity_reads import ActivityReads
+from ..activity_writes import DOOMED, ActivityWrites
+from ..base import Activity, ActivityHit, TranscriptMessage, search_terms
+from ..conversations import ConversationTables
+from ..recall.index import Doc
+from ..side_tables import SideTables
+from ..transcripts import TranscriptTables, stored_message
+from .conn import DECODE, SqliteDatabase, agent_span, bounded_rank, fts_match, next_rowid
+from .schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS, fill_activity_search
 
 
 def _analysed(*texts: str) -> tuple[str, ...]:
