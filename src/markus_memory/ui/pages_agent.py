@@ -21,7 +21,7 @@ from ..transfer import export_agent
 from .web import PageError, read_form
 
 if TYPE_CHECKING:
-    from .app import UI
+    from .call import UI
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
