@@ -22,7 +22,7 @@ from markus_memory.storage._postgres.schema import (
     ACTIVITY_SEARCH_INDEXES,
 )
 from markus_memory.storage._postgres.store import PostgresStore
-from markus_memory.storage._sqlite.schema import MAX_INDEXED_LOG_CHARS
+from markus_memory.storage.schema_tables import MAX_INDEXED_LOG_CHARS
 
 COPY_CHUNK = 50_000
 

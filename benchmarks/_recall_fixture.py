@@ -22,7 +22,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import quote
 
-from markus_memory.storage.base import EpisodicStore, TranscriptMessage
+from markus_memory.storage.episodic import EpisodicStore
+from markus_memory.storage.repos.transcripts import TranscriptMessage
 
 CACHE = Path(os.environ.get("MARKUS_BENCH_CACHE") or Path(__file__).parent / ".cache")
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)

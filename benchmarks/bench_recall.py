@@ -152,7 +152,7 @@ def record(url: str | None, texts: list[str], variant: str) -> tuple[float, floa
     append path before the recall index."""
     from markus_memory.search.transcript_pool import MAX_BATCH
     from markus_memory.storage import transcripts
-    from markus_memory.storage.base import TranscriptMessage
+    from markus_memory.storage.repos.transcripts import TranscriptMessage
 
     messages = [
         TranscriptMessage("ingest", "s", i, "user", text, fixture.T0 + timedelta(seconds=i))

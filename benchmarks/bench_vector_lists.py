@@ -1,5 +1,5 @@
 """How much the inverted vector lists lose on real sentence embeddings: the turns of the LoCoMo
-conversations embedded with the local MiniLM, clustered as ``storage/vector_lists.py`` does,
+conversations embedded with the local MiniLM, clustered as ``storage/recall/vector_lists.py`` does,
 and each question's 10 nearest turns read through its nearest lists against all of them.
 
 Usage: python benchmarks/bench_vector_lists.py PATH/locomo.json [--lists 32 64 128]

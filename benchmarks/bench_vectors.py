@@ -37,11 +37,12 @@ import numpy as np  # noqa: E402
 from _common import median_ms_per_round  # noqa: E402
 from _recall_fixture import fresh_pg_schema  # noqa: E402
 from markus_memory.storage._postgres import vectors as pg_vectors
-from markus_memory.storage.base import EpisodicStore, TranscriptMessage  # noqa: E402
+from markus_memory.storage.episodic import EpisodicStore
 from markus_memory.storage.recall import vector_lists  # noqa: E402
 from markus_memory.storage.recall.index import RecallQueries  # noqa: E402
 from markus_memory.storage.recall.rank import agent_key  # noqa: E402
 from markus_memory.storage.recall.vector_scan import nearest_in_chunks  # noqa: E402
+from markus_memory.storage.repos.transcripts import TranscriptMessage  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 MODEL = "bench:{dim}"

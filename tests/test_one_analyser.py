@@ -16,8 +16,8 @@ from markus_memory import AgentMemory, open_agent
 from markus_memory.config import Settings
 from markus_memory.storage._sqlite.schema import migrations as sqlite_migrations
 from markus_memory.storage._sqlite.store import SqliteStore
-from markus_memory.storage.base import Activity
 from markus_memory.storage.migrations import SqliteMigrationTarget
+from markus_memory.storage.repos.activities import Activity
 from markus_memory.tools import dispatch
 from tests.postgres_support import new_agent_id, postgres_url
 from tests.storage.pg import postgres_schema_url

@@ -21,7 +21,8 @@ from markus_memory.errors import BackendUnavailableError
 from markus_memory.memory import AgentMemory
 from markus_memory.search.transcript_pool import WRITER_THREADS
 from markus_memory.storage._sqlite.store import SqliteStore
-from markus_memory.storage.base import JsonObject, TranscriptMessage
+from markus_memory.storage.base import JsonObject
+from markus_memory.storage.repos.transcripts import TranscriptMessage
 from tests.postgres_support import new_agent_id
 from tests.postgres_support import postgres_url as postgres_url  # fixture
 

@@ -12,7 +12,7 @@ from markus_memory.config import Settings
 from markus_memory.dream import dream, dream_history, undo_last_dream
 from markus_memory.errors import InvalidInputError
 from markus_memory.memory import AgentMemory, open_agent, open_store
-from markus_memory.storage.base import ChatMessage, ChatSession, Decision, MailboxItem
+from markus_memory.storage.repos.side import ChatMessage, ChatSession, Decision, MailboxItem
 from markus_memory.transfer import agent_ids, export_agent
 from markus_memory.transfer._rows import AgentRows, read_rows
 from tests.postgres_support import new_agent_id, postgres_url

@@ -20,8 +20,8 @@ from .backend import DATA_DB_MIGRATIONS, MOVED_MARKER, file_documents, open_back
 from .config import Settings
 from .errors import NotFoundError, RefusedError
 from .storage._sqlite.conn import SqliteDatabase
-from .storage.base import EpisodicStore
 from .storage.dialect import Database
+from .storage.episodic import EpisodicStore
 from .storage.forget import forget_agent, forget_in
 from .storage.knowledge_index import KnowledgeIndex
 

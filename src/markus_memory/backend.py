@@ -29,7 +29,7 @@ from .storage._sqlite.conn import SqliteDatabase
 from .storage._sqlite.store import SqliteStore
 from .storage.audit import MIGRATIONS as dream_migrations
 from .storage.audit import AuditLog, open_audit_log
-from .storage.base import EpisodicStore
+from .storage.episodic import EpisodicStore
 from .storage.knowledge_index import KnowledgeIndex
 from .storage.kv import KVTable
 from .storage.migrations import Migrations

@@ -29,8 +29,8 @@ from .search.embedders import Embedder, configured_embedder
 from .search.memory_search import MemorySearcher, SearchResult, open_memory_searcher
 from .search.recall import ConversationHit
 from .storage.audit import pending_in_file
-from .storage.base import EpisodicStore
 from .storage.dream_journal import recover
+from .storage.episodic import EpisodicStore
 
 logger = logging.getLogger(__name__)
 

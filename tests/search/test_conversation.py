@@ -12,7 +12,7 @@ from markus_memory.errors import InvalidInputError
 from markus_memory.search.conversation import ConversationIndex, RankingOptions, Turn
 from markus_memory.search.embedders import FakeEmbedder
 from markus_memory.storage._sqlite.store import SqliteStore
-from markus_memory.storage.base import TranscriptMessage
+from markus_memory.storage.repos.transcripts import TranscriptMessage
 from tests.postgres_support import new_agent_id, postgres_url  # noqa: F401
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)

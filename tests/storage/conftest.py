@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from markus_memory.storage._sqlite.store import SqliteStore
-from markus_memory.storage.base import EpisodicStore
+from markus_memory.storage.episodic import EpisodicStore
 
 from .pg import empty_schema, postgres_schema_url
 

@@ -11,7 +11,7 @@ from markus_memory.storage.audit import (
     PostgresAuditLog,
     SqliteAuditLog,
 )
-from markus_memory.storage.base import EpisodicStore
+from markus_memory.storage.episodic import EpisodicStore
 
 T = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)
 

@@ -20,7 +20,7 @@ from markus_memory.errors import (
 )
 from markus_memory.memory import open_agent, open_store
 from markus_memory.storage._sqlite.store import SqliteStore
-from markus_memory.storage.base import Activity
+from markus_memory.storage.repos.activities import Activity
 
 psycopg = pytest.importorskip("psycopg")
 from markus_memory.storage._postgres import schema as postgres_schema  # noqa: E402

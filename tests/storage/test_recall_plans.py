@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from markus_memory.storage.base import EpisodicStore, TranscriptMessage
+from markus_memory.storage.episodic import EpisodicStore
 from markus_memory.storage.recall.contract import RecallFilters as Filters
 from markus_memory.storage.recall.fetch import keys_near, turns_around
+from markus_memory.storage.repos.transcripts import TranscriptMessage
 
 from .conftest import StoreFactory
 from .test_conformance import act

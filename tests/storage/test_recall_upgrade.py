@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from markus_memory.analysis import analyse, term_key
-from markus_memory.storage.base import EpisodicStore, TranscriptMessage
+from markus_memory.storage.episodic import EpisodicStore
 from markus_memory.storage.recall.rank import agent_key
+from markus_memory.storage.repos.transcripts import TranscriptMessage
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 TEXTS = {

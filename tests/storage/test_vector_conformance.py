@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from markus_memory.storage.base import EpisodicStore
+from markus_memory.storage.episodic import EpisodicStore
 from markus_memory.storage.recall.contract import RecallFilters
 
 from .pg import postgres_schema_url

@@ -1,5 +1,5 @@
-"""Inverted lists over a long history's vectors (``storage/vector_lists.py``), on SQLite and on
-PostgreSQL without pgvector (the test server): made
+"""Inverted lists over a long history's vectors (``storage/recall/vector_lists.py``), on SQLite
+and on PostgreSQL without pgvector (the test server): made
 at the threshold, a new generation when the vectors double (older vectors stay in their
 lists), every vector in a list, a search that reads the nearest lists of every generation
 and still finds the exact neighbours of clustered vectors, the lexical candidates always

@@ -13,7 +13,8 @@ from ..config import Settings
 from ..memory import open_agent, open_store
 from ..search.corpus import Corpus
 from ..search.memory_search import METHOD_RECENT
-from ..storage._sqlite.conn import SqliteSql, open_sqlite
+from ..storage._sqlite.conn import open_sqlite
+from ..storage._sqlite.dialect import SqliteSql
 from ..storage.knowledge_index import index_state
 from ._common import (
     Check,

@@ -21,7 +21,13 @@ from typing import Any
 from .._fs import validate_id
 from ..config import Clock, Limits, epoch_ms, parse_iso, rand36, utc_now
 from ..errors import InvalidInputError, NotFoundError
-from ..storage.base import Activity, ActivityEnd, ActivityHit, ActivityLogEntry, ActivityRepo
+from ..storage.repos.activities import (
+    Activity,
+    ActivityEnd,
+    ActivityHit,
+    ActivityLogEntry,
+    ActivityRepo,
+)
 
 TRUNCATION_MARK = "...[truncated]"
 MAX_LIST_LIMIT = 1000

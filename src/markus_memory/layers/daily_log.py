@@ -24,7 +24,7 @@ from .._fs import open_file, read_text, refuse_symlink, validate_id
 from .._lock import AgentLock
 from ..config import AgentPaths, Clock, Limits
 from ..errors import InvalidInputError
-from ..storage.base import EpisodicStore
+from ..storage.episodic import EpisodicStore
 
 log = logging.getLogger(__name__)
 

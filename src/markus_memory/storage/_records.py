@@ -14,17 +14,9 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from ..errors import InvalidInputError
-from .base import (
-    Activity,
-    ActivityLogEntry,
-    ChatMessage,
-    ChatSession,
-    Decision,
-    MailboxItem,
-    TranscriptHit,
-    TranscriptMark,
-    TranscriptMessage,
-)
+from .repos.activities import Activity, ActivityLogEntry
+from .repos.side import ChatMessage, ChatSession, Decision, MailboxItem
+from .repos.transcripts import TranscriptHit, TranscriptMark, TranscriptMessage
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 

@@ -14,8 +14,8 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from .base import EpisodicStore
 from .dialect import Database, Dialect
+from .episodic import EpisodicStore
 from .recall.index import clear
 from .recall.rank import agent_key
 

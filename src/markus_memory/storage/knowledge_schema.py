@@ -13,9 +13,11 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._postgres.conn import PostgresSql
+from ._postgres.conn import PostgresDatabase
+from ._postgres.dialect import PostgresSql
 from ._sql import DialectSql
-from ._sqlite.conn import SqliteDatabase, SqliteSql
+from ._sqlite.conn import SqliteDatabase
+from ._sqlite.dialect import SqliteSql
 from .knowledge_index import KnowledgeIndex
 from .migrations import Migrations
 
@@ -114,8 +116,6 @@ def open_sqlite_index(path: Path | str) -> KnowledgeIndex:
 def open_postgres_index(url: str) -> KnowledgeIndex:
     """The knowledge index in the schema of the PostgreSQL ``url``, migrated (the
     ``[postgres]`` extra)."""
-    from ._postgres.conn import PostgresDatabase
-
     return KnowledgeIndex(PostgresDatabase(url, extra_migrations=(postgres_migrations,)))
 
 

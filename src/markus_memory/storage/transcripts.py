@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from ._records import EPOCH, MARK_COLUMNS, TRANSCRIPT_COLUMNS, import_top
 from ._sql import DialectSql
-from .base import JsonObject, TranscriptHit, TranscriptMark, TranscriptMessage
+from .base import JsonObject
 from .recall.contract import RecallFilters
 from .recall.index import Doc, RecallQueries, index_docs
 from .recall.rank import search_hits
+from .repos.transcripts import TranscriptHit, TranscriptMark, TranscriptMessage
 
 if TYPE_CHECKING:
     from .dialect import Dialect

@@ -15,7 +15,7 @@ from ..backend import open_backend
 from ..config import AgentPaths, Settings
 from ..storage._sqlite.conn import SqliteDatabase
 from ..storage.audit import AuditLog, SqliteAuditLog, open_audit_log
-from ..storage.base import EpisodicStore
+from ..storage.episodic import EpisodicStore
 from ..storage.forget import forget_in
 
 if TYPE_CHECKING:

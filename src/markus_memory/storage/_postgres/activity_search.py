@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...analysis import tokens
-from .._sqlite.schema import MAX_INDEXED_LOG_CHARS
+from ..schema_tables import MAX_INDEXED_LOG_CHARS
 
 if TYPE_CHECKING:
     import psycopg

@@ -12,7 +12,7 @@ queue like processes on one host queue on the lock file, and no update is lost. 
 raises rolls its writes back (stronger than files, where earlier writes of the block stay).
 :meth:`PostgresDocuments.exclusive` is ``pg_try_advisory_lock`` on a connection held for the
 task: at most one dream per agent across hosts; it is released when the task ends or the
-process dies. Connections, timeouts and migrations are :mod:`.postgres_conn`'s: one pool per
+process dies. Connections, timeouts and migrations are :mod:`.conn`'s: one pool per
 URL per process, shared with the episodic store (the ``[postgres]`` extra); an unreachable
 server raises :class:`BackendUnavailableError` within the connect timeout.
 """
@@ -34,7 +34,13 @@ from ...errors import (
     StorageError,
 )
 from ..migrations import Migrations
-from .conn import PostgresDatabase
+from .conn import (
+    CONNECT_TIMEOUT_S,
+    STATEMENT_TIMEOUT_MS,
+    PostgresDatabase,
+    conninfo_with_timeouts,
+)
+from .diagnose import diagnose
 
 if TYPE_CHECKING:
     import psycopg
@@ -257,9 +263,6 @@ def stored_agents(url: str) -> list[str]:
     transaction: listing agents never creates or migrates the schema (``doctor`` lists them
     before it checks the schema). An unusable URL raises what :func:`diagnose` finds."""
     import psycopg
-
-    from .conn import CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_MS, conninfo_with_timeouts
-    from .diagnose import diagnose
 
     try:
         conn = psycopg.connect(

@@ -11,8 +11,8 @@ it, a bounded scan when it does not.
 * **without pgvector**: the column stays ``BYTEA`` and vectors are scored in the process, in
   chunks: the query's lexical candidates and the agent's :data:`RECENT_VECTORS` newest (exact
   for an agent with no more vectors than that), and from
-  :data:`~.vector_lists.LISTS_FROM` vectors those of the inverted lists nearest the query
-  instead of the newest (:mod:`.vector_lists`, as on SQLite).
+  :data:`~.recall.vector_lists.LISTS_FROM` vectors those of the inverted lists nearest the query
+  instead of the newest (:mod:`.recall.vector_lists`, as on SQLite).
 
 The store looks at the column the first time it uses vectors; when it is still ``BYTEA`` and
 the extension can be created, it converts the column in place (one transaction, under the

@@ -1,6 +1,6 @@
 """SqliteStore: the default episodic backend in ``<home>/data.db``; activities and their search.
 
-Connections, transactions and migrations live in :mod:`.sqlite_conn`. Written once for both
+Connections, transactions and migrations live in :mod:`.conn`. Written once for both
 backends over the :class:`~.dialect.Dialect`: activity reads and writes (:mod:`.activity_reads`,
 :mod:`.activity_writes`), mailbox and chat history (:mod:`.side_tables`), the transcript index
 (:mod:`.transcripts`). What stays here is SQLite's own: the FTS5 activity search and its
@@ -19,13 +19,17 @@ from .._records import ACTIVITY_COLUMNS
 from .._sql import DialectSql
 from ..activity_reads import ActivityReads
 from ..activity_writes import DOOMED, ActivityWrites
-from ..base import Activity, ActivityHit, TranscriptMessage, search_terms
+from ..base import search_terms
 from ..conversations import ConversationTables
 from ..recall.index import Doc
+from ..repos.activities import Activity, ActivityHit
+from ..repos.transcripts import TranscriptMessage
+from ..schema_tables import MAX_INDEXED_LOG_CHARS
 from ..side_tables import SideTables
 from ..transcripts import TranscriptTables, stored_message
-from .conn import DECODE, SqliteDatabase, agent_span, bounded_rank, fts_match, next_rowid
-from .schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS, fill_activity_search
+from .conn import SqliteDatabase, agent_span, bounded_rank, fts_match, next_rowid
+from .dialect import DECODE
+from .schema import ACTIVITY_FTS_WEIGHTS, fill_activity_search
 
 
 def _analysed(*texts: str) -> tuple[str, ...]:

@@ -1,13 +1,13 @@
 """The conversation recall index inside the store: postings, statistics and vectors per agent.
 
 One implementation for SQLite and PostgreSQL (the SQL is written once with ``?`` placeholders
-and goes through a :class:`~.recall_fetch.Sql`). Every transcript message with text is analysed
+and goes through a :class:`~.fetch.Sql`). Every transcript message with text is analysed
 once, when it is stored (:mod:`markus_memory.analysis`), into rows of ``recall_postings``
-(the agent's key of a term, message, term frequency, message length; :mod:`.recall_schema`);
+(the agent's key of a term, message, term frequency, message length; :mod:`.schema`);
 ``recall_terms`` holds each agent's document frequency per term and ``recall_agents`` its
 message and token counts, all maintained in the transaction that stores the message. Ranking
-(:mod:`.recall_rank`) is BM25 over the agent's own statistics; only the candidates leave the
-database, and the re-ranking stages fetch rows by key (:mod:`.recall_fetch`).
+(:mod:`.rank`) is BM25 over the agent's own statistics; only the candidates leave the
+database, and the re-ranking stages fetch rows by key (:mod:`.fetch`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from itertools import repeat
 from typing import Any
 
 from ...analysis import term_counts, words
-from ..base import TranscriptMessage
+from ..repos.transcripts import TranscriptMessage
 from . import vector_lists
 from .contract import RecallFilters as Filters
 from .contract import RecallStats as Stats

@@ -12,7 +12,7 @@ and reads the :func:`probes` nearest lists of each, and any vector in no list; t
 the query's lexical candidates, scored exactly. Below :data:`LISTS_FROM` every vector is
 scored, exactly.
 
-The functions take a :class:`~.recall_fetch.Sql` (one connection inside a transaction) and
+The functions take a :class:`~.fetch.Sql` (one connection inside a transaction) and
 need numpy, as every vector path does.
 """
 

@@ -1,8 +1,8 @@
 """The recall vectors of a transcript store: one vector per message with its agent and
 embedding space, written and read in bounded chunks, searched through lists once a history is
 long (:mod:`.vector_lists`). One implementation for SQLite and PostgreSQL without pgvector
-(``?`` placeholders through a :class:`~.recall_fetch.Sql`); pgvector's own search is in
-:mod:`.pg_vectors`.
+(``?`` placeholders through a :class:`~.fetch.Sql`); pgvector's own search is in
+:mod:`._postgres.vectors`.
 """
 
 from __future__ import annotations
