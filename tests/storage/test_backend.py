@@ -85,8 +85,8 @@ def test_every_migration_set_in_data_db_is_in_the_one_registry(tmp_path: Path) -
     unchecked."""
     import sqlite3
 
-    from markus_memory.backend import DATA_DB_MIGRATIONS
     from markus_memory.dream import dream
+    from markus_memory.storage._sqlite.checks import DATA_DB_MIGRATIONS
     from markus_memory.storage.migrations import BOOKKEEPING_TABLE
 
     with open_agent("a", settings=Settings(home=tmp_path)) as mem:

@@ -26,6 +26,7 @@ from .._fs import validate_id
 from ..agents import check, existing
 from ..config import Settings, iso_ms
 from ..memory import AgentMemory, open_agent
+from ..storage.checks import Check as Check  # re-exported: every command's findings
 from ._errors import InputError as InputError  # re-exported: commands raise it
 from ._errors import debugging, translate
 
@@ -74,22 +75,6 @@ class Options:
 
 def settings_of(ctx: click.Context) -> Settings:
     return ctx.ensure_object(Options).settings()
-
-
-@dataclasses.dataclass(frozen=True)
-class Check:
-    """One doctor finding."""
-
-    subject: str
-    check: str
-    ok: bool
-    detail: str = ""
-    fixable: bool = False
-    repair: str = ""
-    """What ``doctor --fix`` will change for this finding, in words (empty: the default
-    repair of its kind, or none)."""
-    target: Path | None = None
-    """The file the repair rewrites, for a file-level repair."""
 
 
 def agent_option(func: F) -> F:

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 from ._postgres.conn import PostgresDatabase
 from ._postgres.dialect import PostgresSql
 from ._sql import DialectSql
-from ._sqlite.conn import SqliteDatabase
+from ._sqlite.conn import SqliteDatabase, open_sqlite
 from ._sqlite.dialect import SqliteSql
-from .knowledge_index import KnowledgeIndex
+from .knowledge_index import IndexState, KnowledgeIndex, index_state
 from .migrations import Migrations
 
 if TYPE_CHECKING:
@@ -128,3 +128,16 @@ def recreate_sqlite(path: Path | str) -> None:
             recreate(SqliteSql(conn), *SQLITE_BLOB)
     finally:
         database.close()
+
+
+def sqlite_index_state(path: Path, agent_id: str) -> IndexState | None:
+    """The agent's :class:`~.knowledge_index.IndexState` in the SQLite file at ``path``, read
+    only (a home without write access too); None when no index was built there yet.
+    Raises :class:`sqlite3.Error` when the file cannot be read."""
+    conn = open_sqlite(path)[0]
+    try:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_state'").fetchone():
+            return None
+        return index_state(SqliteSql(conn), agent_id)
+    finally:
+        conn.close()

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._fs import validate_id
+from ..agents import agent_ids as listed
 from ..backend import MOVED_MARKER
 from ..config import Settings
 from ..errors import InvalidInputError, NotFoundError
@@ -73,8 +74,6 @@ class TransferReport:
 
 def agent_ids(settings: Settings) -> list[str]:
     """Every agent of a memory (see :mod:`markus_memory.agents`)."""
-    from ..agents import agent_ids as listed
-
     return listed(settings)
 
 
