@@ -15,7 +15,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._fs import validate_id
+from ._fs import checked_agent_id
 from .backend import MOVED_MARKER, file_documents, open_backend
 from .config import Settings
 from .errors import NotFoundError, RefusedError
@@ -155,7 +155,7 @@ def existing(settings: Settings, agent_id: str) -> str:
 def check(settings: Settings, agent_id: str) -> str | None:
     """What :func:`existing` refuses, raised; else where files and database disagree about
     the agent, in words (None: they agree)."""
-    agent_id = validate_id("agent id", agent_id)
+    agent_id = checked_agent_id(agent_id)
     found = roster(settings)
     entry = found.get(agent_id)
     if entry is None:
@@ -194,7 +194,7 @@ def delete_agent(settings: Settings, agent_id: str) -> DeleteReport:
     index, dream history, LangGraph items) and, with a database URL, the same in PostgreSQL
     with its documents. :class:`NotFoundError` when there is no such agent. Irreversible:
     export it first (``markus-memory export --to-home DIR --agent ID``)."""
-    agent_id = validate_id("agent id", agent_id)
+    agent_id = checked_agent_id(agent_id)
     entry = roster(settings).get(agent_id)
     if entry is None:
         raise NotFoundError(f"no agent {agent_id!r} in {_memory(settings)}; nothing was deleted")

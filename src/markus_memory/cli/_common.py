@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from .._fs import validate_id
+from .._fs import checked_agent_id
 from ..agents import check, existing
 from ..config import Settings, iso_ms
 from ..memory import AgentMemory, open_agent
@@ -101,7 +101,7 @@ def memory_of(ctx: click.Context, agent: str, *, create: bool = False) -> Iterat
     the hooks) creates it."""
     settings = settings_of(ctx)
     ctx.ensure_object(Options).agent = agent
-    agent = validate_id("agent id", agent)  # a malformed id is a bad argument (exit 2)
+    agent = checked_agent_id(agent)  # a malformed id is a bad argument (exit 2)
     if not create:
         warning = check(settings, agent)
         if warning:

@@ -9,7 +9,7 @@ from functools import partial
 import click
 
 from .._conversations import files_to_move
-from .._fs import read_text, validate_id
+from .._fs import checked_agent_id, read_text
 from .._lock import AgentLock
 from ..agents import Roster, existing, roster
 from ..backend import open_backend
@@ -109,7 +109,7 @@ def listed(settings: Settings, agent: str | None) -> tuple[Roster, list[str]]:
         found = roster(dataclasses.replace(settings, documents="files"))
     if agent is None:
         return found, found.ids()
-    if validate_id("agent id", agent) not in found.ids():
+    if checked_agent_id(agent) not in found.ids():
         existing(settings, agent)  # raises, naming the agents there
     return found, [agent]
 
