@@ -2,7 +2,7 @@
 
 Both backends select the same columns in the same order (the ``*_COLUMNS`` lists below) and
 differ only in how a stored time or JSON value reads back; a :class:`RowDecoder` carries those
-two conversions and builds the records of :mod:`.base`. SQL text stays with each dialect;
+two conversions and builds the records of :mod:`.repos`. SQL text stays with each dialect;
 each ``*_conn`` module holds its decoder (``DECODE``).
 """
 

@@ -264,7 +264,7 @@ def m012_recall_keys_by_id(conn: psycopg.Connection[Any]) -> None:
 def m013_recall_agent_terms(conn: psycopg.Connection[Any]) -> None:
     # As SQLite m013: postings and document frequencies keyed by the agent's own key of each
     # term; the document frequencies, rewritten by every batch, leave room on each page for
-    # their next version (recall_schema.py).
+    # their next version (recall/schema.py).
 
     fold_agent_into_terms(PostgresSql(conn), "")
 
@@ -288,7 +288,7 @@ def m015_conversations(conn: psycopg.Connection[Any]) -> None:
 @migrations()
 def m016_activity_search_analyser(conn: psycopg.Connection[Any]) -> None:
     # As SQLite m016: activities are searched with the one analyser. Every document and
-    # headline is rewritten from the analyser's terms (pg_activity_search.py); queries are
+    # headline is rewritten from the analyser's terms (activity_search.py); queries are
     # tsqueries of its terms, so no text search configuration is used any more.
     index_all(conn)
 

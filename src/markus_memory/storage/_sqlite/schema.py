@@ -243,7 +243,7 @@ def m012_recall_keys_by_id(conn: sqlite3.Connection) -> None:
 @migrations()
 def m013_recall_agent_terms(conn: sqlite3.Connection) -> None:
     # The postings and document frequencies are keyed by the agent's own key of each term
-    # (recall_schema.py): one key column less in the row written for every word of every
+    # (recall/schema.py): one key column less in the row written for every word of every
     # message. The rows are rewritten as they are; no message is analysed again.
 
     fold_agent_into_terms(SqliteSql(conn), " WITHOUT ROWID")

@@ -74,7 +74,7 @@ class SqliteStore(
         self, sql: DialectSql, agent_id: str, messages: Sequence[TranscriptMessage]
     ) -> list[Doc]:
         # The write transaction holds the file: nothing else can insert meanwhile, and the
-        # ids continue the agent's span (sqlite_schema m004), so its rows stay together.
+        # ids continue the agent's span (schema.py m004), so its rows stay together.
         first = next_rowid(sql.conn, "transcript_messages", "id", agent_id)
         rows = [
             (first + n, agent_id, *stored_message(self.dialect, m)) for n, m in enumerate(messages)
