@@ -8,7 +8,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from markus_memory.errors import InvalidInputError
-from markus_memory.storage.base import EpisodicStore, NewEntry, TranscriptMessage
+from markus_memory.storage.episodic import EpisodicStore
+from markus_memory.storage.repos.conversations import NewEntry
+from markus_memory.storage.repos.transcripts import TranscriptMessage
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
 

@@ -1,6 +1,6 @@
 """A connection as the shared SQL modules use it (``?`` placeholders), written once.
 
-The recall index (:mod:`.recall_index`) and the schema back-fills run their SQL through a
+The recall index (:mod:`.recall.index`) and the schema back-fills run their SQL through a
 :class:`DialectSql`; a backend's subclass names its :class:`~.dialect.Dialect`.
 """
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 SEARCH_CANDIDATES = 2000
 """A search ranks (by bm25 or ``ts_rank``) only match sets up to this size (see
-:func:`.sqlite_conn.bounded_rank`); a larger one is ordered by recency."""
+:func:`._sqlite.conn.bounded_rank`); a larger one is ordered by recency."""
 
 COPY_ROWS = 1024
 """Rows per write of a ``COPY``: the server stores each part while the caller makes the next

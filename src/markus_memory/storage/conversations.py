@@ -29,8 +29,10 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidInputError, NotFoundError
 from ._records import EPOCH
 from ._sql import DialectSql
-from .base import ConversationHead, JsonObject, NewEntry, StoredEntry, TranscriptMessage
-from .recall_index import Doc, index_docs
+from .base import JsonObject
+from .recall.index import Doc, index_docs
+from .repos.conversations import ConversationHead, NewEntry, StoredEntry
+from .repos.transcripts import TranscriptMessage
 
 if TYPE_CHECKING:
     from .dialect import Dialect
