@@ -5,7 +5,8 @@ placeholders), gathered in :data:`POSTGRES` (a :class:`~..dialect.Dialect`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
 
@@ -72,6 +73,14 @@ class PostgresSql(DialectSql):
             self.dialect.sql(sql), tuple(params)
         ).fetchall()
         return rows
+
+    @contextmanager
+    def pipeline(self) -> Iterator[None]:
+        with self.conn.pipeline():
+            yield
+
+    def pipelined(self) -> bool:
+        return bool(self.conn.pgconn.pipeline_status)
 
     @property
     def dialect(self) -> Dialect:
