@@ -35,6 +35,7 @@ from .kv_schema import (
     MIGRATION_SET,
     POSTING_COLUMNS,
     TERM_COLUMNS,
+    Posting,
     agent_key,
     doc_key,
     postgres_migrations,
@@ -54,12 +55,17 @@ STAGED = 200
 """Items from which a PostgreSQL batch is copied into a staging table (see
 :func:`_staged_insert`)."""
 ANALYSED = 5000
-"""Items from which a PostgreSQL batch analyses the items table in its transaction (before
-autovacuum would: a page without a query is then read from the index, not sorted)."""
+"""Items from which a PostgreSQL batch analyses the items table in its transaction, and vacuums
+and analyses the postings after it, before autovacuum would: a page without a query is then
+read from the index, not sorted, and a term's densest postings off the postings key alone (no
+heap page each; the planner walks the key instead of sorting every posting of the term)."""
 CANDIDATES = 4
 CANDIDATES_MIN = 100
 """A ranked page first looks at the best ``CANDIDATES * (offset + limit) + CANDIDATES_MIN``
 documents (see :meth:`KVTable.ranked`)."""
+PER_TERM = 1000
+"""How many of a query term's densest postings a ranked page counts (at least the page):
+the bound on the cost of a query over a term most of the agent's items hold."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,7 @@ class KVTable:
         self.agent_id = agent_id
         self.dialect = database.dialect
         self.agent = agent_key(agent_id)
+        self.per_term = PER_TERM
 
     @contextmanager
     def _sql(self, *, write: bool = False) -> Iterator[DialectSql]:
@@ -194,18 +201,24 @@ class KVTable:
     def ranked(self, where: Where, query: str, limit: int, offset: int) -> list[tuple[Row, float]]:
         """A page of the items holding a term of ``query``, best BM25 score first (ties by
         item key: stable, the same on both backends); nothing for a query without content
-        words. The best ``CANDIDATES``-times-the-page documents are scored from the postings
-        alone and only they are joined with their items; when too few of them pass the prefix
-        and the filter, every matching document is."""
+        words.
+
+        Each term counts its ``max(per_term, offset + limit)`` densest postings only (highest
+        tf / length; at equal tf, where BM25 weighs it most): the bound on the cost of a query
+        over a term most items hold. An item's score adds the terms it is among the densest
+        of. The best ``CANDIDATES``-times-the-page of those items are joined with their rows
+        for the prefix, the filter and the page; when fewer than a page pass and something was
+        left out, every posting of every term is ranked instead (exact, at the full cost)."""
         with self._sql() as sql:
             weights, stats = self._weights(sql, query)
             if not weights or stats.avgdl <= 0:
                 return []
-            wanted = offset + limit
-            candidates = CANDIDATES * wanted + CANDIDATES_MIN
-            found = self._rank(sql, weights, stats.avgdl, where, limit, offset, candidates)
-            if len(found) < limit and (not found or int(found[0][8]) >= candidates):
-                found = self._rank(sql, weights, stats.avgdl, where, limit, offset, None)
+            walk = max(self.per_term, offset + limit)
+            cut = CANDIDATES * (offset + limit) + CANDIDATES_MIN
+            found = self._rank(sql, weights, stats.avgdl, where, (limit, offset), walk, cut)
+            bounded = any(stats.df[term] > walk for term in weights)
+            if len(found) < limit and (bounded or not found or int(found[0][8]) >= cut):
+                found = self._rank(sql, weights, stats.avgdl, where, (limit, offset), None, None)
         return [(_row(r), float(r[7])) for r in found]
 
     def _rank(
@@ -214,33 +227,32 @@ class KVTable:
         weights: dict[int, float],
         avgdl: float,
         where: Where,
-        limit: int,
-        offset: int,
-        candidates: int | None,
+        page: tuple[int, int],
+        walk: int | None,
+        cut: int | None,
     ) -> list[tuple[Any, ...]]:
-        """The page among the best ``candidates`` documents (all when None); each row ends
-        with the score and the number of candidates."""
-        values = ", ".join(["(CAST(? AS BIGINT), CAST(? AS DOUBLE PRECISION))"] * len(weights))
-        score = (
-            f"SUM(q.w * p.tf * {K1 + 1} / (p.tf + {K1} * ({1 - B} + {B} * "
-            "CAST(p.len AS DOUBLE PRECISION) / ?)))"
+        """The page (limit, offset) among the best ``cut`` items (all when None) by the
+        ``walk`` densest postings of each term (all when None); each row ends with the score
+        and the number of candidates."""
+        # A posting's share is w·tf·(k1+1) / (tf + k1·(1-b) + k1·b·len/avgdl), the constants
+        # folded here; one branch per term, each a walk of the term's key range.
+        densest = "" if walk is None else f" ORDER BY spread, doc LIMIT {int(walk)}"
+        branch = (
+            "SELECT n.doc, ? * n.tf / (n.tf + ? + ? * n.len) AS s FROM (SELECT doc, tf, len "
+            f"FROM langgraph_postings WHERE agent = ? AND term = ?{densest}) n"
         )
-        cut = "" if candidates is None else f" ORDER BY score DESC, p.doc LIMIT {int(candidates)}"
-        condition, params = self._where(where)
+        params: list[Any] = []
+        for term, weight in weights.items():
+            params += [weight * (K1 + 1), K1 * (1 - B), K1 * B / avgdl, self.agent, term]
+        top = "" if cut is None else f" ORDER BY score DESC, p.doc LIMIT {int(cut)}"
+        condition, more = self._where(where)
         return sql.rows(
-            f"WITH q(term, w) AS (VALUES {values}), s AS (SELECT p.doc, {score} AS score "
-            "FROM q JOIN langgraph_postings p ON p.agent = ? AND p.term = q.term "
-            f"GROUP BY p.doc{cut}), n AS (SELECT count(*) AS n FROM s) "
+            f"WITH p AS ({' UNION ALL '.join([branch] * len(weights))}), "
+            f"s AS (SELECT p.doc, SUM(p.s) AS score FROM p GROUP BY p.doc{top}), "
+            "n AS (SELECT count(*) AS n FROM s) "
             f"SELECT {COLUMNS}, s.score, n.n FROM s CROSS JOIN n JOIN langgraph_items i "
             f"ON i.doc = s.doc WHERE {condition} ORDER BY s.score DESC, s.doc LIMIT ? OFFSET ?",
-            (
-                *(v for pair in weights.items() for v in pair),
-                avgdl,
-                self.agent,
-                *params,
-                limit,
-                offset,
-            ),
+            (*params, *more, *page),
         )
 
     def _weights(self, sql: DialectSql, query: str) -> tuple[dict[int, float], RecallStats]:
@@ -305,7 +317,7 @@ class KVTable:
         d = self.dialect
         stamp = d.exact_time(now)
         items: list[tuple[Any, ...]] = []
-        terms: list[tuple[int, int, int, int, int]] = []
+        terms: list[Posting] = []
         for w in writes:
             if w.value is None:
                 continue
@@ -360,6 +372,9 @@ class KVTable:
                 [(self.agent, term, n) for term, n in counts.items()],
                 ADD_TERMS,
             )
+        if d.name == "postgres" and len(items) >= ANALYSED:
+            with self._sql() as sql:  # outside a transaction, as VACUUM must be
+                sql.run("VACUUM (ANALYZE) langgraph_postings")
 
     def _delete(self, sql: DialectSql, table: str, docs: Sequence[int]) -> None:
         for part in _chunks(docs, self.dialect.name):
