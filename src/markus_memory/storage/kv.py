@@ -10,8 +10,9 @@ placeholders, translated by the :class:`~.dialect.Dialect`); only the JSON filte
 Search runs in SQL: the namespace prefix, the filter, the order and the page (``LIMIT`` /
 ``OFFSET``), so only the returned page is read and decoded. A query ranks by Okapi BM25 over
 the postings of :mod:`markus_memory.analysis` (stems, stop words, CJK pairs), with the
-constants and the idf of the knowledge index over the agent's stored items; without a query
-the newest update comes first. :meth:`KVTable.apply` writes a whole batch in one transaction,
+constants and the idf of the knowledge index over the agent's stored items (:mod:`.kv_rank`),
+each term over its ``PER_TERM`` densest postings when the page fills from them (see
+:meth:`KVTable.ranked`); without a query the newest update comes first. :meth:`KVTable.apply` writes a whole batch in one transaction,
 a few statements whatever its size, so a batch is all or nothing.
 """
 
@@ -25,11 +26,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..analysis import query_counts, query_terms
-from . import kv_filter
+from . import kv_filter, kv_rank
 from ._sql import DialectSql
-from .base import MAX_QUERY_CHARS, MAX_QUERY_TERMS
-from .knowledge_index import K1, B
+from .kv_rank import CANDIDATES, CANDIDATES_MIN, PER_TERM
 from .kv_schema import (
     ADD_TERMS,
     MIGRATION_SET,
@@ -42,7 +41,6 @@ from .kv_schema import (
     postings,
     sqlite_migrations,
 )
-from .recall_contract import RecallStats
 
 if TYPE_CHECKING:
     from .dialect import Database
@@ -59,13 +57,6 @@ ANALYSED = 5000
 and analyses the postings after it, before autovacuum would: a page without a query is then
 read from the index, not sorted, and a term's densest postings off the postings key alone (no
 heap page each; the planner walks the key instead of sorting every posting of the term)."""
-CANDIDATES = 4
-CANDIDATES_MIN = 100
-"""A ranked page first looks at the best ``CANDIDATES * (offset + limit) + CANDIDATES_MIN``
-documents (see :meth:`KVTable.ranked`)."""
-PER_TERM = 1000
-"""How many of a query term's densest postings a ranked page counts (at least the page):
-the bound on the cost of a query over a term most of the agent's items hold."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +167,8 @@ class KVTable:
     def get(self, pairs: Sequence[tuple[str, str]], now: float) -> dict[tuple[str, str], Row]:
         docs = sorted({doc_key(self.agent_id, ns, key) for ns, key in pairs})
         out: dict[tuple[str, str], Row] = {}
+        if not docs:  # a batch without a get takes no connection for it
+            return out
         with self._sql() as sql:
             for part in _chunks(docs, self.dialect.name):
                 by_doc, params = self.dialect.any_of("i.doc", part)
@@ -209,68 +202,38 @@ class KVTable:
         of. The best ``CANDIDATES``-times-the-page of those items are joined with their rows
         for the prefix, the filter and the page; when fewer than a page pass and something was
         left out, every posting of every term is ranked instead (exact, at the full cost)."""
+        page = (limit, offset)
         with self._sql() as sql:
-            weights, stats = self._weights(sql, query)
+            weights, stats = kv_rank.weights(sql, self.agent_id, self.agent, query)
             if not weights or stats.avgdl <= 0:
                 return []
             walk = max(self.per_term, offset + limit)
             cut = CANDIDATES * (offset + limit) + CANDIDATES_MIN
-            found = self._rank(sql, weights, stats.avgdl, where, (limit, offset), walk, cut)
+            ranking = kv_rank.scored(self.agent, weights, stats.avgdl, walk, cut)
+            found = self._rank(sql, ranking, where, page)
             bounded = any(stats.df[term] > walk for term in weights)
             if len(found) < limit and (bounded or not found or int(found[0][8]) >= cut):
-                found = self._rank(sql, weights, stats.avgdl, where, (limit, offset), None, None)
+                exact = kv_rank.scored(self.agent, weights, stats.avgdl, None, None)
+                found = self._rank(sql, exact, where, page)
         return [(_row(r), float(r[7])) for r in found]
 
     def _rank(
         self,
         sql: DialectSql,
-        weights: dict[int, float],
-        avgdl: float,
+        ranking: tuple[str, list[Any]],
         where: Where,
         page: tuple[int, int],
-        walk: int | None,
-        cut: int | None,
     ) -> list[tuple[Any, ...]]:
-        """The page (limit, offset) among the best ``cut`` items (all when None) by the
-        ``walk`` densest postings of each term (all when None); each row ends with the score
-        and the number of candidates."""
-        # A posting's share is w·tf·(k1+1) / (tf + k1·(1-b) + k1·b·len/avgdl), the constants
-        # folded here; one branch per term, each a walk of the term's key range.
-        densest = "" if walk is None else f" ORDER BY spread, doc LIMIT {int(walk)}"
-        branch = (
-            "SELECT n.doc, ? * n.tf / (n.tf + ? + ? * n.len) AS s FROM (SELECT doc, tf, len "
-            f"FROM langgraph_postings WHERE agent = ? AND term = ?{densest}) n"
-        )
-        params: list[Any] = []
-        for term, weight in weights.items():
-            params += [weight * (K1 + 1), K1 * (1 - B), K1 * B / avgdl, self.agent, term]
-        top = "" if cut is None else f" ORDER BY score DESC, p.doc LIMIT {int(cut)}"
+        """The page (limit, offset) of the ``ranking`` (:func:`.kv_rank.scored`) that passes
+        ``where``; each row ends with the score and the number of candidates."""
+        scores, params = ranking
         condition, more = self._where(where)
         return sql.rows(
-            f"WITH p AS ({' UNION ALL '.join([branch] * len(weights))}), "
-            f"s AS (SELECT p.doc, SUM(p.s) AS score FROM p GROUP BY p.doc{top}), "
-            "n AS (SELECT count(*) AS n FROM s) "
+            f"WITH {scores}, n AS (SELECT count(*) AS n FROM s) "
             f"SELECT {COLUMNS}, s.score, n.n FROM s CROSS JOIN n JOIN langgraph_items i "
             f"ON i.doc = s.doc WHERE {condition} ORDER BY s.score DESC, s.doc LIMIT ? OFFSET ?",
             (*params, *more, *page),
         )
-
-    def _weights(self, sql: DialectSql, query: str) -> tuple[dict[int, float], RecallStats]:
-        """BM25 weights of the query's terms the agent's items use, and their statistics."""
-        text = query[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")
-        counts = query_counts(query_terms(text)[:MAX_QUERY_TERMS])
-        if not counts:
-            return {}, RecallStats(0, 0, {})
-        condition, keys = self.dialect.any_of("term", sorted(counts))
-        rows = sql.rows(
-            "SELECT NULL, docs, tokens FROM langgraph_stats WHERE agent_id = ? UNION ALL "
-            f"SELECT term, df, 0 FROM langgraph_terms WHERE agent = ? AND {condition} AND df > 0",
-            (self.agent_id, self.agent, *keys),
-        )
-        totals = next((r for r in rows if r[0] is None), (None, 0, 0))
-        df = {int(r[0]): int(r[1]) for r in rows if r[0] is not None}
-        stats = RecallStats(int(totals[1]), int(totals[2]), df)
-        return {key: stats.idf(key) * n for key, n in counts.items() if df.get(key)}, stats
 
     def vectors(self, where: Where) -> list[tuple[int, list[float] | None]]:
         """``(doc, vector)`` of every item the search looks at (None: not embedded)."""
