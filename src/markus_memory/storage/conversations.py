@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError, NotFoundError
-from ._records import EPOCH
+from ._records import EPOCH, RowDecoder
 from ._sql import DialectSql
 from .base import ConversationHead, JsonObject, NewEntry, StoredEntry, TranscriptMessage
 from .recall_index import Doc, index_docs
@@ -223,9 +223,10 @@ class ConversationTables:
         after = self._decode_head(rows[0])
         return replace(after, next_seq=after.next_seq - n)
 
-    def _entry(self, r: Sequence[Any]) -> StoredEntry:
-        """A message from the ``_ENTRY_COLUMNS`` of its row."""
-        decode = self.dialect.decode
+    def _entry(self, r: Sequence[Any], decode: RowDecoder | None = None) -> StoredEntry:
+        """A message from the ``_ENTRY_COLUMNS`` of its row (``decode``: the dialect's, looked
+        up once for many rows)."""
+        decode = decode or self.dialect.decode
         return StoredEntry(
             seq=int(r[0]),
             role=r[1],
@@ -265,7 +266,8 @@ class ConversationTables:
                 f"ORDER BY seq{tail}",
                 params,
             )
-        return [self._entry(r) for r in rows]
+        decode = d.decode
+        return [self._entry(r, decode) for r in rows]
 
     def compact_conversation(
         self, agent_id: str, session_id: str, view_from: int, summary: str

@@ -12,8 +12,9 @@ Search runs in SQL: the namespace prefix, the filter, the order and the page (``
 the postings of :mod:`markus_memory.analysis` (stems, stop words, CJK pairs), with the
 constants and the idf of the knowledge index over the agent's stored items (:mod:`.kv_rank`),
 each term over its ``PER_TERM`` densest postings when the page fills from them (see
-:meth:`KVTable.ranked`); without a query the newest update comes first. :meth:`KVTable.apply` writes a whole batch in one transaction,
-a few statements whatever its size, so a batch is all or nothing.
+:meth:`KVTable.ranked`); without a query the newest update comes first.
+:meth:`KVTable.apply` writes a whole batch in one transaction, a few statements whatever its
+size, so a batch is all or nothing.
 """
 
 from __future__ import annotations
