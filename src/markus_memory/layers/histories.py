@@ -101,14 +101,25 @@ class Histories:
         now = self.clock()
         return [self._entry(n, item, now) for n, item in enumerate(items)]
 
-    def append(self, key: str, items: Sequence[HistoryItem]) -> int:
+    def append(
+        self,
+        key: str,
+        items: Sequence[HistoryItem],
+        *,
+        describe: tuple[str | None, JsonObject | None] | None = None,
+    ) -> int:
         """Append ``items`` in order (the history is created if absent), all or nothing; the
-        seq of the first. InvalidInputError for a bad item (nothing is written)."""
+        seq of the first. InvalidInputError for a bad item (nothing is written). ``describe``
+        (a title and details, as :meth:`set_details` takes) is set in the same transaction."""
         sid = self._key(key)
         entries = self.check(items)
-        if not entries:
+        if describe is not None and describe[1] is not None:
+            _encode(describe[1], "details")
+        if not entries and describe is None:
             return self.count(sid)
-        before = self._store().append_conversation(self.agent_id, sid, KIND, entries, self.clock())
+        before = self._store().append_conversation(
+            self.agent_id, sid, KIND, entries, self.clock(), describe=describe
+        )
         self._stored()
         return before.next_seq
 

@@ -171,10 +171,12 @@ class ConversationTables:
         at: datetime,
         *,
         create: bool = True,
+        describe: tuple[str | None, JsonObject | None] | None = None,
     ) -> ConversationHead:
         """Append ``entries`` in order and index them, in one transaction; the head as it was
         before (its ``next_seq`` is the first entry's seq). The conversation is created if
-        absent, or without ``create`` NotFoundError. InvalidInputError for the other kind."""
+        absent, or without ``create`` NotFoundError. InvalidInputError for the other kind.
+        ``describe`` is a title and details the head takes in the same transaction."""
         d = self.dialect
         with self.write() as conn:
             sql = d.bind(conn)
@@ -185,6 +187,12 @@ class ConversationTables:
                 self._create_head(sql, agent_id, session_id, kind, at)
                 head = self._advance(sql, agent_id, session_id, kind, len(entries), at)
                 assert head is not None  # created (or found) with this kind, and locked
+            if describe is not None:
+                sql.run(
+                    f"UPDATE conversations SET title = ?, details = ?{d.json_cast} "
+                    f"WHERE {_SESSION}",
+                    (describe[0], d.json(describe[1]), agent_id, session_id),
+                )
             first = head.next_seq
             if not entries:
                 return head
