@@ -177,3 +177,21 @@ def test_histories_travel_with_export_and_import(postgres_url: str, tmp_path: Pa
             info = mem.histories.info("chat")
             assert info is not None and info.title == "Chat" and info.details == {"user": "u1"}
             assert mem.recall_conversation("said 7")
+
+
+def test_a_stored_body_that_is_not_one_json_text_is_an_error_not_a_shifted_value(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    settings = Settings.from_env(home=tmp_path)
+    with open_agent("agent-1", settings=settings) as mem:
+        mem.histories.append("chat", [item(n, str(n)) for n in range(4)])
+        conn = sqlite3.connect(settings.database_path, isolation_level=None)
+        try:  # two values in one row (written by other means): the list must not shift
+            conn.execute("UPDATE transcript_messages SET body = '7, 8' WHERE body = '1'")
+        finally:
+            conn.close()
+        with pytest.raises(json.JSONDecodeError):
+            mem.histories.items("chat")
+        assert [r.value for r in mem.histories.items("chat", start=2)] == [2, 3]

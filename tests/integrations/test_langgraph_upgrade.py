@@ -150,6 +150,7 @@ def test_an_old_postgres_layout_is_adopted_with_its_items(tmp_path: Path) -> Non
             "m002_item_text",
             "m003_postings",
             "m004_counts",
+            "m005_postings_by_density",
         ]
 
 

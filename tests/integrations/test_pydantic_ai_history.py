@@ -91,6 +91,33 @@ def test_5000_messages_load_deep_equal_in_one_paged_read(
         assert reads == [10]
 
 
+def test_a_save_is_one_write_transaction(
+    backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_on(backend, tmp_path) as mem:
+        store = MarkusConversationStore(mem)
+        conversation = Conversation(conversation_id="c")
+        conversation.messages = messages(4)
+        asyncio.run(store.save(conversation))
+        writes: list[int] = []
+        write = mem.store.write
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            writes.append(1)
+            return write(*args, **kwargs)
+
+        monkeypatch.setattr(mem.store, "write", counted)
+        conversation.messages = [*conversation.messages, *messages(4, 4)]
+        asyncio.run(store.save(conversation))
+        assert len(writes) == 1  # the entries and the record that names them, together
+        writes.clear()
+        asyncio.run(store.save(conversation))  # nothing new: the record alone
+        assert len(writes) == 1
+        monkeypatch.undo()
+        loaded = asyncio.run(MarkusConversationStore(mem).load("c"))
+        assert loaded is not None and loaded.messages == conversation.messages
+
+
 def test_the_stored_conversation_only_ever_grows(tmp_path: Path) -> None:
     async def script(store: MarkusConversationStore) -> list[ModelMessage]:
         agent = Agent(TestModel(custom_output_text="noted"))

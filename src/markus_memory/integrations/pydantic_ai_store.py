@@ -104,9 +104,11 @@ class MarkusConversationStore(ConversationStore):
                 raise ConversationConflict(record.conversation_id)
             if stored is not None:  # a save never changes what ``update`` wrote
                 record = replace(record, title=stored.title, metadata=stored.metadata)
-            histories.append(key, [self._item(e, placed) for e in new])
+            # The entries and the record naming them in one transaction: a failure keeps
+            # neither.
+            described = self._described(record, placed)
+            histories.append(key, [self._item(e, placed) for e in new], describe=described)
             self._where.update(placed)
-            self._set_state(key, record)
 
     async def write_details(
         self,
@@ -287,13 +289,25 @@ class MarkusConversationStore(ConversationStore):
         return state
 
     def _set_state(self, key: str, record: ConversationRecord) -> None:
+        title, details = self._described(record, {})
+        self.memory.histories.set_details(key, title=title, details=details)
+
+    def _described(
+        self, record: ConversationRecord, placed: Mapping[str, tuple[str, int]]
+    ) -> tuple[str | None, dict[str, Any]]:
+        """The title and details that keep ``record`` and where its tips are (``placed``:
+        entries about to be stored)."""
         at = {}
         for tip in (record.head_id, *record.branches):
-            where = None if tip is None else self._where.get(tip) or self._locate(tip)
+            where = (
+                None
+                if tip is None
+                else placed.get(tip) or self._where.get(tip) or self._locate(tip)
+            )
             if tip is not None and where is not None:
                 at[tip] = list(where)
         state = {"record": _RECORD.dump_python(record, mode="json"), "at": at}
-        self.memory.histories.set_details(key, title=record.title, details={META_KEY: state})
+        return record.title, {META_KEY: state}
 
     def _adopt(self, key: str) -> Mapping[str, Any] | None:
         """The state of a conversation an older version kept as Markus messages (its entries,

@@ -103,14 +103,25 @@ class Histories:
         now = self.clock()
         return [self._entry(n, item, now) for n, item in enumerate(items)]
 
-    def append(self, key: str, items: Sequence[HistoryItem]) -> int:
+    def append(
+        self,
+        key: str,
+        items: Sequence[HistoryItem],
+        *,
+        describe: tuple[str | None, JsonObject | None] | None = None,
+    ) -> int:
         """Append ``items`` in order (the history is created if absent), all or nothing; the
-        seq of the first. InvalidInputError for a bad item (nothing is written)."""
+        seq of the first. InvalidInputError for a bad item (nothing is written). ``describe``
+        (a title and details, as :meth:`set_details` takes) is set in the same transaction."""
         sid = self._key(key)
         entries = self.check(items)
-        if not entries:
+        if describe is not None and describe[1] is not None:
+            _encode(describe[1], "details")
+        if not entries and describe is None:
             return self.count(sid)
-        before = self._store().append_conversation(self.agent_id, sid, KIND, entries, self.clock())
+        before = self._store().append_conversation(
+            self.agent_id, sid, KIND, entries, self.clock(), describe=describe
+        )
         self._stored()
         return before.next_seq
 
@@ -155,7 +166,7 @@ class Histories:
         rows = self._store().conversation_entries(
             self.agent_id, sid, start=head.first_seq + max(start, 0), limit=limit
         )
-        return [_record(r) for r in rows]
+        return _records(rows)
 
     def newest(self, key: str, n: int) -> list[HistoryRecord]:
         """The newest ``n`` items, oldest first (all of them for a negative ``n``)."""
@@ -165,7 +176,7 @@ class Histories:
             return []
         start = head.first_seq if n < 0 else max(head.first_seq, head.next_seq - n)
         rows = self._store().conversation_entries(self.agent_id, sid, start=start)
-        return [_record(r) for r in rows]
+        return _records(rows)
 
     def list(self) -> list[HistoryInfo]:
         """Every history of the agent, latest activity first."""
@@ -235,6 +246,33 @@ def _checked_text(text: str, what: str) -> str:
             "Unicode text"
         ) from None
     return text
+
+
+def _records(entries: Sequence[StoredEntry]) -> list[HistoryRecord]:
+    """The records of stored entries, their bodies decoded as one JSON array: one call of
+    the decoder instead of one a body (most of the cost of reading a long history)."""
+    values = iter(_decoded([e.body for e in entries if e.body is not None]))
+    return [
+        _record(e)
+        if e.body is None
+        else HistoryRecord(e.seq, next(values), e.role, e.text, e.created_at)
+        for e in entries
+    ]
+
+
+def _decoded(bodies: Sequence[str]) -> list[Any]:
+    """The JSON values of ``bodies``, in order. Each body is one JSON text as
+    :func:`_encode` wrote it; should one not be (a row written by other means), the bodies are
+    decoded one by one, so its own error is raised and no value moves to another item."""
+    if not bodies:
+        return []
+    try:
+        values = json.loads("[" + ",".join(bodies) + "]")
+    except ValueError:
+        values = None
+    if not isinstance(values, list) or len(values) != len(bodies):
+        values = [json.loads(body) for body in bodies]
+    return values
 
 
 def _record(entry: StoredEntry) -> HistoryRecord:

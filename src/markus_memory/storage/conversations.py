@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError, NotFoundError
-from ._records import EPOCH
+from ._records import EPOCH, RowDecoder
 from ._sql import DialectSql
 from .base import JsonObject
 from .recall.index import Doc, index_docs
@@ -175,10 +175,12 @@ class ConversationTables:
         at: datetime,
         *,
         create: bool = True,
+        describe: tuple[str | None, JsonObject | None] | None = None,
     ) -> ConversationHead:
         """Append ``entries`` in order and index them, in one transaction; the head as it was
         before (its ``next_seq`` is the first entry's seq). The conversation is created if
-        absent, or without ``create`` NotFoundError. InvalidInputError for the other kind."""
+        absent, or without ``create`` NotFoundError. InvalidInputError for the other kind.
+        ``describe`` is a title and details the head takes in the same transaction."""
         d = self.dialect
         with self.write() as conn:
             sql = d.bind(conn)
@@ -186,7 +188,9 @@ class ConversationTables:
             # not one round trip each, so the head's row lock is held for less time (a large
             # batch is its data's cost, and its postings go faster by COPY).
             with sql.pipeline() if len(entries) <= PIPELINED_ENTRIES else nullcontext():
-                return self._append_rows(sql, agent_id, session_id, kind, entries, at, create)
+                return self._append_rows(
+                    sql, agent_id, session_id, kind, entries, at, create, describe
+                )
 
     def _append_rows(
         self,
@@ -197,6 +201,7 @@ class ConversationTables:
         entries: Sequence[NewEntry],
         at: datetime,
         create: bool,
+        describe: tuple[str | None, JsonObject | None] | None,
     ) -> ConversationHead:
         head = self._advance(sql, agent_id, session_id, kind, len(entries), at)
         if head is None:  # absent (or the other kind): one more look, under the lock
@@ -205,6 +210,12 @@ class ConversationTables:
             self._create_head(sql, agent_id, session_id, kind, at)
             head = self._advance(sql, agent_id, session_id, kind, len(entries), at)
             assert head is not None  # created (or found) with this kind, and locked
+        if describe is not None:
+            d = self.dialect
+            sql.run(
+                f"UPDATE conversations SET title = ?, details = ?{d.json_cast} WHERE {_SESSION}",
+                (describe[0], d.json(describe[1]), agent_id, session_id),
+            )
         first = head.next_seq
         if not entries:
             return head
@@ -243,9 +254,10 @@ class ConversationTables:
         after = self._decode_head(rows[0])
         return replace(after, next_seq=after.next_seq - n)
 
-    def _entry(self, r: Sequence[Any]) -> StoredEntry:
-        """A message from the ``_ENTRY_COLUMNS`` of its row."""
-        decode = self.dialect.decode
+    def _entry(self, r: Sequence[Any], decode: RowDecoder | None = None) -> StoredEntry:
+        """A message from the ``_ENTRY_COLUMNS`` of its row (``decode``: the dialect's, looked
+        up once for many rows)."""
+        decode = decode or self.dialect.decode
         return StoredEntry(
             seq=int(r[0]),
             role=r[1],
@@ -285,7 +297,8 @@ class ConversationTables:
                 f"ORDER BY seq{tail}",
                 params,
             )
-        return [self._entry(r) for r in rows]
+        decode = d.decode
+        return [self._entry(r, decode) for r in rows]
 
     def compact_conversation(
         self, agent_id: str, session_id: str, view_from: int, summary: str

@@ -10,9 +10,11 @@ placeholders, translated by the :class:`~.dialect.Dialect`); only the JSON filte
 Search runs in SQL: the namespace prefix, the filter, the order and the page (``LIMIT`` /
 ``OFFSET``), so only the returned page is read and decoded. A query ranks by Okapi BM25 over
 the postings of :mod:`markus_memory.analysis` (stems, stop words, CJK pairs), with the
-constants and the idf of the knowledge index over the agent's stored items; without a query
-the newest update comes first. :meth:`KVTable.apply` writes a whole batch in one transaction,
-a few statements whatever its size, so a batch is all or nothing.
+constants and the idf of the knowledge index over the agent's stored items (:mod:`.kv_rank`),
+each term over its ``PER_TERM`` densest postings when the page fills from them (see
+:meth:`KVTable.ranked`); without a query the newest update comes first.
+:meth:`KVTable.apply` writes a whole batch in one transaction, a few statements whatever its
+size, so a batch is all or nothing.
 """
 
 from __future__ import annotations
@@ -25,23 +27,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..analysis import query_counts, query_terms
-from . import kv_filter
+from . import kv_filter, kv_rank
 from ._sql import DialectSql
-from .base import MAX_QUERY_CHARS, MAX_QUERY_TERMS
-from .knowledge_index import K1, B
+from .kv_rank import CANDIDATES, CANDIDATES_MIN, PER_TERM
 from .kv_schema import (
     ADD_TERMS,
     MIGRATION_SET,
     POSTING_COLUMNS,
     TERM_COLUMNS,
+    Posting,
     agent_key,
     doc_key,
     postgres_migrations,
     postings,
     sqlite_migrations,
 )
-from .recall.contract import RecallStats
 
 if TYPE_CHECKING:
     from .dialect import Database
@@ -54,12 +54,10 @@ STAGED = 200
 """Items from which a PostgreSQL batch is copied into a staging table (see
 :func:`_staged_insert`)."""
 ANALYSED = 5000
-"""Items from which a PostgreSQL batch analyses the items table in its transaction (before
-autovacuum would: a page without a query is then read from the index, not sorted)."""
-CANDIDATES = 4
-CANDIDATES_MIN = 100
-"""A ranked page first looks at the best ``CANDIDATES * (offset + limit) + CANDIDATES_MIN``
-documents (see :meth:`KVTable.ranked`)."""
+"""Items from which a PostgreSQL batch analyses the items table in its transaction, and vacuums
+and analyses the postings after it, before autovacuum would: a page without a query is then
+read from the index, not sorted, and a term's densest postings off the postings key alone (no
+heap page each; the planner walks the key instead of sorting every posting of the term)."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +140,7 @@ class KVTable:
         self.agent_id = agent_id
         self.dialect = database.dialect
         self.agent = agent_key(agent_id)
+        self.per_term = PER_TERM
 
     @contextmanager
     def _sql(self, *, write: bool = False) -> Iterator[DialectSql]:
@@ -169,6 +168,8 @@ class KVTable:
     def get(self, pairs: Sequence[tuple[str, str]], now: float) -> dict[tuple[str, str], Row]:
         docs = sorted({doc_key(self.agent_id, ns, key) for ns, key in pairs})
         out: dict[tuple[str, str], Row] = {}
+        if not docs:  # a batch without a get takes no connection for it
+            return out
         with self._sql() as sql:
             for part in _chunks(docs, self.dialect.name):
                 by_doc, params = self.dialect.any_of("i.doc", part)
@@ -194,71 +195,46 @@ class KVTable:
     def ranked(self, where: Where, query: str, limit: int, offset: int) -> list[tuple[Row, float]]:
         """A page of the items holding a term of ``query``, best BM25 score first (ties by
         item key: stable, the same on both backends); nothing for a query without content
-        words. The best ``CANDIDATES``-times-the-page documents are scored from the postings
-        alone and only they are joined with their items; when too few of them pass the prefix
-        and the filter, every matching document is."""
+        words.
+
+        Each term counts its ``max(per_term, offset + limit)`` densest postings only (highest
+        tf / length; at equal tf, where BM25 weighs it most): the bound on the cost of a query
+        over a term most items hold. An item's score adds the terms it is among the densest
+        of. The best ``CANDIDATES``-times-the-page of those items are joined with their rows
+        for the prefix, the filter and the page; when fewer than a page pass and something was
+        left out, every posting of every term is ranked instead (exact, at the full cost)."""
+        page = (limit, offset)
         with self._sql() as sql:
-            weights, stats = self._weights(sql, query)
+            weights, stats = kv_rank.weights(sql, self.agent_id, self.agent, query)
             if not weights or stats.avgdl <= 0:
                 return []
-            wanted = offset + limit
-            candidates = CANDIDATES * wanted + CANDIDATES_MIN
-            found = self._rank(sql, weights, stats.avgdl, where, limit, offset, candidates)
-            if len(found) < limit and (not found or int(found[0][8]) >= candidates):
-                found = self._rank(sql, weights, stats.avgdl, where, limit, offset, None)
+            walk = max(self.per_term, offset + limit)
+            cut = CANDIDATES * (offset + limit) + CANDIDATES_MIN
+            ranking = kv_rank.scored(self.agent, weights, stats.avgdl, walk, cut)
+            found = self._rank(sql, ranking, where, page)
+            bounded = any(stats.df[term] > walk for term in weights)
+            if len(found) < limit and (bounded or not found or int(found[0][8]) >= cut):
+                exact = kv_rank.scored(self.agent, weights, stats.avgdl, None, None)
+                found = self._rank(sql, exact, where, page)
         return [(_row(r), float(r[7])) for r in found]
 
     def _rank(
         self,
         sql: DialectSql,
-        weights: dict[int, float],
-        avgdl: float,
+        ranking: tuple[str, list[Any]],
         where: Where,
-        limit: int,
-        offset: int,
-        candidates: int | None,
+        page: tuple[int, int],
     ) -> list[tuple[Any, ...]]:
-        """The page among the best ``candidates`` documents (all when None); each row ends
-        with the score and the number of candidates."""
-        values = ", ".join(["(CAST(? AS BIGINT), CAST(? AS DOUBLE PRECISION))"] * len(weights))
-        score = (
-            f"SUM(q.w * p.tf * {K1 + 1} / (p.tf + {K1} * ({1 - B} + {B} * "
-            "CAST(p.len AS DOUBLE PRECISION) / ?)))"
-        )
-        cut = "" if candidates is None else f" ORDER BY score DESC, p.doc LIMIT {int(candidates)}"
-        condition, params = self._where(where)
+        """The page (limit, offset) of the ``ranking`` (:func:`.kv_rank.scored`) that passes
+        ``where``; each row ends with the score and the number of candidates."""
+        scores, params = ranking
+        condition, more = self._where(where)
         return sql.rows(
-            f"WITH q(term, w) AS (VALUES {values}), s AS (SELECT p.doc, {score} AS score "
-            "FROM q JOIN langgraph_postings p ON p.agent = ? AND p.term = q.term "
-            f"GROUP BY p.doc{cut}), n AS (SELECT count(*) AS n FROM s) "
+            f"WITH {scores}, n AS (SELECT count(*) AS n FROM s) "
             f"SELECT {COLUMNS}, s.score, n.n FROM s CROSS JOIN n JOIN langgraph_items i "
             f"ON i.doc = s.doc WHERE {condition} ORDER BY s.score DESC, s.doc LIMIT ? OFFSET ?",
-            (
-                *(v for pair in weights.items() for v in pair),
-                avgdl,
-                self.agent,
-                *params,
-                limit,
-                offset,
-            ),
+            (*params, *more, *page),
         )
-
-    def _weights(self, sql: DialectSql, query: str) -> tuple[dict[int, float], RecallStats]:
-        """BM25 weights of the query's terms the agent's items use, and their statistics."""
-        text = query[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")
-        counts = query_counts(query_terms(text)[:MAX_QUERY_TERMS])
-        if not counts:
-            return {}, RecallStats(0, 0, {})
-        condition, keys = self.dialect.any_of("term", sorted(counts))
-        rows = sql.rows(
-            "SELECT NULL, docs, tokens FROM langgraph_stats WHERE agent_id = ? UNION ALL "
-            f"SELECT term, df, 0 FROM langgraph_terms WHERE agent = ? AND {condition} AND df > 0",
-            (self.agent_id, self.agent, *keys),
-        )
-        totals = next((r for r in rows if r[0] is None), (None, 0, 0))
-        df = {int(r[0]): int(r[1]) for r in rows if r[0] is not None}
-        stats = RecallStats(int(totals[1]), int(totals[2]), df)
-        return {key: stats.idf(key) * n for key, n in counts.items() if df.get(key)}, stats
 
     def vectors(self, where: Where) -> list[tuple[int, list[float] | None]]:
         """``(doc, vector)`` of every item the search looks at (None: not embedded)."""
@@ -305,7 +281,7 @@ class KVTable:
         d = self.dialect
         stamp = d.exact_time(now)
         items: list[tuple[Any, ...]] = []
-        terms: list[tuple[int, int, int, int, int]] = []
+        terms: list[Posting] = []
         for w in writes:
             if w.value is None:
                 continue
@@ -360,6 +336,9 @@ class KVTable:
                 [(self.agent, term, n) for term, n in counts.items()],
                 ADD_TERMS,
             )
+        if d.name == "postgres" and len(items) >= ANALYSED:
+            with self._sql() as sql:  # outside a transaction, as VACUUM must be
+                sql.run("VACUUM (ANALYZE) langgraph_postings")
 
     def _delete(self, sql: DialectSql, table: str, docs: Sequence[int]) -> None:
         for part in _chunks(docs, self.dialect.name):

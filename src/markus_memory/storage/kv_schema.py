@@ -4,12 +4,14 @@
 for search, an optional vector, TTL bookkeeping, and ``doc``, the item's 63-bit key
 (:func:`doc_key`, the same on both backends). ``langgraph_postings`` holds the terms of that
 text as :mod:`markus_memory.analysis` makes them (the analyser of knowledge and recall):
-(agent key, term key, doc, term frequency, document length), deleted with their item by a
+(agent key, term key, doc, term frequency, document length, spread), deleted with their item by a
 trigger (per row on SQLite, per statement on PostgreSQL), so whatever deletes an item (a put
 of ``None``, a TTL sweep, forgetting the agent) deletes its terms.
 
 m001 and m002 are the layouts before postings (FTS5 on SQLite, a ``tsvector`` on PostgreSQL);
-m003 drops those indexes and back-fills ``doc``, ``len`` and the postings of every stored item.
+m003 drops those indexes and back-fills ``doc``, ``len`` and the postings of every stored item;
+m004 keeps the counts of BM25; m005 keys the postings by (agent, term, spread, doc), a term's
+densest first (see ``SPREAD_BITS``), so a query walks only a term's densest postings.
 """
 
 from __future__ import annotations
@@ -28,13 +30,20 @@ if TYPE_CHECKING:
 
 MIGRATION_SET = "langgraph"
 _KEY = "agent_id = ? AND namespace = ? AND key = ?"
-POSTING_COLUMNS = (
+_M003_POSTING_COLUMNS = (
     ("agent", "bigint"),
     ("term", "bigint"),
     ("doc", "bigint"),
     ("tf", "integer"),
     ("len", "integer"),
 )
+POSTING_COLUMNS = (*_M003_POSTING_COLUMNS, ("spread", "bigint"))
+SPREAD_BITS = 20
+"""A posting's ``spread`` is ``(len << SPREAD_BITS) // tf``: the item's terms per occurrence of
+this one, in 2**-20 units (integers: a batch's postings stay an all-integer ``COPY``). Its
+order is the order of ``tf / len`` exactly (two different ratios differ by at least
+1 / (tf1 * tf2)) for terms under 1,024 occurrences in an item."""
+Posting = tuple[int, int, int, int, int, int]
 
 sqlite_migrations: Migrations[sqlite3.Connection] = Migrations(MIGRATION_SET)
 postgres_migrations: Migrations[psycopg.Connection[Any]] = Migrations(MIGRATION_SET)
@@ -50,11 +59,13 @@ def doc_key(agent_id: str, namespace: str, key: str) -> int:
     return term_key(f"\x00langgraph\x00{agent_id}\x00{namespace}\x00{key}")
 
 
-def postings(agent: int, doc: int, text: str) -> tuple[int, list[tuple[int, int, int, int, int]]]:
-    """The length of ``text`` in terms and its posting rows."""
+def postings(agent: int, doc: int, text: str) -> tuple[int, list[Posting]]:
+    """The length of ``text`` in terms and its posting rows (``POSTING_COLUMNS``)."""
     counts = term_counts(text.encode("utf-8", "replace").decode("utf-8"))
     length = sum(counts.values())
-    return length, [(agent, term, doc, tf, length) for term, tf in counts.items()]
+    return length, [
+        (agent, term, doc, tf, length, (length << SPREAD_BITS) // tf) for term, tf in counts.items()
+    ]
 
 
 def _backfill(
@@ -68,7 +79,7 @@ def _backfill(
         doc = doc_key(agent_id, namespace, key)
         length, found = postings(agent_key(agent_id), doc, text)
         updates.append((doc, length, agent_id, namespace, key))
-        rows.extend(found)
+        rows.extend(row[:5] for row in found)  # m003's columns
     return updates, rows
 
 
@@ -220,7 +231,7 @@ def pg_m003_postings(conn: psycopg.Connection[Any]) -> None:
         "REFERENCING OLD TABLE AS gone FOR EACH STATEMENT "
         "EXECUTE FUNCTION langgraph_items_terms()"
     )
-    POSTGRES.bind(conn).insert("langgraph_postings", POSTING_COLUMNS, sorted(rows))
+    POSTGRES.bind(conn).insert("langgraph_postings", _M003_POSTING_COLUMNS, sorted(rows))
 
 
 _COUNT_TABLES = (
@@ -324,3 +335,49 @@ def pg_m004_counts(conn: psycopg.Connection[Any]) -> None:
         conn.execute(
             f"CREATE TRIGGER {name} AFTER {event} FOR EACH STATEMENT EXECUTE FUNCTION {name}()"
         )
+
+
+_SPREAD = f"(CAST(len AS BIGINT) * {1 << SPREAD_BITS}) / tf"
+# The key's columns first, in its order: SQLite 3.40's integrity check reports NULLs in the
+# other columns of a WITHOUT ROWID table whose key is declared in another order.
+_SQLITE_POSTINGS = """CREATE TABLE {name} (agent INTEGER NOT NULL, term INTEGER NOT NULL,
+    spread INTEGER NOT NULL, doc INTEGER NOT NULL, tf INTEGER NOT NULL, len INTEGER NOT NULL,
+    PRIMARY KEY (agent, term, spread, doc)) WITHOUT ROWID"""
+
+
+@sqlite_migrations()
+def m005_postings_by_density(conn: sqlite3.Connection) -> None:
+    # A query term ranks over its densest postings (the cost bound of a query over a term most
+    # items hold): keyed (agent, term, spread, doc), a term's densest postings are the first
+    # rows of its key range, tf and len beside them. The table is rebuilt (a WITHOUT ROWID
+    # key cannot change), its index and the triggers that name it made again.
+    conn.execute("DROP TRIGGER langgraph_items_terms")
+    conn.execute(_SQLITE_POSTINGS.format(name="langgraph_postings_m005"))
+    conn.execute(
+        "INSERT INTO langgraph_postings_m005 (agent, term, doc, tf, len, spread) "
+        f"SELECT agent, term, doc, tf, len, {_SPREAD} FROM langgraph_postings"
+    )
+    conn.execute("DROP TABLE langgraph_postings")
+    conn.execute("ALTER TABLE langgraph_postings_m005 RENAME TO langgraph_postings")
+    conn.execute("CREATE INDEX langgraph_postings_doc ON langgraph_postings (doc)")
+    conn.execute(
+        "CREATE TRIGGER langgraph_items_terms AFTER DELETE ON langgraph_items BEGIN "
+        "DELETE FROM langgraph_postings WHERE doc = old.doc; END"
+    )
+    conn.execute(
+        "CREATE TRIGGER langgraph_postings_count_ad AFTER DELETE ON langgraph_postings BEGIN "
+        "UPDATE langgraph_terms SET df = df - 1 WHERE agent = old.agent AND term = old.term; "
+        "DELETE FROM langgraph_terms WHERE agent = old.agent AND term = old.term AND df <= 0; END"
+    )
+
+
+@postgres_migrations(name="m005_postings_by_density")
+def pg_m005_postings_by_density(conn: psycopg.Connection[Any]) -> None:
+    # As SQLite's m005; the key carries tf and len, so the walk reads the index alone.
+    conn.execute("ALTER TABLE langgraph_postings ADD COLUMN spread BIGINT")
+    conn.execute(f"UPDATE langgraph_postings SET spread = {_SPREAD}")
+    conn.execute(
+        "ALTER TABLE langgraph_postings ALTER COLUMN spread SET NOT NULL, "
+        "DROP CONSTRAINT langgraph_postings_pkey, "
+        "ADD PRIMARY KEY (agent, term, spread, doc) INCLUDE (tf, len)"
+    )

@@ -79,6 +79,7 @@ class ConversationRepo(Protocol):
         at: datetime,
         *,
         create: bool = True,
+        describe: tuple[str | None, JsonObject | None] | None = None,
     ) -> ConversationHead: ...
     def forget_conversation_head(self, agent_id: str, session_id: str) -> None: ...
     def conversation_entries(
