@@ -2,7 +2,8 @@
 
 Usage: python benchmarks/bench_many_agents.py [--agents N] [--messages M]
                                               [--backend sqlite|postgres] [--fixture]
-                                              [--close] [--trim] [--tracemalloc K]
+                                              [--threads T] [--close] [--trim]
+                                              [--tracemalloc K]
 
 As a server does: the process opens every agent with ``open_agent`` (a fresh home; on
 PostgreSQL a fresh schema, dropped at the end), appends M short chat turns to one session of
@@ -36,6 +37,7 @@ import threading
 import time
 import tracemalloc
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -126,16 +128,26 @@ def where(backend: str, pg_url: str | None) -> Iterator[Settings]:
             yield Settings(home=Path(home), database_url=url)
 
 
-def append_all(agents: list[AgentMemory], messages: int, chat: fixture.Chat) -> float:
-    """Round-robin turns over the agents; the mean cost of one append in ms."""
+def append_all(
+    agents: list[AgentMemory], messages: int, chat: fixture.Chat, threads: int = 1
+) -> float:
+    """Round-robin turns over the agents (``threads`` serving disjoint groups of agents at
+    once, as a server's workers do); the mean wall time of one append in ms."""
     for mem in agents:
         mem.sessions.get_or_create(SESSION)
+    texts = [chat.text() for _ in range(min(messages, 4096))]
+
+    def serve(group: list[AgentMemory]) -> None:
+        for n in range(messages):
+            turn = {"role": "user" if n % 2 == 0 else "assistant", "content": texts[n % len(texts)]}
+            for mem in group:
+                mem.sessions.append(SESSION, turn)
+
+    groups = [agents[i::threads] for i in range(threads) if agents[i::threads]]
     started = time.perf_counter()
-    for n in range(messages):
-        role = "user" if n % 2 == 0 else "assistant"
-        for mem in agents:
-            mem.sessions.append(SESSION, {"role": role, "content": chat.text()})
-    return (time.perf_counter() - started) * 1000 / (messages * len(agents))
+    with ThreadPoolExecutor(max_workers=len(groups) or 1) as pool:
+        list(pool.map(serve, groups))
+    return (time.perf_counter() - started) * 1000 / max(1, messages * len(agents))
 
 
 def recall_all(agents: list[AgentMemory], queries: list[str]) -> list[float]:
@@ -164,7 +176,7 @@ def run(args: argparse.Namespace, settings: Settings, names: list[str]) -> None:
     began = time.perf_counter()
     agents = [first, *(open_agent(name, settings=settings) for name in names[1:])]
     opened = time.perf_counter() - began
-    append_ms = None if args.fixture else append_all(agents[1:], args.messages, chat)
+    append_ms = None if args.fixture else append_all(agents[1:], args.messages, chat, args.threads)
     latencies = recall_all(agents, queries)
     peak = Sample()
     label = "fixture transcripts" if args.fixture else "messages appended"
@@ -199,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg-url", default=os.environ.get("MARKUS_TEST_POSTGRES_URL"))
     parser.add_argument("--fixture", action="store_true", help="cached transcripts, no appends")
     parser.add_argument("--close", action="store_true", help="close every handle at the end")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="threads appending for disjoint agents at once"
+    )
     parser.add_argument(
         "--trim", action="store_true", help="also measure after glibc's malloc_trim(0)"
     )
