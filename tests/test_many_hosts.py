@@ -3,6 +3,7 @@ read and written the same from any home (two homes = two hosts, one database).""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from markus_memory import Limits, Settings, open_agent
 from markus_memory.config import AgentPaths
 from markus_memory.errors import NotFoundError
 from markus_memory.layers.sessions import SessionStore
+from markus_memory.layers.sessions._move_in import session_text
 from tests.postgres_support import new_agent_id
 
 
@@ -145,6 +147,31 @@ def test_session_files_and_logs_move_into_the_database_once(
     with open_agent(agent, settings=host(postgres_url, tmp_path / "b")) as b:
         long = b.sessions.get("long")
         assert long is not None and long.messages[-1]["content"] == "after the move"
+
+
+def test_keys_a_session_file_holds_beyond_markus_s_own_move_in_and_back_out(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """A session file may hold top-level keys the original never wrote (a hand edit, another
+    tool's ``name``): moving it into the database kept the messages but dropped those keys."""
+    agent = new_agent_id()
+    root = _old_version_files(postgres_url, tmp_path / "a", agent)
+    path = root / "sessions" / "short.json"
+    data = json.loads(path.read_text())
+    data["name"] = "the short chat"
+    data["labels"] = {"team": "ops"}
+    path.write_text(json.dumps(data, indent=2))
+    with open_agent(agent, settings=host(postgres_url, tmp_path / "b")) as other:
+        assert other.sessions.get("short") is None  # nothing moved yet: host a holds the file
+    with open_agent(agent, settings=host(postgres_url, tmp_path / "a")) as mem:
+        short = mem.sessions.get("short")
+        assert short is not None
+        assert dict(short.extra) == {"name": "the short chat", "labels": {"team": "ops"}}
+        text = session_text(short)
+    assert json.loads(text)["labels"] == {"team": "ops"}
+    with open_agent(agent, settings=host(postgres_url, tmp_path / "b")) as b:
+        again = b.sessions.get("short")
+        assert again is not None and again.extra["name"] == "the short chat"
 
 
 _OTHER_PROCESS = """

@@ -352,10 +352,12 @@ class ConversationTables:
         view_from: int,
         summary: str | None,
         bodies: Sequence[tuple[int, str]],
+        details: JsonObject | None = None,
     ) -> bool:
         """Make the store hold a session whose messages it already records (a session file
-        being moved in): its head as given, and the exact bodies of the messages by seq.
-        Idempotent: a head already there is left as it is (False)."""
+        being moved in): its head as given (``details``: what else its file held), and the
+        exact bodies of the messages by seq. Idempotent: a head already there is left as it
+        is (False)."""
         d = self.dialect
         with self.write() as conn:
             sql = d.bind(conn)
@@ -375,6 +377,11 @@ class ConversationTables:
                     summary,
                 ),
             )
+            if details is not None:
+                sql.run(
+                    f"UPDATE conversations SET details = ?{d.json_cast} WHERE {_SESSION}",
+                    (d.json(details), agent_id, session_id),
+                )
             sql.many(
                 f"UPDATE transcript_messages SET body = ? WHERE {_SESSION} AND seq = ? "
                 "AND body IS NULL",

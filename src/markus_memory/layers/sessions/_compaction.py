@@ -91,6 +91,7 @@ def session_of(doc: fmt.SessionDoc) -> Session:
         last_activity_at=_when(doc.last_activity_at),
         compacted=doc.compacted,
         first_seq=doc.first_seq,
+        extra=dict(doc.extra),
     )
 
 

@@ -210,6 +210,7 @@ class HeldSessions:
             last_activity_at=head.last_activity_at,
             compacted=compacted,
             first_seq=head.first_seq,
+            extra=dict(head.details or {}),
         )
 
     def _shrunk(

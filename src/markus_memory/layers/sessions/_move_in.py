@@ -62,7 +62,8 @@ def take_over(
     store: EpisodicStore, agent_id: str, session: Session, rows: list[TranscriptMessage]
 ) -> None:
     """Make ``store`` hold ``session``: its rows recorded (those held kept), its view and
-    each message's exact JSON. A session the store already holds is left as it is."""
+    each message's exact JSON, and the file's keys beyond Markus's own as its details. A
+    session the store already holds is left as it is."""
     sid = session.id
     if rows:
         store.import_transcript(agent_id, sid, rows, synced_at=session.last_activity_at)
@@ -90,6 +91,7 @@ def take_over(
         view_from=view_from,
         summary=summary,
         bodies=bodies,
+        details=dict(session.extra) or None,
     )
 
 
@@ -103,6 +105,7 @@ def session_text(session: Session) -> str:
         iso_ms(session.last_activity_at),
         compacted=session.compacted,
         first_seq=session.first_seq,
+        extra=dict(session.extra),
     )
     return fmt.render_session(doc)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,9 @@ class Session:
     last_activity_at: datetime
     compacted: int = 0
     first_seq: int = 0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Top-level keys of the session file beyond Markus's own (a hand edit, another tool's):
+    kept wherever the session goes, files or database."""
 
     def seq(self, index: int) -> int | None:
         """The absolute seq of ``messages[index]`` (never restarts; see ``_format.seq_of``);
