@@ -26,6 +26,7 @@ from markus_memory.storage.sqlite import SqliteStore
 KNOBS: dict[str, tuple[object, ...]] = {
     "date_boost": (0.0, 0.25, 0.5, 1.0, 2.0),
     "turn_speaker_boost": (0.0, 0.25, 0.5, 0.75, 1.0),
+    "person_boost": (0.0, 0.25, 0.5, 1.0),
 }
 VECTOR_KNOBS: dict[str, tuple[object, ...]] = {
     "fusion": ("score", "rrf"),

@@ -27,11 +27,13 @@ from .stages import (
     RankingOptions,
     Scores,
     Turn,
+    boost_roles,
     boost_speakers,
     for_turn_length,
     fuse,
     in_first_person,
     lift_nearest,
+    person_roles,
     session_boost,
     smooth,
 )
@@ -247,6 +249,7 @@ class ConversationIndex:
                 dense = smooth(dense, pool, options)
             scores = session_boost(fuse(lexical, dense, options), pool, options.session_weight)
             scores = boost_speakers(scores, pool, named, options.turn_speaker_boost)
+            scores = boost_roles(scores, pool, person_roles(query), options.person_boost)
             scores = lift_nearest(scores, dense, options.nearest_top, options.nearest_lift)
             scores = self._dated(query, scores, now)
             order = heapq.nsmallest(limit, scores, key=lambda rowid: (-scores[rowid], rowid))
