@@ -51,6 +51,7 @@ PLAIN = {
     "date_boost": 0.0,
     "nearest_lift": 0.0,
     "person_boost": 0.0,
+    "dense_person_boost": 0.0,
 }
 
 
@@ -173,6 +174,22 @@ def test_person_boost_lifts_the_turns_of_the_role_the_question_speaks_as() -> No
         (0.5, "Where did you say the oak bookshelf came from?", 1),
     ):
         idx = new_index(options=RankingOptions(**{**PLAIN, "person_boost": boost}))  # type: ignore[arg-type]
+        idx.add(turns)
+        assert [hit.turn.index for hit in idx.search(query, limit=1)] == [first]
+
+
+def test_dense_person_boost_lifts_that_roles_turns_in_the_vector_list() -> None:
+    said = [
+        ("user", "I bought the oak bookshelf at the flea market on Sunday morning."),
+        ("assistant", "An oak bookshelf from a flea market!"),
+    ]
+    turns = [Turn("s1", n, role, text, T0) for n, (role, text) in enumerate(said)]
+    query = "Where did I buy my oak bookshelf?"
+    # The vector list outweighs the lexical one here, so its order decides the first hit.
+    vectors = {**PLAIN, "vector_weight": 2.0, "fusion": "rrf"}
+    for boost, first in ((0.0, 1), (1.0, 0)):
+        options = RankingOptions(**{**vectors, "dense_person_boost": boost})  # type: ignore[arg-type]
+        idx = new_index(FakeEmbedder(), options)
         idx.add(turns)
         assert [hit.turn.index for hit in idx.search(query, limit=1)] == [first]
 
