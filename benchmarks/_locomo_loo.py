@@ -20,7 +20,7 @@ from _locomo_data import LocomoConversation
 from _locomo_tables import Result, format_folds, leave_one_out
 from markus_memory.search.conversation import ConversationIndex, RankingOptions, Turn
 from markus_memory.search.recall import default_options
-from markus_memory.storage.sqlite import SqliteStore
+from markus_memory.storage._sqlite.store import SqliteStore
 
 # The knobs this ranking added, with the grid each is tuned over (the first value is "off").
 KNOBS: dict[str, tuple[object, ...]] = {

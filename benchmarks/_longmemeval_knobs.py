@@ -17,7 +17,7 @@ from pathlib import Path
 from _longmemeval_data import Question
 from markus_memory.search.conversation import ConversationIndex, RankingOptions, Turn
 from markus_memory.search.recall import default_options
-from markus_memory.storage.sqlite import SqliteStore
+from markus_memory.storage._sqlite.store import SqliteStore
 
 # Each knob with its grid; the first value is the knob switched off.
 KNOBS: dict[str, tuple[object, ...]] = {

@@ -16,13 +16,13 @@ from urllib.parse import quote
 
 import psycopg
 
-from markus_memory.storage.pg_activity_search import search_row
-from markus_memory.storage.postgres import PostgresStore
-from markus_memory.storage.postgres_schema import (
+from markus_memory.storage._postgres.activity_search import search_row
+from markus_memory.storage._postgres.schema import (
     ACTIVITY_SEARCH_AGENT_INDEX,
     ACTIVITY_SEARCH_INDEXES,
 )
-from markus_memory.storage.sqlite_schema import MAX_INDEXED_LOG_CHARS
+from markus_memory.storage._postgres.store import PostgresStore
+from markus_memory.storage.schema_tables import MAX_INDEXED_LOG_CHARS
 
 COPY_CHUNK = 50_000
 

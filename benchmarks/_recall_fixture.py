@@ -22,7 +22,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import quote
 
-from markus_memory.storage.base import EpisodicStore, TranscriptMessage
+from markus_memory.storage.episodic import EpisodicStore
+from markus_memory.storage.repos.transcripts import TranscriptMessage
 
 CACHE = Path(os.environ.get("MARKUS_BENCH_CACHE") or Path(__file__).parent / ".cache")
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
@@ -101,7 +102,7 @@ def open_fixture_store(name: str, pg_url: str | None) -> tuple[EpisodicStore, Pa
     home = CACHE / name
     home.mkdir(parents=True, exist_ok=True)
     if pg_url is None:
-        from markus_memory.storage.sqlite import SqliteStore
+        from markus_memory.storage._sqlite.store import SqliteStore
 
         return SqliteStore(home / "data.db"), home, None
     import psycopg
@@ -109,7 +110,7 @@ def open_fixture_store(name: str, pg_url: str | None) -> tuple[EpisodicStore, Pa
     schema = f"bench_{name.replace('-', '_')}"
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-    from markus_memory.storage.postgres import PostgresStore
+    from markus_memory.storage._postgres.store import PostgresStore
 
     url = pg_schema_url(pg_url, schema)
     return PostgresStore(url), home, url

@@ -91,9 +91,9 @@ def layer_texts(docs: dict[str, str]) -> Texts:
 
 _WRITERS = {
     "markus_memory._fs_docs.FileDocuments": ("write", "delete"),
-    "markus_memory.storage.pg_documents.PostgresDocuments": ("write", "delete", "lock"),
-    "markus_memory.storage.sqlite_conn.SqliteDatabase": ("write",),
-    "markus_memory.storage.postgres_conn.PostgresDatabase": ("write",),
+    "markus_memory.storage._postgres.documents.PostgresDocuments": ("write", "delete", "lock"),
+    "markus_memory.storage._sqlite.conn.SqliteDatabase": ("write",),
+    "markus_memory.storage._postgres.conn.PostgresDatabase": ("write",),
 }
 
 

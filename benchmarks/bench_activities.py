@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from markus_memory.analysis import term_text
-from markus_memory.storage.sqlite import SqliteStore
-from markus_memory.storage.sqlite_schema import SLOT_SHIFT
+from markus_memory.storage._sqlite.schema import SLOT_SHIFT
+from markus_memory.storage._sqlite.store import SqliteStore
 
 CACHE_DIR = Path(__file__).with_name(".cache")
 BUILD_VERSION = 5  # 5: documents of the one analyser's terms (m016)

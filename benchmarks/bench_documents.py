@@ -25,7 +25,7 @@ from markus_memory._lock import AgentLock
 from markus_memory.config import AgentPaths, Limits, utc_now
 from markus_memory.layers.knowledge import KnowledgeFile
 from markus_memory.layers.notebook import Notebook
-from markus_memory.storage.pg_documents import PostgresDocuments
+from markus_memory.storage._postgres.documents import PostgresDocuments
 
 ROUNDS = 200
 TEXT = "x" * 1500 + "\n" + "y" * 1500

@@ -56,7 +56,8 @@ from markus_memory.config import Settings
 home, url, query = sys.argv[1], sys.argv[2] or None, sys.argv[3]
 if url:  # the driver's import (0.2-0.6 s) is the same for any library: not counted
     import psycopg, psycopg_pool  # noqa: E401, F401  (the store imports them when opened)
-    import markus_memory.storage.postgres, markus_memory.storage.pg_documents  # noqa: E401
+    import markus_memory.storage._postgres.documents
+    import markus_memory.storage._postgres.store  # noqa: F401
 started, cpu = time.perf_counter(), time.process_time()
 mem = open_agent("bench", settings=Settings(home=Path(home), database_url=url))
 opened = time.perf_counter()
@@ -123,7 +124,7 @@ VARIANTS = ("recall index", "no index", "eb3b962")
 def fresh_store(url: str | None, tag: str) -> Iterator[Any]:
     """An empty store (a temporary ``data.db``, or a new schema of the server)."""
     if url is None:
-        from markus_memory.storage.sqlite import SqliteStore
+        from markus_memory.storage._sqlite.store import SqliteStore
 
         with tempfile.TemporaryDirectory() as tmp:
             store = SqliteStore(Path(tmp) / "data.db")
@@ -132,7 +133,7 @@ def fresh_store(url: str | None, tag: str) -> Iterator[Any]:
             finally:
                 store.close()
         return
-    from markus_memory.storage.postgres import PostgresStore
+    from markus_memory.storage._postgres.store import PostgresStore
 
     with fixture.fresh_pg_schema(url, f"bench_ingest_{tag}") as schema_url:
         store = PostgresStore(schema_url)
@@ -151,7 +152,7 @@ def record(url: str | None, texts: list[str], variant: str) -> tuple[float, floa
     append path before the recall index."""
     from markus_memory.search.transcript_pool import MAX_BATCH
     from markus_memory.storage import transcripts
-    from markus_memory.storage.base import TranscriptMessage
+    from markus_memory.storage.repos.transcripts import TranscriptMessage
 
     messages = [
         TranscriptMessage("ingest", "s", i, "user", text, fixture.T0 + timedelta(seconds=i))

@@ -1,5 +1,5 @@
 """How much the inverted vector lists lose on real sentence embeddings: the turns of the LoCoMo
-conversations embedded with the local MiniLM, clustered as ``storage/vector_lists.py`` does,
+conversations embedded with the local MiniLM, clustered as ``storage/recall/vector_lists.py`` does,
 and each question's 10 nearest turns read through its nearest lists against all of them.
 
 Usage: python benchmarks/bench_vector_lists.py PATH/locomo.json [--lists 32 64 128]
@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 
 from _locomo_data import load  # noqa: E402
 from markus_memory.search.embedders import MiniLMEmbedder  # noqa: E402
-from markus_memory.storage import vector_lists  # noqa: E402
+from markus_memory.storage.recall import vector_lists  # noqa: E402
 
 SHARES = (0.06, 0.12, 0.17, 0.25)
 

@@ -36,11 +36,13 @@ import numpy as np  # noqa: E402
 
 from _common import median_ms_per_round  # noqa: E402
 from _recall_fixture import fresh_pg_schema  # noqa: E402
-from markus_memory.storage import pg_vectors, vector_lists  # noqa: E402
-from markus_memory.storage.base import EpisodicStore, TranscriptMessage  # noqa: E402
-from markus_memory.storage.recall_index import RecallQueries  # noqa: E402
-from markus_memory.storage.recall_rank import agent_key  # noqa: E402
-from markus_memory.storage.vector_scan import nearest_in_chunks  # noqa: E402
+from markus_memory.storage._postgres import vectors as pg_vectors
+from markus_memory.storage.episodic import EpisodicStore
+from markus_memory.storage.recall import vector_lists  # noqa: E402
+from markus_memory.storage.recall.index import RecallQueries  # noqa: E402
+from markus_memory.storage.recall.rank import agent_key  # noqa: E402
+from markus_memory.storage.recall.vector_scan import nearest_in_chunks  # noqa: E402
+from markus_memory.storage.repos.transcripts import TranscriptMessage  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 MODEL = "bench:{dim}"
@@ -197,8 +199,8 @@ def main() -> int:
         f"{args.vectors} vectors in the large agent, {args.small_agents} agents of {SMALL}, "
         f"{args.dim} dimensions, {NEIGHBOURS} neighbours, medians of {args.queries} queries"
     )
-    from markus_memory.storage.postgres import PostgresStore
-    from markus_memory.storage.sqlite import SqliteStore
+    from markus_memory.storage._postgres.store import PostgresStore
+    from markus_memory.storage._sqlite.store import SqliteStore
 
     with tempfile.TemporaryDirectory() as tmp:
         lite = SqliteStore(Path(tmp) / "data.db")

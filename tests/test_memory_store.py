@@ -9,7 +9,7 @@ import pytest
 
 from markus_memory import open_agent
 from markus_memory.errors import ClosedError, NotFoundError
-from markus_memory.storage.base import ChatMessage, ChatSession
+from markus_memory.storage.repos.side import ChatMessage, ChatSession
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 

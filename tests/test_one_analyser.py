@@ -14,10 +14,10 @@ import pytest
 
 from markus_memory import AgentMemory, open_agent
 from markus_memory.config import Settings
-from markus_memory.storage.base import Activity
+from markus_memory.storage._sqlite.schema import migrations as sqlite_migrations
+from markus_memory.storage._sqlite.store import SqliteStore
 from markus_memory.storage.migrations import SqliteMigrationTarget
-from markus_memory.storage.sqlite import SqliteStore
-from markus_memory.storage.sqlite_schema import migrations as sqlite_migrations
+from markus_memory.storage.repos.activities import Activity
 from markus_memory.tools import dispatch
 from tests.postgres_support import new_agent_id, postgres_url
 from tests.storage.pg import postgres_schema_url
@@ -173,10 +173,10 @@ def test_m016_reindexes_the_activities_of_an_existing_sqlite_database(tmp_path: 
 def test_m016_reindexes_the_activities_of_an_existing_postgres_schema() -> None:
     import psycopg
 
-    from markus_memory.storage.postgres import PostgresStore
-    from markus_memory.storage.postgres_conn import PostgresMigrationTarget
-    from markus_memory.storage.postgres_schema import activity_document_sql, headline_sql
-    from markus_memory.storage.postgres_schema import migrations as pg_migrations
+    from markus_memory.storage._postgres.conn import PostgresMigrationTarget
+    from markus_memory.storage._postgres.schema import activity_document_sql, headline_sql
+    from markus_memory.storage._postgres.schema import migrations as pg_migrations
+    from markus_memory.storage._postgres.store import PostgresStore
 
     with postgres_schema_url("markus_m016") as url:
         with psycopg.connect(url, autocommit=True) as conn:

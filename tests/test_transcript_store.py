@@ -15,7 +15,7 @@ import pytest
 from markus_memory import open_agent
 from markus_memory.config import Settings, epoch_ms, iso_ms
 from markus_memory.memory import AgentMemory
-from markus_memory.storage.base import TranscriptMark
+from markus_memory.storage.repos.transcripts import TranscriptMark
 from tests.postgres_support import postgres_url  # noqa: F401  (fixture)
 
 T0 = datetime(2024, 2, 1, 9, 0, tzinfo=timezone.utc)

@@ -20,8 +20,9 @@ from markus_memory.config import Limits, Settings
 from markus_memory.errors import BackendUnavailableError
 from markus_memory.memory import AgentMemory
 from markus_memory.search.transcript_pool import WRITER_THREADS
-from markus_memory.storage.base import JsonObject, TranscriptMessage
-from markus_memory.storage.sqlite import SqliteStore
+from markus_memory.storage._sqlite.store import SqliteStore
+from markus_memory.storage.base import JsonObject
+from markus_memory.storage.repos.transcripts import TranscriptMessage
 from tests.postgres_support import new_agent_id
 from tests.postgres_support import postgres_url as postgres_url  # fixture
 
@@ -203,7 +204,7 @@ CHILD = textwrap.dedent(
     from pathlib import Path
     from markus_memory import open_agent
     from markus_memory.config import Settings
-    from markus_memory.storage.sqlite import SqliteStore
+    from markus_memory.storage._sqlite.store import SqliteStore
 
     class Stuck(SqliteStore):
         def import_transcript(self, *args, **kwargs):

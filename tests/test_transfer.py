@@ -12,7 +12,7 @@ from markus_memory.config import Settings
 from markus_memory.dream import dream, dream_history, undo_last_dream
 from markus_memory.errors import InvalidInputError
 from markus_memory.memory import AgentMemory, open_agent, open_store
-from markus_memory.storage.base import ChatMessage, ChatSession, Decision, MailboxItem
+from markus_memory.storage.repos.side import ChatMessage, ChatSession, Decision, MailboxItem
 from markus_memory.transfer import agent_ids, export_agent
 from markus_memory.transfer._rows import AgentRows, read_rows
 from tests.postgres_support import new_agent_id, postgres_url
@@ -116,7 +116,7 @@ def test_files_to_postgres_to_files_is_byte_for_byte(postgres_url: str, tmp_path
     assert "knowledge.md" not in on_disk and "notes.txt" in on_disk
     assert not any(name.startswith(("sessions/", "daily-logs/")) for name in on_disk)
 
-    from markus_memory.storage.pg_documents import PostgresDocuments
+    from markus_memory.storage._postgres.documents import PostgresDocuments
 
     rows = PostgresDocuments(postgres_url, first)
     try:

@@ -27,7 +27,9 @@ from .layers.sessions import move_in as move_sessions_in
 from .search.embedders import Embedder
 from .search.transcript_log import SessionSource
 from .search.transcripts import Scratch, Transcripts, transcript_message
-from .storage.base import EpisodicStore, NewEntry, TranscriptMessage
+from .storage.episodic import EpisodicStore
+from .storage.repos.conversations import NewEntry
+from .storage.repos.transcripts import TranscriptMessage
 
 
 class Conversations:

@@ -8,7 +8,7 @@ through a :class:`DocumentStore`: ``with store.lock():`` → :meth:`~DocumentSto
 change → render → :meth:`~DocumentStore.write`, with parse caches keyed by
 :meth:`~DocumentStore.version`. ``_fs_docs.FileDocuments`` is today's behaviour exactly (the
 agent directory, :class:`AgentLock`, atomic writes, file signatures); the PostgreSQL store lives in
-``storage/pg_documents.py``. Documents are named by their path inside the agent directory
+``storage/_postgres/documents.py``. Documents are named by their path inside the agent directory
 (``knowledge.md``, ``role/ROLE.md``), so exporting a store to files is a plain write per name.
 
 :meth:`~DocumentStore.exclusive` is a non-blocking, cross-host task lock (the dream cycle runs

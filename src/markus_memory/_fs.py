@@ -90,6 +90,21 @@ def validate_id(kind: str, value: object, max_bytes: int = MAX_ID_BYTES) -> str:
     return text
 
 
+class AgentId(str):
+    """An agent id :func:`checked_agent_id` accepted (its NFC form): what the public entries
+    hand inwards, so that the layers below them trust it instead of checking it again."""
+
+    __slots__ = ()
+
+
+def checked_agent_id(value: object) -> AgentId:
+    """``value`` checked as an agent id (:func:`validate_id`), once: an :class:`AgentId` is
+    returned as it is."""
+    if isinstance(value, AgentId):
+        return value
+    return AgentId(validate_id("agent id", value))
+
+
 def validate_key(kind: str, value: object, max_chars: int = MAX_KEY_CHARS) -> str:
     """A heading key inside a markdown file (section names, notebook and state keys)."""
     return _check_common(kind, value, max_chars)

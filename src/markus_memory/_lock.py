@@ -166,6 +166,20 @@ class AgentLock:
         cls._idle = {}
 
     @contextmanager
+    def in_process_if_free(self) -> Iterator[bool]:
+        """Hold the lock against this process's other threads if none holds it now (never
+        blocks, never takes the file lock): yields whether it is held. For upkeep of what a
+        process keeps in memory about an agent (other processes are not concerned)."""
+        state = self._state
+        if self._closed is not None or not state.rlock.acquire(blocking=False):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            state.rlock.release()
+
+    @contextmanager
     def held(self) -> Iterator[None]:
         self.acquire()
         try:

@@ -15,15 +15,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._fs import validate_id
-from .backend import DATA_DB_MIGRATIONS, MOVED_MARKER, file_documents, open_backend
+from ._fs import checked_agent_id
+from .backend import MOVED_MARKER, file_documents, open_backend
 from .config import Settings
 from .errors import NotFoundError, RefusedError
-from .storage.base import EpisodicStore
-from .storage.dialect import Database
-from .storage.forget import forget_agent, forget_in
-from .storage.knowledge_index import KnowledgeIndex
-from .storage.sqlite_conn import SqliteDatabase
 
 __all__ = [
     "AgentEntry",
@@ -128,11 +123,7 @@ def roster(settings: Settings) -> Roster:
     folders = {}
     if settings.agents_dir.is_dir():
         folders = {p.name: p for p in settings.agents_dir.iterdir() if p.is_dir()}
-    in_database: set[str] = set()
-    if on_postgres:
-        from .storage.pg_documents import stored_agents  # the [postgres] extra
-
-        in_database = set(stored_agents(settings.database_url or ""))
+    in_database = open_backend(settings).stored_agents() if on_postgres else set()
     entries = []
     for agent_id in sorted(set(folders) | in_database):
         folder = folders.get(agent_id)
@@ -164,7 +155,7 @@ def existing(settings: Settings, agent_id: str) -> str:
 def check(settings: Settings, agent_id: str) -> str | None:
     """What :func:`existing` refuses, raised; else where files and database disagree about
     the agent, in words (None: they agree)."""
-    agent_id = validate_id("agent id", agent_id)
+    agent_id = checked_agent_id(agent_id)
     found = roster(settings)
     entry = found.get(agent_id)
     if entry is None:
@@ -203,57 +194,13 @@ def delete_agent(settings: Settings, agent_id: str) -> DeleteReport:
     index, dream history, LangGraph items) and, with a database URL, the same in PostgreSQL
     with its documents. :class:`NotFoundError` when there is no such agent. Irreversible:
     export it first (``markus-memory export --to-home DIR --agent ID``)."""
-    agent_id = validate_id("agent id", agent_id)
+    agent_id = checked_agent_id(agent_id)
     entry = roster(settings).get(agent_id)
     if entry is None:
         raise NotFoundError(f"no agent {agent_id!r} in {_memory(settings)}; nothing was deleted")
-    rows = other = 0
-    backend = open_backend(settings)
-    if settings.database_path.exists():
-        rows, other = _forget_sqlite(settings.database_path, agent_id)
-    if backend.kind == "postgres":
-        found = _forget_postgres(backend.url, agent_id)
-        rows, other = rows + found[0], other + found[1]
+    rows, other = open_backend(settings).forget_agent(agent_id)
     files = 0
     if entry.directory is not None:
         files = sum(1 for p in entry.directory.rglob("*") if p.is_file() or p.is_symlink())
         shutil.rmtree(entry.directory)
     return DeleteReport(agent_id, files, rows, other)
-
-
-def _forget(store: EpisodicStore, database: Database, agent_id: str) -> tuple[int, int]:
-    """Forget the agent in one database: its episodic rows (through ``store``), then its
-    knowledge index and the rows beside them (documents, dreams, LangGraph items)."""
-    try:
-        rows = forget_agent(store, agent_id)
-    finally:
-        store.close()
-    try:
-        KnowledgeIndex(database).drop(agent_id)
-        return rows, forget_in(database, agent_id)
-    finally:
-        database.close()
-
-
-def _forget_sqlite(path: Path, agent_id: str) -> tuple[int, int]:
-    from .storage.sqlite import SqliteStore
-
-    database = SqliteDatabase(path, extra_migrations=DATA_DB_MIGRATIONS[1:])
-    return _forget(SqliteStore(path), database, agent_id)
-
-
-def _forget_postgres(url: str, agent_id: str) -> tuple[int, int]:
-    from .storage import knowledge_schema, kv
-    from .storage.audit import PG_MIGRATIONS
-    from .storage.pg_documents import documents_migrations
-    from .storage.postgres import PostgresStore
-    from .storage.postgres_conn import PostgresDatabase
-
-    migrations = (
-        documents_migrations,
-        knowledge_schema.postgres_migrations,
-        PG_MIGRATIONS,
-        kv.postgres_migrations,
-    )
-    database = PostgresDatabase(url, extra_migrations=migrations)
-    return _forget(PostgresStore(url), database, agent_id)

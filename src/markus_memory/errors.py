@@ -171,3 +171,10 @@ class ExtraNotInstalledError(MarkusMemoryError, ImportError):
             f"{module!r} is not installed; install it with: pip install 'markus-memory[{extra}]'"
         )
         self.extra = extra
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: the first line of a multi-line message (a database's), spaces
+    squeezed."""
+    first = text.strip().split("\n", 1)[0]
+    return " ".join(first.split())

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
+from .backend import Health, open_backend
 from .errors import ExtraNotInstalledError, MarkusMemoryError, NotFoundError
 from .http_guard import (
     DRAIN_SECONDS,
@@ -28,7 +29,6 @@ from .http_guard import (
 )
 from .mcp_stdio import AnswerUnreadable
 from .prompt import PROFILES, render_memory_context
-from .storage.pg_health import LOCAL, Health, probe
 from .tools import REGISTRY, dispatch, hide_host_paths, is_tool_error_result, tool_schemas
 
 try:
@@ -313,8 +313,7 @@ def check_http_binding(host: str, token: str | None) -> None:
 
 def health_of(memory: AgentMemory) -> Health:
     """What ``GET /healthz`` reports for the server of ``memory``."""
-    url = memory.settings.database_url
-    return LOCAL if url is None else probe(url)
+    return open_backend(memory.settings).health()
 
 
 class HealthEndpoint:

@@ -11,7 +11,7 @@ from typing import NoReturn
 
 from ._conversations import Conversations
 from ._docs import DocumentStore
-from ._fs import sweep_temps, validate_id
+from ._fs import checked_agent_id, sweep_temps, validate_id
 from ._fs_docs import FileDocuments
 from ._lock import AgentLock
 from .backend import Backend, open_backend
@@ -29,8 +29,8 @@ from .search.embedders import Embedder, configured_embedder
 from .search.memory_search import MemorySearcher, SearchResult, open_memory_searcher
 from .search.recall import ConversationHit
 from .storage.audit import pending_in_file
-from .storage.base import EpisodicStore
 from .storage.dream_journal import recover
+from .storage.episodic import EpisodicStore
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class AgentMemory:
         embedder: Embedder | None = None,
         store: EpisodicStore | None = None,
     ) -> None:
-        self.agent_id = validate_id("agent id", agent_id)
+        self.agent_id: str = checked_agent_id(agent_id)
         self.settings = settings
         self.backend: Backend = open_backend(settings)
         self.paths = AgentPaths(settings.agent_dir(self.agent_id))
@@ -84,7 +84,6 @@ class AgentMemory:
         self._store: EpisodicStore | None = store
         self._activities: ActivityLog | None = None
         self._store_guard = threading.Lock()
-        self._migrate_legacy()
         self._recover_dream()
         if held:
             self._conversations.move_files_in(self.daily_log)
@@ -146,7 +145,7 @@ class AgentMemory:
         except (OSError, MarkusMemoryError) as exc:
             logger.warning("interrupted dream of %s not recovered: %s", self.agent_id, exc)
 
-    def _migrate_legacy(self) -> None:
+    def migrate_legacy(self) -> None:
         """Migrate MEMORY.md / memories.json once, as the original does; spans knowledge and state.
 
         Order: state.md (merged), knowledge.md (only if absent), memories.json observations
@@ -350,4 +349,10 @@ def open_agent(
     replaces the episodic backend the settings select (the handle closes it).
     """
     resolved = settings if settings is not None else Settings.from_env(home=home)
-    return AgentMemory(agent_id, resolved, embedder=embedder, store=store)
+    memory = AgentMemory(agent_id, resolved, embedder=embedder, store=store)
+    try:
+        memory.migrate_legacy()
+    except BaseException:
+        memory.close()
+        raise
+    return memory

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from markus_memory import Settings, open_agent
-from markus_memory.storage.recall_rank import agent_key
+from markus_memory.storage.recall.rank import agent_key
 from tests.postgres_support import new_agent_id, postgres_url
 from tests.search.fakes import FakeEmbedder
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from markus_memory import Settings, open_agent
-from markus_memory.cli._doctor_pg import POSTGRES_MIGRATIONS
-from markus_memory.cli._doctor_tables import POSTGRES_TABLES, sqlite_tables
+from markus_memory.storage._postgres.checks import POSTGRES_TABLES
+from markus_memory.storage._postgres.health import POSTGRES_MIGRATIONS
+from markus_memory.storage._sqlite.checks import sqlite_tables
 from tests.postgres_support import URL_ENV, schema_url
 
 from .conftest import Invoke, as_json
@@ -72,7 +73,7 @@ def test_the_postgres_list_is_what_the_migrations_create(server: str) -> None:
 
     import psycopg
 
-    from markus_memory.storage.postgres_conn import PostgresDatabase
+    from markus_memory.storage._postgres.conn import PostgresDatabase
 
     schema = f"markus_tables_{secrets.token_hex(4)}"
     with psycopg.connect(server, autocommit=True) as admin:

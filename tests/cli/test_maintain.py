@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from markus_memory import open_agent
+from markus_memory.storage._sqlite.schema import migrations
 from markus_memory.storage.migrations import SqliteMigrationTarget
-from markus_memory.storage.sqlite_schema import migrations
 from tests.postgres_support import new_agent_id, postgres_url
 
 from .conftest import Invoke, as_json
@@ -105,7 +105,7 @@ def test_migrate_and_doctor_ask_the_postgres_documents(
     invoke: Invoke, isolated_home: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With documents in PostgreSQL there is no knowledge.md file: nothing is pending."""
-    from markus_memory.storage.pg_documents import PostgresDocuments
+    from markus_memory.storage._postgres.documents import PostgresDocuments
 
     monkeypatch.setenv("MARKUS_DATABASE_URL", postgres_url)
     done, legacy = new_agent_id(), new_agent_id()

@@ -19,7 +19,7 @@ def open_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Doc
     if kind == "files":
         root = tmp_path / "agents" / "agt_docs"
         return FileDocuments(root, AgentLock(root / ".lock", timeout=10))
-    from markus_memory.storage.pg_documents import PostgresDocuments
+    from markus_memory.storage._postgres.documents import PostgresDocuments
 
     url = request.getfixturevalue("postgres_url")
     return PostgresDocuments(url, new_agent_id(), lock_timeout=10)

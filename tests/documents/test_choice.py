@@ -48,7 +48,7 @@ def test_environment_picks_the_store(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 
 
 def test_a_postgres_url_puts_the_documents_in_postgres(postgres_url: str, tmp_path: Path) -> None:
-    from markus_memory.storage.pg_documents import PostgresDocuments
+    from markus_memory.storage._postgres.documents import PostgresDocuments
 
     agent = new_agent_id()
     with open_agent(agent, settings=Settings(home=tmp_path, database_url=postgres_url)) as mem:
@@ -65,7 +65,7 @@ def test_a_postgres_url_puts_the_documents_in_postgres(postgres_url: str, tmp_pa
 
 def test_documents_and_episodic_rows_share_one_pool(postgres_url: str, tmp_path: Path) -> None:
     """One connection layer: the documents use the episodic store's pool, timeouts, migrations."""
-    from markus_memory.storage.pg_documents import PostgresDocuments
+    from markus_memory.storage._postgres.documents import PostgresDocuments
 
     settings = Settings(home=tmp_path, database_url=postgres_url)
     with open_agent(new_agent_id(), settings=settings) as mem:

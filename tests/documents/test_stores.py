@@ -120,7 +120,7 @@ def test_any_text_is_stored_exactly(docs: DocumentStore, text: str) -> None:
 
 def test_a_lock_held_too_long_times_out_on_postgres(postgres_url: str) -> None:
     from markus_memory.errors import LockTimeoutError
-    from markus_memory.storage.pg_documents import PostgresDocuments
+    from markus_memory.storage._postgres.documents import PostgresDocuments
     from tests.postgres_support import new_agent_id
 
     agent = new_agent_id()

@@ -25,7 +25,7 @@ __all__ = ["postgres_url"]
 
 @pytest.fixture
 def log(postgres_url: str) -> Iterator[PostgresAuditLog]:
-    from markus_memory.storage.postgres import PostgresStore
+    from markus_memory.storage._postgres.store import PostgresStore
 
     store = PostgresStore(postgres_url)
     try:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from markus_memory.storage.dialect import POSTGRES
+from markus_memory.storage._postgres.dialect import POSTGRES
 from markus_memory.storage.kv_filter import condition, matches
 from tests.postgres_support import postgres_url  # noqa: F401
 

@@ -14,11 +14,14 @@ import pytest
 pytest.importorskip("langgraph")
 
 from markus_memory import open_agent
-from markus_memory.backend import DATA_DB_MIGRATIONS
-from markus_memory.cli._doctor import database_checks, pending_migrations
 from markus_memory.config import Settings
 from markus_memory.integrations.langgraph import MarkusStore
 from markus_memory.storage import kv
+from markus_memory.storage._sqlite.checks import (
+    DATA_DB_MIGRATIONS,
+    database_checks,
+    pending_migrations,
+)
 from markus_memory.storage.migrations import SqliteMigrationTarget
 
 # The table as the LangGraph store created it before it was a migration set.

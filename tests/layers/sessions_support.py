@@ -8,6 +8,7 @@ from pathlib import Path
 from markus_memory._lock import AgentLock
 from markus_memory.config import AgentPaths, Limits
 from markus_memory.layers.sessions import OnAppend, SessionStore
+from markus_memory.layers.sessions._parsed import ParsedSessions
 
 AGENT = "agt_0123456789abcdef01234567"
 
@@ -30,16 +31,19 @@ def make_store(
     clock: StepClock | None = None,
     on_append: OnAppend | None = None,
     checkpoint_min_bytes: int = 1 << 20,
+    agent: str = AGENT,
+    parsed: ParsedSessions | None = None,
 ) -> SessionStore:
-    paths = AgentPaths(root / AGENT)
+    paths = AgentPaths(root / agent)
     return SessionStore(
         paths,
         AgentLock(paths.lock),
         limits or Limits(),
         clock or StepClock(),
-        agent_id=AGENT,
+        agent_id=agent,
         on_append=on_append,
         checkpoint_min_bytes=checkpoint_min_bytes,
+        parsed=parsed,
     )
 
 

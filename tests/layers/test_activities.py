@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from markus_memory.errors import InvalidInputError, NotFoundError
 from markus_memory.layers.activities import TRUNCATION_MARK, ActivityLog, summarize
-from markus_memory.storage.sqlite import SqliteStore
+from markus_memory.storage._sqlite.store import SqliteStore
 
 
 class StepClock:

@@ -77,7 +77,7 @@ __all__ = [
 
 @pytest.fixture
 def documents(postgres_url: str) -> Iterator[DocumentStore]:
-    from markus_memory.storage.pg_documents import PostgresDocuments
+    from markus_memory.storage._postgres.documents import PostgresDocuments
 
     store = PostgresDocuments(postgres_url, new_agent_id(), lock_timeout=10)
     yield store

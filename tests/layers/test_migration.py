@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from markus_memory import AgentMemory, MigrationError, Settings, open_agent
+from markus_memory import MigrationError, Settings, open_agent
 from markus_memory.layers.migration import (
     StateChunk,
     is_state_heading,
@@ -170,7 +170,7 @@ def test_golden_memory_md_migrates_to_the_expected_files(isolated_home: Path) ->
     root = agent_dir(isolated_home)
     (root / "MEMORY.md").write_bytes((golden / "MEMORY.md").read_bytes())
     settings = Settings(home=isolated_home, clock=lambda: datetime(2026, 7, 1, tzinfo=UTC))
-    AgentMemory("alice", settings).close()
+    open_agent("alice", settings=settings).close()
     assert (root / "knowledge.md").read_bytes() == (golden / "knowledge.md").read_bytes()
     assert (root / "state.md").read_bytes() == (golden / "state.md").read_bytes()
     assert (root / "MEMORY.md").read_bytes() == (golden / "MEMORY.md").read_bytes()

@@ -12,8 +12,8 @@ from markus_memory.errors import InvalidInputError
 from markus_memory.search.conversation import ConversationIndex, RankingOptions, Turn
 from markus_memory.search.embedders import FakeEmbedder
 from markus_memory.search.stages import person_roles
-from markus_memory.storage.base import TranscriptMessage
-from markus_memory.storage.sqlite import SqliteStore
+from markus_memory.storage._sqlite.store import SqliteStore
+from markus_memory.storage.repos.transcripts import TranscriptMessage
 from tests.postgres_support import new_agent_id, postgres_url  # noqa: F401
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
@@ -79,7 +79,7 @@ def new_index(embedder: object = None, options: RankingOptions | None = None) ->
     if _BACKEND[0] == "sqlite":
         store = SqliteStore(Path(tempfile.mkdtemp()) / "data.db")
     else:
-        from markus_memory.storage.postgres import PostgresStore
+        from markus_memory.storage._postgres.store import PostgresStore
 
         store = PostgresStore(_PG[0])
     _STORES.append(store)

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from markus_memory.storage._sqlite.conn import open_sqlite
 from markus_memory.storage.knowledge_index import IndexDoc, KnowledgeIndex
 from markus_memory.storage.knowledge_schema import open_sqlite_index, sqlite_migrations
 from markus_memory.storage.migrations import SqliteMigrationTarget
-from markus_memory.storage.sqlite_conn import open_sqlite
 
 
 def docs(*pairs: tuple[str, str]) -> list[IndexDoc]:

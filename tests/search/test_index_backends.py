@@ -185,8 +185,8 @@ def test_memory_search_uses_postgres_when_a_url_is_set(tmp_path: Path) -> None:
 def test_a_tsvector_index_moves_to_postings_and_keeps_its_vectors() -> None:
     import psycopg
 
+    from markus_memory.storage._postgres.conn import PostgresMigrationTarget
     from markus_memory.storage.knowledge_schema import postgres_migrations
-    from markus_memory.storage.postgres_conn import PostgresMigrationTarget
 
     doc = docs(("x", "back again"))[0]
     with postgres_schema_url() as url:

@@ -95,7 +95,7 @@ def test_said_on_the_named_day_counts_as_a_mention_said_in_a_named_month_half() 
 
 
 def test_a_date_question_lifts_the_turn_that_speaks_of_that_day(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from markus_memory.storage.sqlite import SqliteStore
+    from markus_memory.storage._sqlite.store import SqliteStore
 
     said = at(2023, 5, 22)
     dialogue = [
@@ -116,7 +116,7 @@ def test_a_date_question_lifts_the_turn_that_speaks_of_that_day(tmp_path) -> Non
 
 
 def test_a_time_far_beyond_the_calendar_is_no_time_and_never_breaks_a_recall(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from markus_memory.storage.sqlite import SqliteStore
+    from markus_memory.storage._sqlite.store import SqliteStore
 
     said = at(2023, 5, 4)
     assert mentioned_times("The pyramids rose 4500 years ago.", said) == []
@@ -140,7 +140,7 @@ def test_a_span_back_from_when_it_was_said() -> None:
 
 def test_a_question_asked_at_a_time_reads_its_relative_times_against_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from markus_memory.search.temporal import question_times
-    from markus_memory.storage.sqlite import SqliteStore
+    from markus_memory.storage._sqlite.store import SqliteStore
 
     asked = at(2023, 6, 22)
     assert question_times("What did I do a week ago?") == []

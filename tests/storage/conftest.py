@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from markus_memory.storage.base import EpisodicStore
-from markus_memory.storage.sqlite import SqliteStore
+from markus_memory.storage._sqlite.store import SqliteStore
+from markus_memory.storage.episodic import EpisodicStore
 
 from .pg import empty_schema, postgres_schema_url
 
@@ -39,7 +39,7 @@ def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[St
     """Opens stores (keyword options such as ``search_candidates``) on one fresh database."""
     opened: list[EpisodicStore] = []
     if request.param == "postgres":
-        from markus_memory.storage.postgres import PostgresStore
+        from markus_memory.storage._postgres.store import PostgresStore
 
         url = request.getfixturevalue("pg_session_url")
         PostgresStore(url).close()
@@ -66,7 +66,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EpisodicSt
         yield backend
         backend.close()
         return
-    from markus_memory.storage.postgres import PostgresStore
+    from markus_memory.storage._postgres.store import PostgresStore
 
     url = request.getfixturevalue("pg_session_url")
     backend = PostgresStore(url)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+from markus_memory.storage._sqlite.store import SqliteStore
 from markus_memory.storage.audit import (
     AuditLog,
     DreamRun,
     PostgresAuditLog,
     SqliteAuditLog,
 )
-from markus_memory.storage.base import EpisodicStore
-from markus_memory.storage.sqlite import SqliteStore
+from markus_memory.storage.episodic import EpisodicStore
 
 T = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)
 

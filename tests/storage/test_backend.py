@@ -12,8 +12,8 @@ from markus_memory.backend import open_backend
 from markus_memory.config import AgentPaths, Settings
 from markus_memory.errors import InvalidInputError
 from markus_memory.memory import open_agent
+from markus_memory.storage._sqlite.store import SqliteStore
 from markus_memory.storage.audit import SqliteAuditLog
-from markus_memory.storage.sqlite import SqliteStore
 
 
 def _paths(tmp_path: Path) -> tuple[AgentPaths, AgentLock]:
@@ -62,9 +62,9 @@ def test_files_documents_with_any_url_keep_the_files_rule(tmp_path: Path) -> Non
 
 
 def test_the_agent_asks_its_backend(tmp_path: Path, pg_url: str) -> None:
+    from markus_memory.storage._postgres.documents import PostgresDocuments
+    from markus_memory.storage._postgres.store import PostgresStore
     from markus_memory.storage.audit import PostgresAuditLog
-    from markus_memory.storage.pg_documents import PostgresDocuments
-    from markus_memory.storage.postgres import PostgresStore
 
     with open_agent("a", settings=Settings(home=tmp_path, database_url=pg_url)) as mem:
         assert mem.backend.kind == "postgres"
@@ -85,8 +85,8 @@ def test_every_migration_set_in_data_db_is_in_the_one_registry(tmp_path: Path) -
     unchecked."""
     import sqlite3
 
-    from markus_memory.backend import DATA_DB_MIGRATIONS
     from markus_memory.dream import dream
+    from markus_memory.storage._sqlite.checks import DATA_DB_MIGRATIONS
     from markus_memory.storage.migrations import BOOKKEEPING_TABLE
 
     with open_agent("a", settings=Settings(home=tmp_path)) as mem:

@@ -7,18 +7,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from markus_memory.errors import InvalidInputError
-from markus_memory.storage.base import (
-    Activity,
-    ActivityEnd,
-    ChatMessage,
-    ChatSession,
-    Decision,
-    EpisodicStore,
-    MailboxItem,
-    TranscriptMark,
-    TranscriptMessage,
-    search_terms,
-)
+from markus_memory.storage.base import search_terms
+from markus_memory.storage.episodic import EpisodicStore
+from markus_memory.storage.repos.activities import Activity, ActivityEnd
+from markus_memory.storage.repos.side import ChatMessage, ChatSession, Decision, MailboxItem
+from markus_memory.storage.repos.transcripts import TranscriptMark, TranscriptMessage
 
 from .conftest import StoreFactory
 

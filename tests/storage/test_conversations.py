@@ -8,7 +8,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from markus_memory.errors import InvalidInputError
-from markus_memory.storage.base import EpisodicStore, NewEntry, TranscriptMessage
+from markus_memory.storage.episodic import EpisodicStore
+from markus_memory.storage.repos.conversations import NewEntry
+from markus_memory.storage.repos.transcripts import TranscriptMessage
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
 
@@ -42,6 +44,23 @@ def test_the_kinds_are_told_apart(store: EpisodicStore) -> None:
         store.append_conversation("a1", "s1", "history", [entry(1)], T0)
     assert [h.session_id for h in store.conversations("a1", "history")] == []
     assert [h.session_id for h in store.conversations("a1")] == ["s1"]
+
+
+def test_small_and_large_appends_index_alike_and_a_refused_one_leaves_nothing(
+    store: EpisodicStore,
+) -> None:
+    """On PostgreSQL a few messages are appended pipelined (their statements sent together)
+    and a large batch is not (its postings go by COPY): both index every message, and an
+    append refused inside the pipeline writes nothing and leaves the store usable."""
+    store.append_conversation("a1", "s1", "markus", [entry(0)], T0)
+    with pytest.raises(InvalidInputError):
+        store.append_conversation("a1", "s1", "history", [entry(1)], T0)
+    big = [entry(n, f"turn {n} about the harbour") for n in range(1, 201)]
+    store.append_conversation("a1", "h1", "history", big, T0)
+    store.append_conversation("a1", "h1", "history", [entry(201, "the harbour at dusk")], T0)
+    assert [e.seq for e in store.conversation_entries("a1", "s1")] == [0]
+    hits = store.search_transcript("a1", "harbour", limit=500)
+    assert {h.seq for h in hits if h.session_id == "h1"} == set(range(201))
 
 
 def test_a_conversation_numbers_on_past_messages_recorded_from_files(

@@ -16,7 +16,7 @@ import pytest
 
 from markus_memory import Settings, open_agent
 from markus_memory.errors import StorageError
-from markus_memory.storage.base import MailboxItem
+from markus_memory.storage.repos.side import MailboxItem
 
 PAGE = 4096
 
@@ -101,7 +101,7 @@ import sys
 from datetime import datetime, timezone
 from markus_memory import Settings, open_agent
 from markus_memory.errors import StorageError
-from markus_memory.storage.base import MailboxItem
+from markus_memory.storage.repos.side import MailboxItem
 
 with open_agent("al", settings=Settings(home=sys.argv[1])) as mem:
     item = MailboxItem("mbx_1", "al", "human_chat", datetime(2026, 7, 1, tzinfo=timezone.utc))

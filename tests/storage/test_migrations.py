@@ -221,7 +221,7 @@ def test_a_postgresql_migration_may_outlast_the_statement_timeout() -> None:
     to the history (m013 on a million messages takes minutes) and must not be cancelled
     halfway through an upgrade, nor a second opener waiting for it."""
     psycopg = pytest.importorskip("psycopg")
-    from markus_memory.storage.postgres_conn import PostgresMigrationTarget
+    from markus_memory.storage._postgres.conn import PostgresMigrationTarget
 
     from .pg import postgres_schema_url
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from markus_memory.analysis import tokens
-from markus_memory.storage.pg_activity_search import (
+from markus_memory.storage._postgres.activity_search import (
     MAX_POSITION,
     MAX_POSITIONS,
     document_text,

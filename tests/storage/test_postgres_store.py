@@ -19,12 +19,12 @@ from markus_memory.errors import (
     StorageError,
 )
 from markus_memory.memory import open_agent, open_store
-from markus_memory.storage.base import Activity
-from markus_memory.storage.sqlite import SqliteStore
+from markus_memory.storage._sqlite.store import SqliteStore
+from markus_memory.storage.repos.activities import Activity
 
 psycopg = pytest.importorskip("psycopg")
-from markus_memory.storage import postgres_schema  # noqa: E402
-from markus_memory.storage.postgres import PostgresStore  # noqa: E402
+from markus_memory.storage._postgres import schema as postgres_schema  # noqa: E402
+from markus_memory.storage._postgres.store import PostgresStore  # noqa: E402
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -147,7 +147,7 @@ def test_a_connection_lost_mid_write_raises_unavailable_and_commits_nothing(
 
 
 def test_reopening_applies_no_migration_twice(pg_url: str) -> None:
-    from markus_memory.storage.postgres_schema import migrations
+    from markus_memory.storage._postgres.schema import migrations
 
     store = PostgresStore(pg_url)
     assert store.migrate(migrations) == []
@@ -187,7 +187,7 @@ def test_four_processes_append_one_thousand_events_each(pg_url: str) -> None:
 
 
 def test_timeouts_are_added_to_the_url_unless_it_sets_them() -> None:
-    from markus_memory.storage.postgres_conn import conninfo_with_timeouts
+    from markus_memory.storage._postgres.conn import conninfo_with_timeouts
 
     to_dict = psycopg.conninfo.conninfo_to_dict
     plain = to_dict(conninfo_with_timeouts("postgresql://u@h/db", 5.0, 30_000))

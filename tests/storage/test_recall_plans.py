@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from markus_memory.storage.base import EpisodicStore, TranscriptMessage
-from markus_memory.storage.recall_contract import RecallFilters as Filters
-from markus_memory.storage.recall_fetch import keys_near, turns_around
+from markus_memory.storage.episodic import EpisodicStore
+from markus_memory.storage.recall.contract import RecallFilters as Filters
+from markus_memory.storage.recall.fetch import keys_near, turns_around
+from markus_memory.storage.repos.transcripts import TranscriptMessage
 
 from .conftest import StoreFactory
 from .test_conformance import act
@@ -60,7 +61,7 @@ def test_neighbour_keys_come_from_the_partial_keys_index(store_factory: StoreFac
 def test_postgres_activity_probe_can_use_the_agent_and_document_index(pg_url: str) -> None:
     import psycopg
 
-    from markus_memory.storage.postgres import PostgresStore
+    from markus_memory.storage._postgres.store import PostgresStore
 
     store = PostgresStore(pg_url)
     try:

@@ -8,8 +8,9 @@ from datetime import datetime, timezone
 
 from markus_memory.analysis import analyse, term_key
 from markus_memory.storage._sql import COPY_ROWS
-from markus_memory.storage.base import EpisodicStore, TranscriptMessage
-from markus_memory.storage.recall_contract import RecallFilters as Filters
+from markus_memory.storage.episodic import EpisodicStore
+from markus_memory.storage.recall.contract import RecallFilters as Filters
+from markus_memory.storage.repos.transcripts import TranscriptMessage
 
 from .conftest import StoreFactory
 

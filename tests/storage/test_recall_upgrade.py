@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from markus_memory.analysis import analyse, term_key
-from markus_memory.storage.base import EpisodicStore, TranscriptMessage
-from markus_memory.storage.recall_rank import agent_key
+from markus_memory.storage.episodic import EpisodicStore
+from markus_memory.storage.recall.rank import agent_key
+from markus_memory.storage.repos.transcripts import TranscriptMessage
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 TEXTS = {
@@ -75,10 +76,10 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[st
 
 def _open(backend: str, where: Any) -> EpisodicStore:
     if backend == "sqlite":
-        from markus_memory.storage.sqlite import SqliteStore
+        from markus_memory.storage._sqlite.store import SqliteStore
 
         return SqliteStore(where)
-    from markus_memory.storage.postgres import PostgresStore
+    from markus_memory.storage._postgres.store import PostgresStore
 
     return PostgresStore(where)
 

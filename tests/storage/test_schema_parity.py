@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from markus_memory.storage._sqlite.store import SqliteStore
 from markus_memory.storage.migrations import BOOKKEEPING_TABLE
-from markus_memory.storage.sqlite import SqliteStore
 
 psycopg = pytest.importorskip("psycopg")
-from markus_memory.storage.postgres import PostgresStore  # noqa: E402
-from markus_memory.storage.postgres_schema import (  # noqa: E402
+from markus_memory.storage._postgres.schema import (  # noqa: E402
     PG_ONLY_COLUMNS,
     PG_ONLY_TABLES,
     SQLITE_ONLY_TABLES,
 )
+from markus_memory.storage._postgres.store import PostgresStore  # noqa: E402
 
 # Columns that SQLite declares TEXT/INTEGER but that hold times, JSON or flags.
 _JSON_COLUMNS = {"payload", "metadata", "context", "details"}

@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from markus_memory.errors import ClosedError, StorageError
-from markus_memory.storage import sqlite_schema
-from markus_memory.storage.base import Activity
+from markus_memory.storage._sqlite import schema as sqlite_schema
+from markus_memory.storage._sqlite.conn import fts_match, quote_fts
+from markus_memory.storage._sqlite.store import SqliteStore
 from markus_memory.storage.migrations import Migrations
-from markus_memory.storage.sqlite import SqliteStore
-from markus_memory.storage.sqlite_conn import fts_match, quote_fts
+from markus_memory.storage.repos.activities import Activity
 
 GOLDEN = Path(__file__).with_name("fresh_schema.sql")
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)

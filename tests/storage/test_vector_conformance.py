@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from markus_memory.storage.base import EpisodicStore
-from markus_memory.storage.recall_contract import RecallFilters
+from markus_memory.storage.episodic import EpisodicStore
+from markus_memory.storage.recall.contract import RecallFilters
 
 from .pg import postgres_schema_url
 
@@ -30,13 +30,13 @@ def pgvector_url(pgvector_server: str) -> Iterator[str]:
 @pytest.fixture(params=PATHS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EpisodicStore]:
     if request.param == "sqlite":
-        from markus_memory.storage.sqlite import SqliteStore
+        from markus_memory.storage._sqlite.store import SqliteStore
 
         backend: EpisodicStore = SqliteStore(tmp_path / "data.db")
         yield backend
         backend.close()
         return
-    from markus_memory.storage.postgres import PostgresStore
+    from markus_memory.storage._postgres.store import PostgresStore
 
     if request.param == "pgvector":
         pg = PostgresStore(request.getfixturevalue("pgvector_url"))
@@ -50,7 +50,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EpisodicSt
 @pytest.fixture
 def plain_postgres() -> Iterator[EpisodicStore]:
     """A store on the test server (MARKUS_TEST_POSTGRES_URL), which has no pgvector."""
-    from markus_memory.storage.postgres import PostgresStore
+    from markus_memory.storage._postgres.store import PostgresStore
 
     with postgres_schema_url() as url:
         pg = PostgresStore(url)
@@ -124,7 +124,7 @@ def test_vectors_read_back_as_written(store: EpisodicStore) -> None:
 def test_without_pgvector_only_the_candidates_and_the_newest_are_scored(
     plain_postgres: EpisodicStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from markus_memory.storage import pg_vectors
+    from markus_memory.storage._postgres import vectors as pg_vectors
 
     store = plain_postgres
     monkeypatch.setattr(pg_vectors, "RECENT_VECTORS", 10)
@@ -148,8 +148,8 @@ def test_a_large_agent_is_searched_through_the_hnsw_index(
 ) -> None:
     """Above ``EXACT_LIMIT`` the index answers, with other agents' vectors in it: recall@10
     against the exact neighbours stays at least 0.9 (it is 1.0 at this size)."""
-    from markus_memory.storage import pg_vectors
-    from markus_memory.storage.postgres import PostgresStore
+    from markus_memory.storage._postgres import vectors as pg_vectors
+    from markus_memory.storage._postgres.store import PostgresStore
 
     monkeypatch.setattr(pg_vectors, "EXACT_LIMIT", 0)
     store = PostgresStore(pgvector_url)
@@ -176,7 +176,7 @@ def test_a_large_agent_is_searched_through_the_hnsw_index(
 
 
 def test_bytea_vectors_are_converted_once_the_server_has_pgvector(pgvector_url: str) -> None:
-    from markus_memory.storage.postgres import PostgresStore
+    from markus_memory.storage._postgres.store import PostgresStore
 
     before = PostgresStore(pgvector_url)
     before._pgvector = (None, False)  # as on a server that had no pgvector yet
@@ -199,8 +199,8 @@ def test_bytea_vectors_are_converted_once_the_server_has_pgvector(pgvector_url: 
 def test_vectors_too_wide_for_hnsw_are_searched_exactly(
     pgvector_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from markus_memory.storage import pg_vectors
-    from markus_memory.storage.postgres import PostgresStore
+    from markus_memory.storage._postgres import vectors as pg_vectors
+    from markus_memory.storage._postgres.store import PostgresStore
 
     monkeypatch.setattr(pg_vectors, "EXACT_LIMIT", 0)
     store = PostgresStore(pgvector_url)

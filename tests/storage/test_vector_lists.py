@@ -1,5 +1,5 @@
-"""Inverted lists over a long history's vectors (``storage/vector_lists.py``), on SQLite and on
-PostgreSQL without pgvector (the test server): made
+"""Inverted lists over a long history's vectors (``storage/recall/vector_lists.py``), on SQLite
+and on PostgreSQL without pgvector (the test server): made
 at the threshold, a new generation when the vectors double (older vectors stay in their
 lists), every vector in a list, a search that reads the nearest lists of every generation
 and still finds the exact neighbours of clustered vectors, the lexical candidates always
@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from markus_memory.storage import vector_lists
-from markus_memory.storage.recall_contract import RecallFilters
-from markus_memory.storage.recall_rank import agent_key
-from markus_memory.storage.sqlite import SqliteStore
-from markus_memory.storage.vector_scan import nearest_in_chunks
+from markus_memory.storage._sqlite.store import SqliteStore
+from markus_memory.storage.recall import vector_lists
+from markus_memory.storage.recall.contract import RecallFilters
+from markus_memory.storage.recall.rank import agent_key
+from markus_memory.storage.recall.vector_scan import nearest_in_chunks
 
 from .pg import postgres_schema_url
 
@@ -46,7 +46,7 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[
     if request.param == "sqlite":
         yield lambda: SqliteStore(tmp_path / "data.db")
         return
-    from markus_memory.storage.postgres import PostgresStore
+    from markus_memory.storage._postgres.store import PostgresStore
 
     with postgres_schema_url() as url:
         probe = PostgresStore(url)

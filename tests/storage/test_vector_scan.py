@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from markus_memory.storage.vector_scan import nearest_in_chunks
+from markus_memory.storage.recall.vector_scan import nearest_in_chunks
 
 np = pytest.importorskip("numpy")
 

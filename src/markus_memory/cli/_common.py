@@ -22,10 +22,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from .._fs import validate_id
+from .._fs import checked_agent_id
 from ..agents import check, existing
 from ..config import Settings, iso_ms
 from ..memory import AgentMemory, open_agent
+from ..storage.checks import Check as Check  # re-exported: every command's findings
 from ._errors import InputError as InputError  # re-exported: commands raise it
 from ._errors import debugging, translate
 
@@ -76,22 +77,6 @@ def settings_of(ctx: click.Context) -> Settings:
     return ctx.ensure_object(Options).settings()
 
 
-@dataclasses.dataclass(frozen=True)
-class Check:
-    """One doctor finding."""
-
-    subject: str
-    check: str
-    ok: bool
-    detail: str = ""
-    fixable: bool = False
-    repair: str = ""
-    """What ``doctor --fix`` will change for this finding, in words (empty: the default
-    repair of its kind, or none)."""
-    target: Path | None = None
-    """The file the repair rewrites, for a file-level repair."""
-
-
 def agent_option(func: F) -> F:
     return click.option(
         "--agent",
@@ -116,7 +101,7 @@ def memory_of(ctx: click.Context, agent: str, *, create: bool = False) -> Iterat
     the hooks) creates it."""
     settings = settings_of(ctx)
     ctx.ensure_object(Options).agent = agent
-    agent = validate_id("agent id", agent)  # a malformed id is a bad argument (exit 2)
+    agent = checked_agent_id(agent)  # a malformed id is a bad argument (exit 2)
     if not create:
         warning = check(settings, agent)
         if warning:

@@ -3,32 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 
 import click
 
 from .._conversations import files_to_move
-from .._fs import read_text, validate_id
+from .._fs import checked_agent_id, read_text
 from .._lock import AgentLock
 from ..agents import Roster, existing, roster
-from ..backend import DATA_DB_MIGRATIONS
+from ..backend import open_backend
 from ..config import AgentPaths, Settings
 from ..errors import CorruptFileError, MarkusMemoryError
 from ..memory import open_agent
-from ..storage.knowledge_schema import open_sqlite_index
-from ..storage.migrations import BOOKKEEPING_TABLE, SqliteMigrationTarget
-from ..storage.sqlite import SqliteStore
-from ..storage.sqlite_conn import close_leaving_wal, damaged, open_sqlite, sqlite_error
-from ..storage.sqlite_damage import NOTE_SUFFIX, is_damage, remember_damage
+from ..storage.checks import POSTGRES_SUBJECT as PG_SUBJECT
 from ._common import Check, console, emit_json, json_option, plain, progress, settings_of, table
-from ._doctor_pg import SUBJECT as PG_SUBJECT
-from ._doctor_pg import apply_pending, postgres_checks, why_not_open
-from ._doctor_tables import missing_tables, sqlite_tables, tables_check
 from ._maintain import (
-    derived_problems,
     pending_migration,
     rebuild_derived,
     selected_agents,
@@ -119,7 +109,7 @@ def listed(settings: Settings, agent: str | None) -> tuple[Roster, list[str]]:
         found = roster(dataclasses.replace(settings, documents="files"))
     if agent is None:
         return found, found.ids()
-    if validate_id("agent id", agent) not in found.ids():
+    if checked_agent_id(agent) not in found.ids():
         existing(settings, agent)  # raises, naming the agents there
     return found, [agent]
 
@@ -133,72 +123,27 @@ def placement(found: Roster, name: str) -> Check | None:
     return Check(name, "files and database agree", not found.disagrees(entry), warning)
 
 
-def pending_migrations(target: SqliteMigrationTarget) -> list[str]:
-    """Migrations missing from a set data.db has started; a set never started is created on
-    first use (activities open one, the first search the other), so it is not behind."""
-    pending: list[str] = []
-    for migrations in DATA_DB_MIGRATIONS:
-        names = migrations.pending(target)
-        if len(names) < len(migrations.migrations):
-            pending.extend(f"{migrations.name}/{name}" for name in names)
-    return pending
-
-
-def database_checks(path: Path) -> list[Check]:
-    """data.db is intact and its schema is current (every migration applied). A damaged one
-    is marked as such (:mod:`~markus_memory.storage.sqlite_damage`): from then on nothing
-    writes to it, in any process, until it is replaced."""
-    subject = path.name
-    if not path.exists():
-        return [Check(subject, "database", True, "not created yet")]
-    try:
-        conn = open_sqlite(path)[0]  # read-only in a home without write access
-    except sqlite3.Error as exc:
-        return [Check(subject, "opens", False, _marked(path, exc, str(sqlite_error(path, exc))))]
-    found = None
-    try:
-        rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
-        if rows != ["ok"]:
-            found = "; ".join(rows[:3])
-            return [Check(subject, "integrity", False, damaged(path, found) + MARKED)]
-        checks = [Check(subject, "integrity", True)]
-        target = SqliteMigrationTarget(conn)
-        pending = pending_migrations(target)
-        checks.append(
-            Check(subject, "schema current", not pending, ", ".join(pending), fixable=True)
+def why_not_open(checks: list[Check]) -> str | None:
+    """Why the agents must not be opened, given :func:`postgres_checks`' findings (``None``:
+    they may be). Opening an agent connects, and creates or migrates the schema: a server
+    that does not answer or a schema that is missing or behind leaves the agents unchecked
+    rather than changed."""
+    found = {c.check: c for c in checks}
+    if any(not found[name].ok for name in ("reachable", "readable") if name in found):
+        return "not checked: the PostgreSQL database is not usable (see its line above)"
+    if "schema current" in found and not found["schema current"].ok:
+        return (
+            "not checked: the PostgreSQL schema is behind and opening the agent would migrate "
+            "it (doctor --fix applies the migrations, then checks the agent)"
         )
-        behind = {name.split("/")[0] for name in pending}
-        present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
-        started = {
-            str(r[0]) for r in conn.execute(f"SELECT migration_set FROM {BOOKKEEPING_TABLE}")
-        }
-        missing = missing_tables(sqlite_tables(), started, behind, present.__contains__)
-        checks.append(tables_check(subject, missing))
-        problems = derived_problems(conn, behind)
-        detail = "; ".join(problems) + " (fix: reindex)" if problems else ""
-        checks.append(Check(subject, "derived data", not problems, detail, fixable=True))
-    except (sqlite3.Error, MarkusMemoryError) as exc:
-        found = str(exc) if isinstance(exc, sqlite3.Error) and is_damage(exc) else None
-        detail = damaged(path, str(exc)) + (MARKED if found else "")
-        checks = [Check(subject, "readable", False, detail)]
-    finally:
-        if found is None:
-            conn.close()
-        else:
-            remember_damage(path, found)
-            close_leaving_wal(path, [conn])
-    return checks
-
-
-DATA_DB_NOTE = f"data.db{NOTE_SUFFIX}"
-MARKED = f" Marked as damaged ({DATA_DB_NOTE}): nothing writes to it any more until it is replaced."
-
-
-def _marked(path: Path, exc: sqlite3.Error, detail: str) -> str:
-    if not is_damage(exc):
-        return detail
-    remember_damage(path, str(exc))
-    return detail + MARKED
+    if "tables present" in found and not found["tables present"].ok:
+        return "not checked: tables of the PostgreSQL schema are missing (see its line above)"
+    if "database" in found:
+        return (
+            "not checked: the PostgreSQL database holds no markus-memory schema yet, and "
+            "opening the agent would create it (the first write through the API does)"
+        )
+    return None
 
 
 def planned(item: Check) -> str:
@@ -236,10 +181,9 @@ def fix_one(settings: Settings, item: Check) -> str:
     if item.check in ("legacy migration", MOVE_IN):
         open_agent(item.subject, settings=settings).close()
     elif item.check == "schema current" and item.subject == PG_SUBJECT:
-        return apply_pending(settings)
+        return open_backend(settings).migrate_postgres()
     elif item.check == "schema current":
-        SqliteStore(settings.database_path).close()
-        open_sqlite_index(settings.database_path).close()
+        open_backend(settings).migrate_data_db()
     elif item.check.startswith("search index"):
         with open_agent(item.subject, settings=settings) as mem:
             mem.rebuild_search_index()
@@ -286,7 +230,7 @@ def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -
         found: list[Check] = []
         with progress(not as_json) as bar:
             task = bar.add_task("checking", total=len(agents) + 1)
-            database = postgres_checks(settings)
+            database = open_backend(settings).check_postgres()
             found.extend(database)
             unopened = why_not_open(database)
             for name in agents:
@@ -300,7 +244,7 @@ def doctor(ctx: click.Context, agent: str | None, repair: bool, as_json: bool) -
                 else:
                     found.append(Check(name, "agent", False, unopened))
                 bar.advance(task)
-            found.extend(database_checks(settings.database_path))
+            found.extend(open_backend(settings).check_data_db())
             bar.advance(task)
         return found
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from ..backend import explain_url
 from ..errors import (
     BusyError,
     CorruptFileError,
@@ -27,9 +28,9 @@ from ..errors import (
     RefusedError,
     SchemaMissingError,
     StorageError,
+    one_line,
 )
 from ..layers.notebook import utf8_damage
-from ..storage.pg_diagnose import diagnose, one_line
 
 DEBUG_ENV = "MARKUS_DEBUG"
 
@@ -132,8 +133,7 @@ def storage_failure(exc: StorageError, urls: Iterable[str]) -> str:
     if isinstance(exc, (DatabaseMissingError, LoginRefusedError, SchemaMissingError)):
         return one_line(str(exc))
     for url in urls:
-        if url.startswith(("postgresql://", "postgres://")):
-            found = diagnose(url)
-            if found is not None:
-                return one_line(str(found))
+        found = explain_url(url)
+        if found is not None:
+            return one_line(str(found))
     return f"{one_line(str(exc))}; check the database (markus-memory doctor)"

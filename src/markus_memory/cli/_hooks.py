@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from .._fs import validate_id
+from .._fs import checked_agent_id
 from ..integrations.claude_code import (
     install_claude_code,
     parse_hook_input,
@@ -80,7 +80,7 @@ def _record(ctx: click.Context, event: str, agent: str, llm: Any, as_json: bool)
     """Check the hook's input and read its transcript, then (only then) open the agent and
     record; problems with single lines are warnings on stderr, the rest is recorded."""
     try:
-        validate_id("agent id", agent)  # as every command: a malformed id is named first
+        checked_agent_id(agent)  # as every command: a malformed id is named first
         given = read_hook(parse_hook_input(sys.stdin.read(), event), event)
         with memory_of(ctx, agent, create=True) as mem:
             report = record_transcript(mem, given, llm)
@@ -185,7 +185,7 @@ def install_claude(
     Claude Code keeps your own settings (absolute paths of this machine never go into a
     committed file); safe to run again."""
     home = ctx.ensure_object(Options).home
-    validate_id("agent id", agent)  # never write a configuration for an id that cannot work
+    checked_agent_id(agent)  # never write a configuration for an id that cannot work
     if not no_mcp and importlib.util.find_spec("mcp") is None:
         raise click.ClickException(
             "the MCP server needs the [mcp] extra, which is not installed here: run "

@@ -13,7 +13,7 @@ from ..errors import NotFoundError
 from ..memory import AgentMemory
 from ..prompt import PROFILES, render_memory_context
 from ..search.passages import merge_hits
-from ..storage.base import Activity
+from ..storage.repos.activities import Activity
 from ._common import (
     agent_option,
     console,

@@ -13,8 +13,6 @@ from ..config import Settings
 from ..memory import open_agent, open_store
 from ..search.corpus import Corpus
 from ..search.memory_search import METHOD_RECENT
-from ..storage.knowledge_index import index_state
-from ..storage.sqlite_conn import SqliteSql, open_sqlite
 from ._common import (
     Check,
     agent_option,
@@ -127,18 +125,10 @@ def index_checks(settings: Settings, agent: str) -> list[Check]:
         version = None if seen is None else seen.token
     wanted = {d.id: d.digest for d in Corpus(doc.observations, doc.sections).docs}
     try:
-        conn = open_sqlite(settings.database_path)[0]  # read-only without write access
+        state = open_backend(settings).knowledge_index_state(agent)
     except sqlite3.Error as exc:
         return [Check(agent, "search index", False, str(exc), fixable=True)]
-    try:
-        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_state'").fetchone():
-            return [Check(agent, "search index", True, "not built yet (first search builds it)")]
-        state = index_state(SqliteSql(conn), agent)
-    except sqlite3.Error as exc:
-        return [Check(agent, "search index", False, str(exc), fixable=True)]
-    finally:
-        conn.close()
-    if state.version is None:
+    if state is None or state.version is None:
         return [Check(agent, "search index", True, "not built yet (first search builds it)")]
     if state.version != version:
         return [Check(agent, "search index", True, "behind knowledge.md (next search syncs)")]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .._fs import validate_id
+from .._fs import checked_agent_id
 from ..config import Settings
 from ..errors import NotFoundError
 from ..transfer import MOVED_MARKER, TransferReport, export_agent
@@ -157,7 +157,7 @@ def import_command(
     _mode(replace, merge)
     target = settings_of(ctx)
     if agent is not None:
-        validate_id("agent id", agent)  # a malformed id is a bad argument, whatever the source
+        checked_agent_id(agent)  # a malformed id is a bad argument, whatever the source
     if from_home is not None and not from_home.expanduser().is_dir():
         raise NotFoundError(f"no memory home at {from_home}: check --from-home")
     source = _other(ctx, target, from_home, from_database_url)

@@ -18,10 +18,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .._fs import validate_id
+from .._fs import checked_agent_id
 from ..config import Clock, Limits, epoch_ms, parse_iso, rand36, utc_now
 from ..errors import InvalidInputError, NotFoundError
-from ..storage.base import Activity, ActivityEnd, ActivityHit, ActivityLogEntry, ActivityRepo
+from ..storage.repos.activities import (
+    Activity,
+    ActivityEnd,
+    ActivityHit,
+    ActivityLogEntry,
+    ActivityRepo,
+)
 
 TRUNCATION_MARK = "...[truncated]"
 MAX_LIST_LIMIT = 1000
@@ -163,7 +169,8 @@ class ActivityLog:
         limits: Limits | None = None,
     ) -> None:
         self.store = store
-        self.agent_id = validate_id("agent id", agent_id)
+        # An id open_agent checked (an AgentId) is trusted; a plain string is checked here.
+        self.agent_id: str = checked_agent_id(agent_id)
         self.clock = clock
         self.limits = limits if limits is not None else Limits()
 

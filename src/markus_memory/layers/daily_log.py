@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
-from .._fs import open_file, read_text, refuse_symlink, validate_id
+from .._fs import checked_agent_id, open_file, read_text, refuse_symlink
 from .._lock import AgentLock
 from ..config import AgentPaths, Clock, Limits
 from ..errors import InvalidInputError
-from ..storage.base import EpisodicStore
+from ..storage.episodic import EpisodicStore
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,8 @@ class DailyLog:
     ) -> None:
         self.directory = paths.daily_logs_dir
         self._held = held
-        self.agent_id = validate_id("agent id", agent_id or paths.root.name)
+        # An id open_agent checked (an AgentId) is trusted; a plain string is checked here.
+        self.agent_id = checked_agent_id(agent_id or paths.root.name)
         self._lock = lock
         self._limits = limits
         self._clock = clock

@@ -25,7 +25,9 @@ from typing import Any
 from .._fs import validate_id
 from ..config import Clock, Limits
 from ..errors import InvalidInputError
-from ..storage.base import ConversationHead, EpisodicStore, JsonObject, NewEntry, StoredEntry
+from ..storage.base import JsonObject
+from ..storage.episodic import EpisodicStore
+from ..storage.repos.conversations import ConversationHead, NewEntry, StoredEntry
 
 KIND = "history"
 

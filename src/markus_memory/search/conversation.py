@@ -16,11 +16,11 @@ from datetime import datetime, timezone
 
 from ..analysis import joined_pairs, query_counts, query_terms
 from ..errors import InvalidInputError
-from ..storage.base import TranscriptMessage
-from ..storage.base import TranscriptStore as RecallStore
-from ..storage.recall_contract import RecallFilters as Filters
-from ..storage.recall_contract import RecallStats as Stats
-from ..storage.recall_contract import TurnKey
+from ..storage.recall.contract import RecallFilters as Filters
+from ..storage.recall.contract import RecallStats as Stats
+from ..storage.recall.contract import TurnKey
+from ..storage.repos.transcripts import TranscriptMessage
+from ..storage.repos.transcripts import TranscriptStore as RecallStore
 from .embedders import Embedder
 from .stages import (
     Pool,

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import InvalidInputError
-from ..storage.recall_contract import RecallFilters as Filters
+from ..storage.recall.contract import RecallFilters as Filters
 from .background import BackgroundJob
 from .conversation import ConversationIndex, RankingOptions, RecallStore, Turn
 from .embedders import Embedder

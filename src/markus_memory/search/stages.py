@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
-from ..storage.recall_contract import TurnKey
+from ..storage.recall.contract import TurnKey
 from .hybrid import min_max, rrf, weighted_sum
 
 Scores = dict[int, float]

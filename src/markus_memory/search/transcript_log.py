@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..errors import MarkusMemoryError
-from ..storage.base import TranscriptMessage, TranscriptStore
+from ..storage.repos.transcripts import TranscriptMessage, TranscriptStore
 from .conversation import turn_of
 
 log = logging.getLogger(__name__)

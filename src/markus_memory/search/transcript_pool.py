@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from ..storage.base import TranscriptMessage
+from ..storage.repos.transcripts import TranscriptMessage
 
 log = logging.getLogger(__name__)
 

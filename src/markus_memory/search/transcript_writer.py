@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from ..errors import MarkusMemoryError
-from ..storage.base import TranscriptIndex, TranscriptMessage
+from ..storage.repos.transcripts import TranscriptIndex, TranscriptMessage
 from .transcript_pool import WriterQueue, shared_pool
 
 log = logging.getLogger(__name__)

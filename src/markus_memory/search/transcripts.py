@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from ..config import parse_iso
 from ..errors import MarkusMemoryError
-from ..storage.base import TranscriptMessage
+from ..storage.repos.transcripts import TranscriptMessage
 from .embedders import Embedder
 from .recall import TranscriptRecall, speaker_of
 from .transcript_log import SessionSource, TranscriptLog, TranscriptStore

@@ -1,1 +1,3 @@
-"""Episodic storage backends: repository protocols, SQLite default, versioned migrations."""
+"""The databases: one private package per engine (``_sqlite``, ``_postgres``), reached through
+:class:`markus_memory.backend.Backend` only; the code written once over their dialect; the
+recall index (``recall``); each repository's records and protocol (``repos``)."""

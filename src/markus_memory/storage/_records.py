@@ -2,7 +2,7 @@
 
 Both backends select the same columns in the same order (the ``*_COLUMNS`` lists below) and
 differ only in how a stored time or JSON value reads back; a :class:`RowDecoder` carries those
-two conversions and builds the records of :mod:`.base`. SQL text stays with each dialect;
+two conversions and builds the records of :mod:`.repos`. SQL text stays with each dialect;
 each ``*_conn`` module holds its decoder (``DECODE``).
 """
 
@@ -14,17 +14,9 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from ..errors import InvalidInputError
-from .base import (
-    Activity,
-    ActivityLogEntry,
-    ChatMessage,
-    ChatSession,
-    Decision,
-    MailboxItem,
-    TranscriptHit,
-    TranscriptMark,
-    TranscriptMessage,
-)
+from .repos.activities import Activity, ActivityLogEntry
+from .repos.side import ChatMessage, ChatSession, Decision, MailboxItem
+from .repos.transcripts import TranscriptHit, TranscriptMark, TranscriptMessage
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 

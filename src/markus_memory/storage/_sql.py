@@ -1,12 +1,13 @@
 """A connection as the shared SQL modules use it (``?`` placeholders), written once.
 
-The recall index (:mod:`.recall_index`) and the schema back-fills run their SQL through a
+The recall index (:mod:`.recall.index`) and the schema back-fills run their SQL through a
 :class:`DialectSql`; a backend's subclass names its :class:`~.dialect.Dialect`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 
 SEARCH_CANDIDATES = 2000
 """A search ranks (by bm25 or ``ts_rank``) only match sets up to this size (see
-:func:`.sqlite_conn.bounded_rank`); a larger one is ordered by recency."""
+:func:`._sqlite.conn.bounded_rank`); a larger one is ordered by recency."""
 
 COPY_ROWS = 1024
 """Rows per write of a ``COPY``: the server stores each part while the caller makes the next
@@ -34,6 +35,18 @@ class DialectSql:
     @property
     def dialect(self) -> Dialect:
         raise NotImplementedError
+
+    @contextmanager
+    def pipeline(self) -> Iterator[None]:
+        """Statements inside are sent without waiting for each one's answer where the driver
+        can (PostgreSQL's pipeline mode: only a statement whose rows are read waits, and an
+        error surfaces by the end of the block); on SQLite, in process, as they come."""
+        yield
+
+    def pipelined(self) -> bool:
+        """Whether statements are being pipelined now (``COPY`` cannot be, so ``insert``
+        sends one ``INSERT`` instead)."""
+        return False
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         cursor = self.conn.execute(self.dialect.sql(sql), tuple(params))
@@ -59,8 +72,9 @@ class DialectSql:
         """Many rows at once, taken from ``rows`` as they come (an iterator may compute them
         while they are written); on PostgreSQL one statement whatever their number (each column
         travels as one typed array), or ``COPY`` without a conflict clause (the recall postings
-        of a batch: about half the cost of an ``INSERT``), sent :data:`COPY_ROWS` rows at a
-        time so that the server stores rows while the next ones are made. Integer columns are
+        of a batch: about half the cost of an ``INSERT``; not while :meth:`pipelined`), sent
+        :data:`COPY_ROWS` rows at a time so that the server stores rows while the next ones
+        are made. Integer columns are
         sent as text the server parses (an array literal, a ``COPY`` line): formatting a
         Python int is several times cheaper than the driver's per-value adaptation."""
         names = ", ".join(name for name, _ in columns)
@@ -69,7 +83,7 @@ class DialectSql:
             self.many(f"INSERT INTO {table} ({names}) VALUES ({marks}) {conflict}", rows)
             return
         numeric = [kind in _INTEGER_KINDS for _, kind in columns]
-        if not conflict:
+        if not conflict and not self.pipelined():
             self._copy(f"COPY {table} ({names}) FROM STDIN", iter(rows), all(numeric))
             return
         listed = list(rows)

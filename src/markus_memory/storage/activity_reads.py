@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ._records import ACTIVITY_COLUMNS, LOG_COLUMNS
-from .base import Activity, ActivityLogEntry
+from .repos.activities import Activity, ActivityLogEntry
 
 if TYPE_CHECKING:
     from .dialect import Dialect

@@ -12,7 +12,8 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .base import Activity, ActivityEnd, JsonObject
+from .base import JsonObject
+from .repos.activities import Activity, ActivityEnd
 
 if TYPE_CHECKING:
     from .dialect import Dialect

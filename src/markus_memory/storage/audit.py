@@ -27,12 +27,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from ..errors import StorageError
-from .dialect import POSTGRES, SQLITE, Database, Dialect
+from ._postgres.dialect import POSTGRES
+from ._sqlite.conn import SqliteDatabase, open_sqlite
+from ._sqlite.dialect import SQLITE
+from .dialect import Database, Dialect
 from .migrations import Migrations
 
 if TYPE_CHECKING:
-    from .pg_documents import PostgresDocuments
-    from .postgres_conn import PostgresDatabase
+    from ._postgres.conn import PostgresDatabase
+    from ._postgres.documents import PostgresDocuments
 
 
 def dream_migrations(dialect: Dialect) -> Migrations[Any]:
@@ -312,8 +315,6 @@ class SqliteAuditLog(StoredAuditLog):
     (it shares the connections of any store open on the same file)."""
 
     def __init__(self, path: Path) -> None:
-        from .sqlite_conn import SqliteDatabase
-
         self.path = path
         super().__init__(lambda: closing(SqliteDatabase(path)), MIGRATIONS)
 
@@ -322,8 +323,6 @@ def pending_in_file(path: Path, agent_id: str) -> bool:
     """Whether the SQLite audit at ``path`` holds a run of ``agent_id`` left ``applying`` or
     ``undoing``: a read-only look (no migration, no write; False when it cannot be read), cheap
     enough for every open of an agent."""
-    from .sqlite_conn import open_sqlite
-
     try:
         conn, _ = open_sqlite(path, writable=False)
     except sqlite3.Error:

@@ -21,7 +21,7 @@ A store mixes :class:`ConversationTables` in beside :class:`~.transcripts.Transc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -29,13 +29,17 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidInputError, NotFoundError
 from ._records import EPOCH
 from ._sql import DialectSql
-from .base import ConversationHead, JsonObject, NewEntry, StoredEntry, TranscriptMessage
-from .recall_index import Doc, index_docs
+from .base import JsonObject
+from .recall.index import Doc, index_docs
+from .repos.conversations import ConversationHead, NewEntry, StoredEntry
+from .repos.transcripts import TranscriptMessage
 
 if TYPE_CHECKING:
     from .dialect import Dialect
 
 KINDS = ("markus", "history")
+PIPELINED_ENTRIES = 32
+"""Appends of up to this many messages send their statements pipelined on PostgreSQL."""
 _HEAD_COLUMNS = (
     "session_id, kind, started_at, last_activity_at, first_seq, next_seq, view_from, summary, "
     "title, details"
@@ -178,35 +182,51 @@ class ConversationTables:
         d = self.dialect
         with self.write() as conn:
             sql = d.bind(conn)
+            # A few messages pipelined on PostgreSQL: their index statements go out together,
+            # not one round trip each, so the head's row lock is held for less time (a large
+            # batch is its data's cost, and its postings go faster by COPY).
+            with sql.pipeline() if len(entries) <= PIPELINED_ENTRIES else nullcontext():
+                return self._append_rows(sql, agent_id, session_id, kind, entries, at, create)
+
+    def _append_rows(
+        self,
+        sql: DialectSql,
+        agent_id: str,
+        session_id: str,
+        kind: str,
+        entries: Sequence[NewEntry],
+        at: datetime,
+        create: bool,
+    ) -> ConversationHead:
+        head = self._advance(sql, agent_id, session_id, kind, len(entries), at)
+        if head is None:  # absent (or the other kind): one more look, under the lock
+            if not create:
+                raise NotFoundError(f"Session not found: {session_id}")
+            self._create_head(sql, agent_id, session_id, kind, at)
             head = self._advance(sql, agent_id, session_id, kind, len(entries), at)
-            if head is None:  # absent (or the other kind): one more look, under the lock
-                if not create:
-                    raise NotFoundError(f"Session not found: {session_id}")
-                self._create_head(sql, agent_id, session_id, kind, at)
-                head = self._advance(sql, agent_id, session_id, kind, len(entries), at)
-                assert head is not None  # created (or found) with this kind, and locked
-            first = head.next_seq
-            if not entries:
-                return head
-            messages = [
-                TranscriptMessage(
-                    agent_id,
-                    session_id,
-                    first + n,
-                    e.role,
-                    e.text,
-                    e.created_at,
-                    e.speaker,
-                    e.metadata,
-                    e.body,
-                )
-                for n, e in enumerate(entries)
-            ]
-            added = self._add_messages(sql, agent_id, messages)
-            if len(added) != len(messages):  # a row under a seq the head had not counted
-                raise RuntimeError(f"conversation {session_id!r}: seqs out of step with its head")
-            index_docs(sql, agent_id, added)
+            assert head is not None  # created (or found) with this kind, and locked
+        first = head.next_seq
+        if not entries:
             return head
+        messages = [
+            TranscriptMessage(
+                agent_id,
+                session_id,
+                first + n,
+                e.role,
+                e.text,
+                e.created_at,
+                e.speaker,
+                e.metadata,
+                e.body,
+            )
+            for n, e in enumerate(entries)
+        ]
+        added = self._add_messages(sql, agent_id, messages)
+        if len(added) != len(messages):  # a row under a seq the head had not counted
+            raise RuntimeError(f"conversation {session_id!r}: seqs out of step with its head")
+        index_docs(sql, agent_id, added)
+        return head
 
     def _advance(
         self, sql: DialectSql, agent_id: str, session_id: str, kind: str, n: int, at: datetime

@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from . import postgres_conn as pg
-from . import sqlite_conn as lite
 from ._records import RowDecoder
 from ._sql import DialectSql
 from .migrations import Migrations
 
 
-def _same(value: Any) -> Any:
+def same(value: Any) -> Any:
+    """A value the backend stores as it is."""
     return value
 
 
@@ -132,41 +131,9 @@ class Dialect:
         return f" ON CONFLICT ({target}) DO UPDATE SET {sets}"
 
 
-SQLITE = Dialect(
-    "sqlite",
-    lite.to_iso,
-    datetime.isoformat,
-    lite.json_text,
-    _same,
-    lite.DECODE,
-    flag=int,
-    json_cast="",
-    time_type="TEXT",
-    identity=False,
-    bind=lite.SqliteSql,
-    lock_rows="",
-    greatest="MAX",
-)
-POSTGRES = Dialect(
-    "postgres",
-    pg.to_utc,
-    _same,
-    pg.json_param,
-    pg.clean_text,
-    pg.DECODE,
-    flag=bool,
-    json_cast="::jsonb",
-    time_type="TIMESTAMPTZ",
-    identity=True,
-    bind=pg.PostgresSql,
-    lock_rows=" FOR UPDATE",
-    greatest="GREATEST",
-)
-
-
 class Database(Protocol):
-    """One opened database of either backend (:class:`~.sqlite_conn.SqliteDatabase` or
-    :class:`~.postgres_conn.PostgresDatabase`): transactions, migrations and its dialect."""
+    """One opened database of either backend (:class:`~._sqlite.conn.SqliteDatabase` or
+    :class:`~._postgres.conn.PostgresDatabase`): transactions, migrations and its dialect."""
 
     @property
     def dialect(self) -> Dialect: ...

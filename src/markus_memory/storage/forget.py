@@ -14,10 +14,10 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from .base import EpisodicStore
 from .dialect import Database, Dialect
-from .recall_index import clear
-from .recall_rank import agent_key
+from .episodic import EpisodicStore
+from .recall.index import clear
+from .recall.rank import agent_key
 
 _FAR_FUTURE = datetime(9999, 1, 1, tzinfo=timezone.utc)
 _BY_AGENT = (

@@ -30,7 +30,7 @@ from ..analysis import analyse, query_counts, query_terms, term_key
 from ._sql import DialectSql
 from .base import MAX_QUERY_CHARS, MAX_QUERY_TERMS
 from .dialect import Database, Dialect
-from .recall_contract import RecallStats as Stats
+from .recall.contract import RecallStats as Stats
 
 K1 = 1.2
 B = 0.75

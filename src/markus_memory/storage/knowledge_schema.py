@@ -13,11 +13,13 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._postgres.conn import PostgresDatabase
+from ._postgres.dialect import PostgresSql
 from ._sql import DialectSql
-from .knowledge_index import KnowledgeIndex
+from ._sqlite.conn import SqliteDatabase, open_sqlite
+from ._sqlite.dialect import SqliteSql
+from .knowledge_index import IndexState, KnowledgeIndex, index_state
 from .migrations import Migrations
-from .postgres_conn import PostgresSql
-from .sqlite_conn import SqliteDatabase, SqliteSql
 
 if TYPE_CHECKING:
     import psycopg
@@ -114,8 +116,6 @@ def open_sqlite_index(path: Path | str) -> KnowledgeIndex:
 def open_postgres_index(url: str) -> KnowledgeIndex:
     """The knowledge index in the schema of the PostgreSQL ``url``, migrated (the
     ``[postgres]`` extra)."""
-    from .postgres_conn import PostgresDatabase
-
     return KnowledgeIndex(PostgresDatabase(url, extra_migrations=(postgres_migrations,)))
 
 
@@ -128,3 +128,16 @@ def recreate_sqlite(path: Path | str) -> None:
             recreate(SqliteSql(conn), *SQLITE_BLOB)
     finally:
         database.close()
+
+
+def sqlite_index_state(path: Path, agent_id: str) -> IndexState | None:
+    """The agent's :class:`~.knowledge_index.IndexState` in the SQLite file at ``path``, read
+    only (a home without write access too); None when no index was built there yet.
+    Raises :class:`sqlite3.Error` when the file cannot be read."""
+    conn = open_sqlite(path)[0]
+    try:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_state'").fetchone():
+            return None
+        return index_state(SqliteSql(conn), agent_id)
+    finally:
+        conn.close()

@@ -41,7 +41,7 @@ from .kv_schema import (
     postings,
     sqlite_migrations,
 )
-from .recall_contract import RecallStats
+from .recall.contract import RecallStats
 
 if TYPE_CHECKING:
     from .dialect import Database

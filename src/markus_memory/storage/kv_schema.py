@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..analysis import term_counts, term_key
-from .dialect import POSTGRES
+from ._postgres.dialect import POSTGRES
 from .migrations import Migrations
 
 if TYPE_CHECKING:

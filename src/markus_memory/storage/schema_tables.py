@@ -1,6 +1,6 @@
 """The tables both backends share, declared once: the Markus tables, their indexes, the marks.
 
-Each backend's migration set (:mod:`.sqlite_schema`, :mod:`.postgres_schema`) runs these
+Each backend's migration set (:mod:`._sqlite.schema`, :mod:`._postgres.schema`) runs these
 statements with its :class:`Types`: native times, JSON and flags on PostgreSQL, the text and
 integers of the original Markus ``data.db`` on SQLite (whose statements are kept to the
 letter: SQLite stores them, and existing databases were made by them). What is really
@@ -10,6 +10,11 @@ different (full-text search: FTS5 against ``tsvector``) stays in each migration 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+MIGRATION_SET = "markus"
+"""The name of the migration set of these tables, on both backends."""
+MAX_INDEXED_LOG_CHARS = 20_000
+"""How much log text one activity contributes to its search document, on both backends."""
 
 
 @dataclass(frozen=True)

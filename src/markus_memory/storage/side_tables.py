@@ -16,12 +16,7 @@ from ._records import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
 )
-from .base import (
-    ChatMessage,
-    ChatSession,
-    Decision,
-    MailboxItem,
-)
+from .repos.side import ChatMessage, ChatSession, Decision, MailboxItem
 
 if TYPE_CHECKING:
     from .dialect import Dialect

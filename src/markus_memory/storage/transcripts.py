@@ -3,7 +3,7 @@
 A store mixes :class:`TranscriptTables` in after its database class (``SqliteDatabase`` or
 ``PostgresDatabase``), which supplies ``read``/``write`` and the :class:`~.dialect.Dialect`.
 What stays per backend is how new rows get their ids (:meth:`TranscriptTables._add_messages`):
-SQLite numbers them inside the agent's rowid span (``sqlite_schema`` m004), PostgreSQL takes
+SQLite numbers them inside the agent's rowid span (``_sqlite/schema.py`` m004), PostgreSQL takes
 them from the identity column and skips a message another writer inserted first.
 """
 
@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from ._records import EPOCH, MARK_COLUMNS, TRANSCRIPT_COLUMNS, import_top
 from ._sql import DialectSql
-from .base import JsonObject, TranscriptHit, TranscriptMark, TranscriptMessage
-from .recall_contract import RecallFilters
-from .recall_index import Doc, RecallQueries, index_docs
-from .recall_rank import search_hits
+from .base import JsonObject
+from .recall.contract import RecallFilters
+from .recall.index import Doc, RecallQueries, index_docs
+from .recall.rank import search_hits
+from .repos.transcripts import TranscriptHit, TranscriptMark, TranscriptMessage
 
 if TYPE_CHECKING:
     from .dialect import Dialect
@@ -44,7 +45,7 @@ def stored_message(d: Dialect, m: TranscriptMessage) -> tuple[Any, ...]:
 
 
 class TranscriptTables(RecallQueries):
-    """The transcript index (:class:`~.base.TranscriptIndex`) and its recall index."""
+    """The transcript index (:class:`~.repos.transcripts.TranscriptIndex`) and its recall index."""
 
     search_candidates: int
 

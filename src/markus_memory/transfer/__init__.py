@@ -35,7 +35,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._fs import validate_id
+from .._fs import checked_agent_id
+from ..agents import agent_ids as listed
 from ..backend import MOVED_MARKER
 from ..config import Settings
 from ..errors import InvalidInputError, NotFoundError
@@ -73,8 +74,6 @@ class TransferReport:
 
 def agent_ids(settings: Settings) -> list[str]:
     """Every agent of a memory (see :mod:`markus_memory.agents`)."""
-    from ..agents import agent_ids as listed
-
     return listed(settings)
 
 
@@ -131,7 +130,7 @@ def export_agent(
     mode: _copy.Mode = "replace" if replace else "merge" if merge else "new"
     with _side.sides(src_settings, dst_settings) as (source, target):
         present = source.agent_ids()
-        wanted = None if agent_id is None else validate_id("agent id", agent_id)
+        wanted = None if agent_id is None else checked_agent_id(agent_id)
         if wanted is not None and wanted not in present:
             raise NotFoundError(
                 f"no such agent in the source: {wanted!r} (agents there: "

@@ -31,7 +31,7 @@ from ..layers.sessions import (
     session_text,
     take_over,
 )
-from ..storage.base import NewEntry
+from ..storage.repos.conversations import NewEntry
 from ._side import Side
 
 SESSIONS = "sessions/"

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from .._docs import is_document_name
 from .._fs import atomic_write_bytes, read_bytes
 from ..backend import MOVED_MARKER
 from ..config import iso_ms
@@ -63,8 +64,6 @@ def plain_files(root: Path) -> Iterator[tuple[str, Path]]:
 
 
 def _is_document(relative: str) -> bool:
-    from .._docs import is_document_name
-
     return is_document_name(relative)
 
 

@@ -6,18 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..storage.base import (
-    Activity,
-    ActivityLogEntry,
-    ChatMessage,
-    ChatSession,
-    ConversationHead,
-    Decision,
-    EpisodicStore,
-    MailboxItem,
-    TranscriptMark,
-    TranscriptMessage,
-)
+from ..storage.episodic import EpisodicStore
+from ..storage.repos.activities import Activity, ActivityLogEntry
+from ..storage.repos.conversations import ConversationHead
+from ..storage.repos.side import ChatMessage, ChatSession, Decision, MailboxItem
+from ..storage.repos.transcripts import TranscriptMark, TranscriptMessage
 
 ALL = 2**31 - 1
 HISTORY = "history"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from typing import TYPE_CHECKING
 
 from .._docs import DocumentStore
 from .._fs_docs import FileDocuments
@@ -14,12 +13,7 @@ from ..agents import agent_ids
 from ..backend import open_backend
 from ..config import AgentPaths, Settings
 from ..storage.audit import AuditLog, SqliteAuditLog, open_audit_log
-from ..storage.base import EpisodicStore
-from ..storage.forget import forget_in
-from ..storage.sqlite_conn import SqliteDatabase
-
-if TYPE_CHECKING:
-    from ..storage.postgres_conn import PostgresDatabase
+from ..storage.episodic import EpisodicStore
 
 
 class Side:
@@ -27,13 +21,9 @@ class Side:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.database: PostgresDatabase | None = None
         self.backend = open_backend(settings)
+        self.database = self.backend.documents_database()
         self._episodic: EpisodicStore | None = None
-        if self.backend.documents_on_postgres:
-            from ..storage.pg_documents import open_database
-
-            self.database = open_database(self.backend.url)
 
     def paths(self, agent_id: str) -> AgentPaths:
         return AgentPaths(self.settings.agent_dir(agent_id))
@@ -50,11 +40,7 @@ class Side:
             return FileDocuments(
                 paths.root, AgentLock(paths.lock, self.settings.lock_timeout_seconds)
             )
-        from ..storage.pg_documents import PostgresDocuments
-
-        return PostgresDocuments(
-            self.database, agent_id, lock_timeout=self.settings.lock_timeout_seconds
-        )
+        return self.backend.documents_in(self.database, agent_id)
 
     def agent_ids(self) -> list[str]:
         return agent_ids(self.settings)
@@ -81,14 +67,7 @@ class Side:
 
     def forget_runs(self, agent_id: str) -> None:
         """Delete the agent's recorded dreams here (``replace`` then records the source's)."""
-        if self.database is not None:
-            forget_in(self.database, agent_id, ("dream_runs",))
-            return
-        database = SqliteDatabase(self.settings.database_path)
-        try:
-            forget_in(database, agent_id, ("dream_runs",))
-        finally:
-            database.close()
+        self.backend.forget_dreams(agent_id, self.database)
 
     def close(self) -> None:
         if self.database is not None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import hmac
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -29,7 +28,17 @@ from ..http_guard import (
     check_binding,
     session_cookie_value,
 )
-from ..memory import AgentMemory
+from . import (
+    pages_agent,
+    pages_dreams,
+    pages_history,
+    pages_home,
+    pages_memory,
+    pages_observations,
+    pages_search,
+    pages_state,
+)
+from .call import UI, Call, Handler
 from .form_tokens import FormTokens
 from .pool import AgentPool
 from .web import STATIC, Form, PageError, Templates, read_form, read_query
@@ -48,72 +57,6 @@ SECURITY_HEADERS = [
     (b"referrer-policy", b"same-origin"),
 ]
 """Every response: only this server's own scripts, styles and forms; never inside a frame."""
-TABS = (
-    ("notebook", "Notebook"),
-    ("knowledge", "Knowledge"),
-    ("state", "State"),
-    ("conversations", "Conversations"),
-    ("activities", "Activities"),
-    ("dreams", "Dreams"),
-)
-
-
-@dataclass
-class UI:
-    """What the handlers share: settings, the agent pool, templates, the token."""
-
-    settings: Settings
-    pool: AgentPool
-    templates: Templates
-    token: str | None
-
-
-@dataclass
-class Call:
-    """One request to an agent's page: the held memory handle and the submitted form."""
-
-    request: Request
-    memory: AgentMemory
-    form: Form
-    ui: UI
-    tab: str
-    params: Form = field(default_factory=lambda: Form(()))
-
-    @property
-    def limits(self) -> Any:
-        return self.memory.settings.limits
-
-    def now(self) -> Any:
-        return self.memory.settings.clock()
-
-    def query(self, name: str, default: str = "") -> str:
-        return self.params.get(name, default)
-
-    def page(self, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
-        return self.ui.templates.page(
-            self.request,
-            template,
-            {
-                "agent": self.memory.agent_id,
-                "agents": self.ui.pool.ids(),
-                "tab": self.tab,
-                "tabs": TABS,
-                "notice": self.query("done"),
-                "now": self.now(),
-                "limits": self.limits,
-                **context,
-            },
-            status=status,
-        )
-
-    def done(self, path: str, message: str, **params: str) -> RedirectResponse:
-        """Post/redirect/get back to ``path`` of this agent with ``message`` shown once."""
-        query = urlencode({"done": message, **params})
-        url = f"/agents/{quote(self.memory.agent_id)}/{path}?{query}"
-        return RedirectResponse(url, status_code=303)
-
-
-Handler = Callable[[Call], Response]
 
 
 def agent_route(ui: UI, path: str, tab: str, handler: Handler, *, post: bool = False) -> Route:
@@ -148,17 +91,6 @@ def error_page(ui: UI, request: Request, status: int, title: str, detail: str) -
 
 
 def build_routes(ui: UI) -> list[BaseRoute]:
-    from . import (
-        pages_agent,
-        pages_dreams,
-        pages_history,
-        pages_home,
-        pages_memory,
-        pages_observations,
-        pages_search,
-        pages_state,
-    )
-
     routes: list[BaseRoute] = [
         Route("/", pages_home.agents_endpoint(ui)),
         Route("/favicon.ico", favicon),

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from .._fs import validate_id
+from .._fs import checked_agent_id
 from ..agents import delete_agent, roster
 from ..config import Settings
 from ..errors import InvalidInputError
@@ -21,7 +21,7 @@ from ..transfer import export_agent
 from .web import PageError, read_form
 
 if TYPE_CHECKING:
-    from .app import UI
+    from .call import UI
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -30,7 +30,7 @@ def _agent(ui: UI, request: Request) -> str:
     """The path's agent, if the memory has it (404 otherwise)."""
     agent = request.path_params["agent"]
     try:
-        validate_id("agent id", agent)
+        checked_agent_id(agent)
     except InvalidInputError as exc:
         raise PageError(404, "No such agent", str(exc)) from None
     if agent not in ui.pool.ids():

@@ -12,7 +12,7 @@ from ..dream import dream, dream_history, undo_last_dream
 from ..dream.cycle import audit_log
 from ..dream.report import file_diff
 from ..errors import NotFoundError
-from .app import Call
+from .call import Call
 
 HISTORY_LIMIT = 50
 _HUNK = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")

@@ -10,7 +10,7 @@ from starlette.responses import Response
 from ..layers.sessions import message_text
 from ..search.passages import merge_hits
 from ..search.recall import speaker_of
-from .app import Call
+from .call import Call
 from .web import PageError
 
 SESSION_PAGE = 100

@@ -18,7 +18,7 @@ from ..dream import dream_history
 from ..memory import AgentMemory
 
 if TYPE_CHECKING:
-    from .app import UI
+    from .call import UI
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from ..config import OBSERVATION_TYPES
 from ..layers.notebook import age_label
-from .app import Call
+from .call import Call
 from .web import PageError, fingerprint
 
 TIMELINE_PAGE = 100

@@ -9,7 +9,7 @@ from starlette.responses import Response
 from ..config import OBSERVATION_TYPES
 from ..layers._knowledge_format import new_observation_id
 from ..layers.knowledge import Observation
-from .app import Call
+from .call import Call
 from .web import PageError, changed_meanwhile, fingerprint
 
 

@@ -16,7 +16,7 @@ from ..search.passages import Passage, merge_hits
 from .web import read_query
 
 if TYPE_CHECKING:
-    from .app import UI
+    from .call import UI
 
 KNOWLEDGE_HITS = 5
 RECALL_HITS = 5

@@ -8,7 +8,7 @@ from datetime import date, datetime, timedelta, timezone
 from starlette.responses import Response
 
 from ..layers.state import StateEntry
-from .app import Call
+from .call import Call
 from .web import PageError, changed_meanwhile, fingerprint
 
 

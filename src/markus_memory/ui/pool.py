@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .._fs import validate_id
+from .._fs import checked_agent_id
 from ..config import Settings
 from ..errors import InvalidInputError
 from ..memory import AgentMemory, open_agent
@@ -43,7 +43,7 @@ class AgentPool:
     def use(self, agent_id: str) -> Iterator[AgentMemory]:
         """The agent's handle, held by this request alone; 404 when there is no such agent."""
         try:
-            validate_id("agent id", agent_id)
+            checked_agent_id(agent_id)
         except InvalidInputError as exc:
             raise PageError(404, "No such agent", str(exc)) from None
         if not self.exists(agent_id):

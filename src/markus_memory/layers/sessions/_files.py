@@ -164,6 +164,31 @@ class SessionFiles:
         self.shrink_checked = 0
         self.dirty = False
         self.legacy_path: Path | None = None
+        self.released: int | None = None  # messages held on disk while none is held parsed
+
+    @property
+    def count(self) -> int:
+        """How many messages the session holds, parsed or released."""
+        return len(self.doc.messages) if self.released is None else self.released
+
+    def release(self) -> None:
+        """Drop the parsed messages, keep what an append needs: the files' state and the
+        count (see :mod:`._parsed`). Only :meth:`unchanged` and appends apply after this."""
+        self.close_fd()
+        self.released = self.count
+        self.doc.messages = []
+        self.shrink_checked = 0
+
+    def unchanged(self) -> bool:
+        """Whether the files are exactly as this process left them: no other process has
+        appended, checkpointed or compacted since (a released copy cannot replay that)."""
+        if self.legacy_path is not None or signature(self.json_path) != self.json_sig:
+            return False
+        try:
+            st = os.stat(self.journal_path)
+        except FileNotFoundError:
+            return self.journal_ino is None
+        return st.st_ino == self.journal_ino and st.st_size == self.journal_size
 
     @classmethod
     def fresh(cls, doc: fmt.SessionDoc, directory: Path) -> SessionFiles:
@@ -334,6 +359,8 @@ class SessionFiles:
 
     def checkpoint(self) -> None:
         """Write the Markus JSON atomically, then drop the journal it now contains."""
+        if self.released is not None:
+            raise RuntimeError(f"session {self.doc.id} is released: load it to checkpoint")
         data = fmt.render_session(self.doc).encode("utf-8")
         atomic_write_bytes(self.json_path, data)
         moment = parse_iso(self.doc.last_activity_at)

@@ -21,7 +21,8 @@ from datetime import datetime
 from typing import Any
 
 from ...config import Clock, Limits, epoch_ms
-from ...storage.base import ConversationHead, EpisodicStore, NewEntry, StoredEntry
+from ...storage.episodic import EpisodicStore
+from ...storage.repos.conversations import ConversationHead, NewEntry, StoredEntry
 from . import _format as fmt
 from ._records import AppendedMessage, CompactResult, Session, SessionInfo
 from ._store import NON_MAIN_PREFIXES

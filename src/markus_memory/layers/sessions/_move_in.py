@@ -17,7 +17,8 @@ from collections.abc import Callable
 
 from ...config import iso_ms
 from ...errors import CorruptFileError, InvalidInputError
-from ...storage.base import EpisodicStore, TranscriptMessage
+from ...storage.episodic import EpisodicStore
+from ...storage.repos.transcripts import TranscriptMessage
 from . import _format as fmt
 from ._compaction import session_of
 from ._records import Session

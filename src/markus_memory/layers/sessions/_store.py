@@ -22,7 +22,6 @@ import atexit
 import builtins
 import logging
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -33,9 +32,11 @@ from ..._lock import AgentLock
 from ...config import AgentPaths, Clock, Limits, epoch_ms, iso_ms
 from ...errors import CorruptFileError, InvalidInputError, NotFoundError
 from . import _format as fmt
+from ._cache import SessionCache, close_all
 from ._compaction import compact, shrink_old, snapshot
 from ._files import SessionFiles, locate, peek_next_seq, remove, scan
 from ._journal import journal_record
+from ._parsed import PARSED, ParsedSessions
 from ._records import (
     AppendedMessage,
     BeforeCompact,
@@ -78,6 +79,7 @@ class SessionStore:
         seq_floor: Callable[[str], int] | None = None,
         fsync: bool = False,
         checkpoint_min_bytes: int = 1 << 20,
+        parsed: ParsedSessions | None = None,
     ) -> None:
         self.paths = paths
         self.lock = lock
@@ -89,10 +91,12 @@ class SessionStore:
         self.seq_floor = seq_floor
         self.fsync = fsync
         self.checkpoint_min_bytes = checkpoint_min_bytes
-        self._cache: OrderedDict[str, SessionFiles] = OrderedDict()
+        self.cache = SessionCache(
+            lambda: self.directory, lock, limits, PARSED if parsed is None else parsed
+        )
         self._atexit: Callable[[], None] | None = None
         # A store dropped without close() still releases its journal descriptors.
-        weakref.finalize(self, _close_all, self._cache)
+        weakref.finalize(self, close_all, self.cache.held, self.cache.released)
 
     @property
     def directory(self) -> Path:
@@ -141,32 +145,36 @@ class SessionStore:
         stored. Once the journal holds the message the append has succeeded, whatever happens
         to the checkpoint or compaction it may trigger.
         """
-        cached = isinstance(session_id, str) and session_id in self._cache  # validated then
+        cached = isinstance(session_id, str) and session_id in self.cache  # validated then
         sid = session_id if cached else fmt.validate_session_id(session_id)
         clean, encoded = self._encode(message)
         now = self.clock()
         stamp = iso_ms(now)
         with self.lock:
-            live = self._live(sid)
+            live = self.cache.for_append(sid)
             if live is None:
                 raise NotFoundError(f"Session not found: {sid}")
-            index = len(live.doc.messages)
+            index = live.count
             seq = live.doc.seq(index)
             assert seq is not None  # only index 0 of a compacted file lacks one
             try:
                 live.append_line(journal_record(index, stamp, encoded), now, fsync=self.fsync)
             except BaseException:
                 # The journal may end in a partial line: forget our copy; the next load cuts it.
-                self._forget(live)
+                self.cache.forget(live)
                 raise
-            live.doc.messages.append(clean)
+            if live.released is None:
+                live.doc.messages.append(clean)
+            else:  # appended without parsing: the journal holds it for the next read
+                live.released += 1
+                live.close_fd()
             live.doc.last_activity_at = stamp
             live.dirty = True
             try:
                 self._after_append(live)
             except OSError:  # the journal holds the message: the next load checkpoints it
                 log.exception("checkpoint after appending to %s failed", sid)
-                self._forget(live)
+                self.cache.forget(live)
         record = AppendedMessage(
             agent_id=self.agent_id,
             session_id=sid,
@@ -195,9 +203,7 @@ class SessionStore:
         them there too."""
         sid = fmt.validate_session_id(session_id)
         with self.lock:
-            live = self._cache.pop(sid, None)
-            if live is not None:
-                live.close_fd()
+            self.cache.forget_id(sid)
             return remove(self.directory, sid)
 
     def recent(self, session_id: str, n: int) -> list[fmt.Message]:
@@ -272,11 +278,9 @@ class SessionStore:
         return restored
 
     def flush(self) -> None:
-        """Checkpoint every cached session with journaled changes."""
+        """Checkpoint every cached or released session with journaled changes."""
         with self.lock:
-            for live in list(self._cache.values()):
-                if live.dirty and self._revalidate(live) is live:
-                    live.checkpoint()
+            self.cache.flush()
 
     def close(self) -> None:
         """Flush, release file handles and the exit hook. The store reopens lazily if used.
@@ -289,9 +293,7 @@ class SessionStore:
                 self.flush()
             except OSError as exc:
                 log.warning("sessions of %s not checkpointed at close: %s", self.agent_id, exc)
-            for live in self._cache.values():
-                live.close_fd()
-            self._cache.clear()
+            self.cache.clear()
         if self._atexit is not None:
             atexit.unregister(self._atexit)
             self._atexit = None
@@ -299,50 +301,15 @@ class SessionStore:
     # -- cache ---------------------------------------------------------------------------------
 
     def _live(self, sid: str) -> SessionFiles | None:
-        live = self._cache.get(sid)
-        live = self._revalidate(live) if live is not None else self._load(sid)
+        live = self.cache.get(sid)
         if live is not None:
-            self._touch(live)
+            self._hook_exit()
         return live
 
-    def _touch(self, live: SessionFiles) -> None:
-        sid = live.doc.id
-        self._cache[sid] = live
-        self._cache.move_to_end(sid)
-        while len(self._cache) > self.limits.max_sessions_in_memory:
-            _, old = self._cache.popitem(last=False)
-            try:
-                if old.dirty and self._revalidate(old, cache=False) is old:
-                    old.checkpoint()
-            except (OSError, CorruptFileError):  # its journal still holds every append
-                log.exception("checkpoint of evicted session %s failed", old.doc.id)
-            old.close_fd()
+    def _hook_exit(self) -> None:
         if self._atexit is None:
             self._atexit = _exit_hook(weakref.ref(self))
             atexit.register(self._atexit)
-
-    def _forget(self, live: SessionFiles) -> None:
-        live.close_fd()
-        if self._cache.get(live.doc.id) is live:
-            del self._cache[live.doc.id]
-
-    def _revalidate(self, live: SessionFiles, cache: bool = True) -> SessionFiles | None:
-        """``live`` if it still matches the disk (with other processes' appends), else a
-        fresh load."""
-        if live.is_current():
-            shrink_old(live, self.limits)
-            return live
-        if cache:
-            self._forget(live)
-        else:
-            live.close_fd()
-        return self._load(live.doc.id)
-
-    def _load(self, sid: str) -> SessionFiles | None:
-        live = SessionFiles.load(self.directory, sid)
-        if live is not None:
-            shrink_old(live, self.limits)
-        return live
 
     def _new(
         self,
@@ -357,12 +324,23 @@ class SessionStore:
         live = SessionFiles.fresh(doc, self.directory)
         shrink_old(live, self.limits)
         live.checkpoint()
-        self._touch(live)
+        self.cache.add(live)
+        self._hook_exit()
         return live
 
     # -- compaction ----------------------------------------------------------------------------
 
     def _after_append(self, live: SessionFiles) -> None:
+        if live.released is not None:
+            due = live.released > self.limits.session_compact_trigger or live.journal_size > max(
+                self.checkpoint_min_bytes, live.json_size
+            )
+            if not due:
+                return
+            parsed = self._live(live.doc.id)
+            if parsed is None:
+                return
+            live = parsed
         shrink_old(live, self.limits)
         if len(live.doc.messages) > self.limits.session_compact_trigger:
             compact(live, self.limits.session_compact_keep, self.limits, self.before_compact)
@@ -389,11 +367,6 @@ class SessionStore:
             self.on_append(record)
         except Exception:
             log.exception("on_append callback failed for %s #%d", record.session_id, record.index)
-
-
-def _close_all(cache: OrderedDict[str, SessionFiles]) -> None:
-    for live in cache.values():
-        live.close_fd()
 
 
 def _exit_hook(ref: weakref.ReferenceType[SessionStore]) -> Callable[[], None]:

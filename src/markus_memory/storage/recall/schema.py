@@ -2,13 +2,13 @@
 
 Until migration m013 the postings were keyed (agent, term, doc) and the document frequencies
 (agent, term); now both are keyed by the agent's own key of the term
-(:func:`~.recall_rank.agent_term`: the term's key XOR the agent's), which drops one 8-byte key
+(:func:`~.rank.agent_term`: the term's key XOR the agent's), which drops one 8-byte key
 column from every posting, the row written for every distinct word of every message.
 """
 
 from __future__ import annotations
 
-from .recall_fetch import Sql
+from .fetch import Sql
 
 
 def schema(blob: str, without_rowid: str) -> list[str]:
@@ -16,7 +16,7 @@ def schema(blob: str, without_rowid: str) -> list[str]:
     SQLite's table option, "" on PostgreSQL).
 
     ``term`` in the postings and document frequencies is the agent's own key of a term
-    (:func:`~.recall_rank.agent_term`), so a posting is (term, message, tf, message length):
+    (:func:`~.rank.agent_term`), so a posting is (term, message, tf, message length):
     one key column less to write for every word of every message than (agent, term, ...).
     On SQLite a term's document frequency is a rowid row; on PostgreSQL the postings key
     carries tf and len (a term's newest postings are read off the index alone), and the

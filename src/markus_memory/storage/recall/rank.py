@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..analysis import query_counts, query_terms, term_key
-from .base import MAX_QUERY_CHARS, MAX_QUERY_TERMS, TranscriptHit, TranscriptMessage
-from .recall_contract import RecallFilters as Filters
-from .recall_contract import RecallStats as Stats
-from .recall_contract import TurnKey
-from .recall_fetch import Sql, keys_around, turns_by_id
+from ...analysis import query_counts, query_terms, term_key
+from ..base import MAX_QUERY_CHARS, MAX_QUERY_TERMS
+from ..repos.transcripts import TranscriptHit, TranscriptMessage
+from .contract import RecallFilters as Filters
+from .contract import RecallStats as Stats
+from .contract import TurnKey
+from .fetch import Sql, keys_around, turns_by_id
 
 K1 = 1.2
 B = 0.75
@@ -148,7 +149,7 @@ def rank_near(
     sql: Sql, agent_id: str, bm25: Bm25, when: Callable[[datetime], Any], window: int
 ) -> tuple[list[tuple[int, float]], list[TurnKey]]:
     """:func:`rank`, and the keys of the ranked messages and of their neighbours up to
-    ``window`` that pass the filters (:func:`~.recall_fetch.keys_near`), in one statement."""
+    ``window`` that pass the filters (:func:`~.fetch.keys_near`), in one statement."""
     found = rank_sql(sql, agent_id, bm25, when)
     if found is None:
         return [], []

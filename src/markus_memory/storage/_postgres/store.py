@@ -1,10 +1,10 @@
 """PostgresStore: the scale-out episodic backend (``[postgres]`` extra); activities and search.
 
 Selected by a URL (``MARKUS_DATABASE_URL`` / ``Settings.database_url``), never by code. Pools,
-timeouts and migrations live in :mod:`.postgres_conn`. Written once for both backends:
+timeouts and migrations live in :mod:`.conn`. Written once for both backends:
 activity reads and writes, mailbox and chat history, the transcript index (see
-:mod:`.sqlite`). What stays here is PostgreSQL's own: activity search as ``tsvector`` + GIN
-of the one analyser's terms (:mod:`.pg_activity_search`) ranked by ``ts_rank`` (same
+:mod:`._sqlite.store`). What stays here is PostgreSQL's own: activity search as ``tsvector`` + GIN
+of the one analyser's terms (:mod:`.activity_search`) ranked by ``ts_rank`` (same
 weights, same all-terms-then-any-term rule and candidate bound as SQLite) and the insert of
 new transcript messages under their identity ids.
 """
@@ -14,19 +14,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._records import ACTIVITY_COLUMNS
-from ._sql import DialectSql
-from .activity_reads import ActivityReads
-from .activity_writes import ActivityWrites
-from .base import ActivityHit, TranscriptMessage, search_terms
-from .conversations import ConversationTables
-from .pg_activity_search import index_activity, index_all, query_text
-from .pg_vectors import PgVectorQueries
-from .postgres_conn import DECODE, PostgresDatabase
-from .postgres_schema import ACTIVITY_RANK_WEIGHTS
-from .recall_index import Doc
-from .side_tables import SideTables
-from .transcripts import TranscriptTables, stored_message
+from .._records import ACTIVITY_COLUMNS
+from .._sql import DialectSql
+from ..activity_reads import ActivityReads
+from ..activity_writes import ActivityWrites
+from ..base import search_terms
+from ..conversations import ConversationTables
+from ..recall.index import Doc
+from ..repos.activities import ActivityHit
+from ..repos.transcripts import TranscriptMessage
+from ..side_tables import SideTables
+from ..transcripts import TranscriptTables, stored_message
+from .activity_search import index_activity, index_all, query_text
+from .conn import PostgresDatabase
+from .dialect import DECODE
+from .schema import ACTIVITY_RANK_WEIGHTS
+from .vectors import PgVectorQueries
 
 if TYPE_CHECKING:
     import psycopg

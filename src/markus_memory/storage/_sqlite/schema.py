@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import sqlite3
 
-from ..analysis import term_text
-from .migrations import Migrations
-from .schema_tables import (
+from ...analysis import term_text
+from ..migrations import Migrations
+from ..recall.index import RecallQueries
+from ..recall.schema import add_vector_lists, fold_agent_into_terms, schema
+from ..schema_tables import (
     MARKUS_INDEXES,
+    MAX_INDEXED_LOG_CHARS,
+    MIGRATION_SET,
     SQLITE_TYPES,
     conversation_tables,
     markus_tables,
     transcript_record,
 )
+from .dialect import SqliteSql
 
-MIGRATION_SET = "markus"
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 # The activity index holds the analyser's terms joined by spaces (analysis.term_text): its
 # tokenizer only splits them again. "ascii" keeps every non-ASCII character (CJK, Devanagari
@@ -28,8 +32,6 @@ ACTIVITY_FTS_TOKENIZER = "ascii tokenchars '.'"
 # bm25 column weights of activity_fts(label, summary, keywords, logs): a hit in the label or the
 # keywords says more about the episode than one line somewhere in its tool output.
 ACTIVITY_FTS_WEIGHTS = (4.0, 2.0, 3.0, 1.0)
-# How much log text one activity contributes to its search document.
-MAX_INDEXED_LOG_CHARS = 20_000
 # Search-document rowids are (agent slot << SLOT_SHIFT) | n; see m004.
 SLOT_SHIFT = 32
 
@@ -189,9 +191,6 @@ def m006_transcript_record(conn: sqlite3.Connection) -> None:
 def m007_recall_index(conn: sqlite3.Connection) -> None:
     # Conversation recall ranks inside the store with each agent's own statistics
     # (recall_index.py); the shared FTS5 table it replaces is dropped with its triggers.
-    from .recall_index import RecallQueries
-    from .recall_schema import schema
-    from .sqlite_conn import SqliteSql
 
     for statement in schema("BLOB", " WITHOUT ROWID"):
         conn.execute(statement)
@@ -244,10 +243,8 @@ def m012_recall_keys_by_id(conn: sqlite3.Connection) -> None:
 @migrations()
 def m013_recall_agent_terms(conn: sqlite3.Connection) -> None:
     # The postings and document frequencies are keyed by the agent's own key of each term
-    # (recall_schema.py): one key column less in the row written for every word of every
+    # (recall/schema.py): one key column less in the row written for every word of every
     # message. The rows are rewritten as they are; no message is analysed again.
-    from .recall_schema import fold_agent_into_terms
-    from .sqlite_conn import SqliteSql
 
     fold_agent_into_terms(SqliteSql(conn), " WITHOUT ROWID")
 
@@ -257,8 +254,6 @@ def m014_recall_vector_lists(conn: sqlite3.Connection) -> None:
     # A long history's vectors are searched through lists (vector_lists.py): each vector row
     # names its list, and the lists' centroids get a table. Vectors stored before join lists
     # when their agent next stores vectors past the threshold.
-    from .recall_schema import add_vector_lists
-    from .sqlite_conn import SqliteSql
 
     add_vector_lists(SqliteSql(conn), "BLOB", " WITHOUT ROWID")
 

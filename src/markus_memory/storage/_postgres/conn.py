@@ -10,17 +10,15 @@ one transaction: it commits whole or not at all.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from ..config import POSTGRES_URL_SCHEMES
-from ..errors import (
+from ...config import POSTGRES_URL_SCHEMES
+from ...errors import (
     BackendUnavailableError,
     ClosedError,
     DatabaseMissingError,
@@ -30,16 +28,17 @@ from ..errors import (
     SchemaMissingError,
     StorageError,
 )
-from ._records import RowDecoder
-from ._sql import SEARCH_CANDIDATES, DialectSql
-from .migrations import BOOKKEEPING_DDL, BOOKKEEPING_TABLE, Migrations
-from .pg_diagnose import diagnose
+from .._sql import SEARCH_CANDIDATES
+from ..migrations import BOOKKEEPING_DDL, BOOKKEEPING_TABLE, Migrations
+from .diagnose import diagnose
+from .dialect import POSTGRES
+from .schema import migrations as markus_migrations
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
-    from .dialect import Dialect
+    from ..dialect import Dialect
 
 CONNECT_TIMEOUT_S = 5.0
 STATEMENT_TIMEOUT_MS = 30_000
@@ -59,53 +58,6 @@ def _psycopg() -> Any:
     except ImportError:
         raise ExtraNotInstalledError("postgres", "psycopg") from None
     return psycopg, psycopg_pool
-
-
-def to_utc(moment: datetime) -> datetime:
-    """A timestamp as stored: timezone-aware UTC, truncated to milliseconds (as ``iso_ms``)."""
-    if not isinstance(moment, datetime) or moment.tzinfo is None:
-        raise InvalidInputError("timestamps must be timezone-aware datetimes (UTC)")
-    utc = moment.astimezone(timezone.utc)
-    return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
-
-
-def opt_utc(moment: datetime | None) -> datetime | None:
-    return None if moment is None else to_utc(moment)
-
-
-def from_db(moment: datetime | None) -> datetime | None:
-    return None if moment is None else moment.astimezone(timezone.utc)
-
-
-def json_value(value: Any) -> str | None:
-    """A mapping as JSON text for a ``jsonb`` parameter (None stays NULL)."""
-    return None if value is None else json.dumps(dict(value), ensure_ascii=False, default=str)
-
-
-def json_obj(value: Any) -> dict[str, Any]:
-    if value is None:
-        return {}
-    return dict(value) if isinstance(value, dict) else {"value": value}
-
-
-DECODE = RowDecoder(when=from_db, obj=json_obj)
-
-
-def clean_text(value: str) -> str:
-    """PostgreSQL text cannot hold NUL; lone surrogates cannot be encoded at all."""
-    if "\x00" in value:
-        value = value.replace("\x00", "")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
-    return value
-
-
-def json_param(value: Any) -> str | None:
-    """:func:`json_value`, made storable as PostgreSQL text (see :func:`clean_text`)."""
-    text = json_value(value)
-    return None if text is None else clean_text(text)
 
 
 def conninfo_with_timeouts(url: str, connect_timeout: float, statement_timeout_ms: int) -> str:
@@ -240,24 +192,6 @@ class PostgresMigrationTarget:
         )
 
 
-class PostgresSql(DialectSql):
-    """A connection as the shared SQL modules use it (:class:`~._sql.DialectSql`)."""
-
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        # psycopg's rows are tuples already (the pool's connections keep the default row
-        # factory): a recall's thousand candidate keys are not copied once more.
-        rows: list[tuple[Any, ...]] = self.conn.execute(
-            self.dialect.sql(sql), tuple(params)
-        ).fetchall()
-        return rows
-
-    @property
-    def dialect(self) -> Dialect:
-        from .dialect import POSTGRES
-
-        return POSTGRES
-
-
 class PostgresDatabase:
     """One PostgreSQL database (the schema of the URL's search_path) with the Markus schema."""
 
@@ -270,7 +204,6 @@ class PostgresDatabase:
         connect_timeout: float = CONNECT_TIMEOUT_S,
         statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
     ) -> None:
-        from .postgres_schema import migrations as markus_migrations
 
         self.search_candidates = search_candidates
 
@@ -339,8 +272,6 @@ class PostgresDatabase:
     @property
     def dialect(self) -> Dialect:
         """What differs in this backend's SQL and values (:mod:`.dialect`)."""
-        from .dialect import POSTGRES
-
         return POSTGRES
 
     def migrate(self, migrations: Migrations[psycopg.Connection[Any]]) -> list[str]:

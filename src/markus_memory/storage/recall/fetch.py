@@ -12,13 +12,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .recall_contract import RecallFilters as Filters
+from .contract import RecallFilters as Filters
 
 if TYPE_CHECKING:
-    from .dialect import Dialect
+    from ..dialect import Dialect
 
 TURN_COLUMNS = "id, agent_id, session_id, seq, role, content, created_at, speaker, metadata"
-"""``id`` then the columns of a :class:`~.base.TranscriptMessage` row."""
+"""``id`` then the columns of a :class:`~..repos.transcripts.TranscriptMessage` row."""
 KEY_COLUMNS = "id, session_id, seq, role, speaker"
 """What the re-ranking stages use of a message (no text, time or metadata)."""
 SAID_COLUMNS = "id, content, created_at"

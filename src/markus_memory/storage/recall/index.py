@@ -1,13 +1,13 @@
 """The conversation recall index inside the store: postings, statistics and vectors per agent.
 
 One implementation for SQLite and PostgreSQL (the SQL is written once with ``?`` placeholders
-and goes through a :class:`~.recall_fetch.Sql`). Every transcript message with text is analysed
+and goes through a :class:`~.fetch.Sql`). Every transcript message with text is analysed
 once, when it is stored (:mod:`markus_memory.analysis`), into rows of ``recall_postings``
-(the agent's key of a term, message, term frequency, message length; :mod:`.recall_schema`);
+(the agent's key of a term, message, term frequency, message length; :mod:`.schema`);
 ``recall_terms`` holds each agent's document frequency per term and ``recall_agents`` its
 message and token counts, all maintained in the transaction that stores the message. Ranking
-(:mod:`.recall_rank`) is BM25 over the agent's own statistics; only the candidates leave the
-database, and the re-ranking stages fetch rows by key (:mod:`.recall_fetch`).
+(:mod:`.rank`) is BM25 over the agent's own statistics; only the candidates leave the
+database, and the re-ranking stages fetch rows by key (:mod:`.fetch`).
 """
 
 from __future__ import annotations
@@ -21,22 +21,17 @@ from datetime import datetime
 from itertools import repeat
 from typing import Any
 
-from ..analysis import term_counts, words
+from ...analysis import term_counts, words
+from ..repos.transcripts import TranscriptMessage
 from . import vector_lists
-from .base import TranscriptMessage
-from .recall_contract import RecallFilters as Filters
-from .recall_contract import RecallStats as Stats
-from .recall_contract import TurnKey
-from .recall_fetch import KEY_COLUMNS, SAID_COLUMNS, Sql, keys_near, turns_around, turns_by_id
-from .recall_rank import Bm25, agent_key, rank_near, stats
-from .recall_schema import add_vector_lists, schema
-from .recall_vectors import (
-    count_vectors,
-    save_vectors,
-    unvectored,
-    vector_chunks,
-)
+from .contract import RecallFilters as Filters
+from .contract import RecallStats as Stats
+from .contract import TurnKey
+from .fetch import KEY_COLUMNS, SAID_COLUMNS, Sql, keys_near, turns_around, turns_by_id
+from .rank import Bm25, agent_key, rank_near, stats
+from .schema import add_vector_lists, schema
 from .vector_scan import BYTES, VectorCodec, nearest_in_chunks
+from .vectors import count_vectors, save_vectors, unvectored, vector_chunks
 
 _POSTING_COLUMNS = (
     ("term", "bigint"),

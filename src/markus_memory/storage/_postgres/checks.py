@@ -6,32 +6,48 @@ the checks run on a plain connection in a read-only transaction.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from ..config import Settings
-from ..errors import BackendUnavailableError, MarkusMemoryError
-from ..storage.migrations import BOOKKEEPING_TABLE
-from ..storage.pg_diagnose import diagnose
-from ..storage.pg_health import POSTGRES_MIGRATIONS, pending_of
-from ..storage.postgres_conn import (
-    CONNECT_TIMEOUT_S,
-    STATEMENT_TIMEOUT_MS,
-    conninfo_with_timeouts,
-)
-from ._common import Check
-from ._doctor_tables import POSTGRES_TABLES, missing_tables, tables_check
-from ._maintain import derived_gaps
+from ...errors import BackendUnavailableError, MarkusMemoryError
+from ..checks import POSTGRES_SUBJECT as SUBJECT
+from ..checks import Check, derived_gaps, missing_tables, tables_check
+from ..migrations import BOOKKEEPING_TABLE
+from .conn import CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_MS, PostgresDatabase, conninfo_with_timeouts
+from .diagnose import diagnose
+from .health import POSTGRES_MIGRATIONS, pending_of
 
-SUBJECT = "postgresql"
-__all__ = ["POSTGRES_MIGRATIONS", "apply_pending", "postgres_checks", "why_not_open"]
+POSTGRES_TABLES: Mapping[str, tuple[str, ...]] = {
+    "markus": (
+        "activity_search",
+        "agent_activities",
+        "agent_activity_logs",
+        "agent_decisions",
+        "chat_messages",
+        "chat_sessions",
+        "conversations",
+        "daily_log_entries",
+        "mailbox_items",
+        "recall_agents",
+        "recall_postings",
+        "recall_speakers",
+        "recall_terms",
+        "recall_vector_lists",
+        "recall_vectors",
+        "transcript_marks",
+        "transcript_messages",
+    ),
+    "search-index": ("search_docs", "search_postings", "search_state", "search_vectors"),
+    "langgraph": ("langgraph_items", "langgraph_postings", "langgraph_stats", "langgraph_terms"),
+    "dream": ("dream_runs",),
+    "documents": ("documents",),
+}
+"""The tables of each PostgreSQL migration set once it is current."""
 
 
-def postgres_checks(settings: Settings) -> list[Check]:
-    """The database of ``settings.database_url`` answers, every migration set it has started
-    is current, and its derived tables are present and whole."""
-    url = settings.database_url
-    if url is None:
-        return []
+def postgres_checks(url: str) -> list[Check]:
+    """The database of ``url`` answers, every migration set it has started is current, and its
+    tables, derived ones included, are present and whole."""
     try:
         import psycopg
     except ImportError as exc:
@@ -49,29 +65,6 @@ def postgres_checks(settings: Settings) -> list[Check]:
             return [Check(SUBJECT, "reachable", True), *_schema_checks(conn)]
     except (psycopg.Error, MarkusMemoryError) as exc:
         return [Check(SUBJECT, "readable", False, str(exc))]
-
-
-def why_not_open(checks: list[Check]) -> str | None:
-    """Why the agents must not be opened, given :func:`postgres_checks`' findings (``None``:
-    they may be). Opening an agent connects, and creates or migrates the schema: a server
-    that does not answer or a schema that is missing or behind leaves the agents unchecked
-    rather than changed."""
-    found = {c.check: c for c in checks}
-    if any(not found[name].ok for name in ("reachable", "readable") if name in found):
-        return "not checked: the PostgreSQL database is not usable (see its line above)"
-    if "schema current" in found and not found["schema current"].ok:
-        return (
-            "not checked: the PostgreSQL schema is behind and opening the agent would migrate "
-            "it (doctor --fix applies the migrations, then checks the agent)"
-        )
-    if "tables present" in found and not found["tables present"].ok:
-        return "not checked: tables of the PostgreSQL schema are missing (see its line above)"
-    if "database" in found:
-        return (
-            "not checked: the PostgreSQL database holds no markus-memory schema yet, and "
-            "opening the agent would create it (the first write through the API does)"
-        )
-    return None
 
 
 def _schema_checks(conn: Any) -> list[Check]:
@@ -97,14 +90,9 @@ def _schema_checks(conn: Any) -> list[Check]:
     return checks
 
 
-def apply_pending(settings: Settings) -> str:
+def apply_pending(url: str) -> str:
     """Apply the pending migrations of every set the database has started (the repair of
     "schema current"); what was applied."""
-    from ..storage.postgres_conn import PostgresDatabase
-
-    url = settings.database_url
-    if url is None:
-        return "nothing to do"
     database = PostgresDatabase(url)  # applies the markus set
     try:
         with database.read() as conn:

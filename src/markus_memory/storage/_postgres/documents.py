@@ -12,7 +12,7 @@ queue like processes on one host queue on the lock file, and no update is lost. 
 raises rolls its writes back (stronger than files, where earlier writes of the block stay).
 :meth:`PostgresDocuments.exclusive` is ``pg_try_advisory_lock`` on a connection held for the
 task: at most one dream per agent across hosts; it is released when the task ends or the
-process dies. Connections, timeouts and migrations are :mod:`.postgres_conn`'s: one pool per
+process dies. Connections, timeouts and migrations are :mod:`.conn`'s: one pool per
 URL per process, shared with the episodic store (the ``[postgres]`` extra); an unreachable
 server raises :class:`BackendUnavailableError` within the connect timeout.
 """
@@ -25,16 +25,22 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from .._docs import DocumentVersion, check_name
-from ..errors import (
+from ..._docs import DocumentVersion, check_name
+from ...errors import (
     BackendUnavailableError,
     BusyError,
     InvalidInputError,
     LockTimeoutError,
     StorageError,
 )
-from .migrations import Migrations
-from .postgres_conn import PostgresDatabase
+from ..migrations import Migrations
+from .conn import (
+    CONNECT_TIMEOUT_S,
+    STATEMENT_TIMEOUT_MS,
+    PostgresDatabase,
+    conninfo_with_timeouts,
+)
+from .diagnose import diagnose
 
 if TYPE_CHECKING:
     import psycopg
@@ -257,9 +263,6 @@ def stored_agents(url: str) -> list[str]:
     transaction: listing agents never creates or migrates the schema (``doctor`` lists them
     before it checks the schema). An unusable URL raises what :func:`diagnose` finds."""
     import psycopg
-
-    from .pg_diagnose import diagnose
-    from .postgres_conn import CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_MS, conninfo_with_timeouts
 
     try:
         conn = psycopg.connect(

@@ -1,8 +1,8 @@
 """The recall vectors of a transcript store: one vector per message with its agent and
 embedding space, written and read in bounded chunks, searched through lists once a history is
 long (:mod:`.vector_lists`). One implementation for SQLite and PostgreSQL without pgvector
-(``?`` placeholders through a :class:`~.recall_fetch.Sql`); pgvector's own search is in
-:mod:`.pg_vectors`.
+(``?`` placeholders through a :class:`~.fetch.Sql`); pgvector's own search is in
+:mod:`._postgres.vectors`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from datetime import datetime
 from typing import Any
 
 from . import vector_lists
-from .recall_contract import RecallFilters as Filters
-from .recall_fetch import Sql
-from .recall_rank import agent_key
+from .contract import RecallFilters as Filters
+from .fetch import Sql
+from .rank import agent_key
 from .vector_scan import BYTES, VectorCodec
 
 VECTOR_CHUNK = 4096

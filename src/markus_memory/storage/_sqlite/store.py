@@ -1,6 +1,6 @@
 """SqliteStore: the default episodic backend in ``<home>/data.db``; activities and their search.
 
-Connections, transactions and migrations live in :mod:`.sqlite_conn`. Written once for both
+Connections, transactions and migrations live in :mod:`.conn`. Written once for both
 backends over the :class:`~.dialect.Dialect`: activity reads and writes (:mod:`.activity_reads`,
 :mod:`.activity_writes`), mailbox and chat history (:mod:`.side_tables`), the transcript index
 (:mod:`.transcripts`). What stays here is SQLite's own: the FTS5 activity search and its
@@ -14,30 +14,22 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis import term_text
-from ._records import ACTIVITY_COLUMNS
-from ._sql import DialectSql
-from .activity_reads import ActivityReads
-from .activity_writes import DOOMED, ActivityWrites
-from .base import (
-    Activity,
-    ActivityHit,
-    TranscriptMessage,
-    search_terms,
-)
-from .conversations import ConversationTables
-from .recall_index import Doc
-from .side_tables import SideTables
-from .sqlite_conn import (
-    DECODE,
-    SqliteDatabase,
-    agent_span,
-    bounded_rank,
-    fts_match,
-    next_rowid,
-)
-from .sqlite_schema import ACTIVITY_FTS_WEIGHTS, MAX_INDEXED_LOG_CHARS, fill_activity_search
-from .transcripts import TranscriptTables, stored_message
+from ...analysis import term_text
+from .._records import ACTIVITY_COLUMNS
+from .._sql import DialectSql
+from ..activity_reads import ActivityReads
+from ..activity_writes import DOOMED, ActivityWrites
+from ..base import search_terms
+from ..conversations import ConversationTables
+from ..recall.index import Doc
+from ..repos.activities import Activity, ActivityHit
+from ..repos.transcripts import TranscriptMessage
+from ..schema_tables import MAX_INDEXED_LOG_CHARS
+from ..side_tables import SideTables
+from ..transcripts import TranscriptTables, stored_message
+from .conn import SqliteDatabase, agent_span, bounded_rank, fts_match, next_rowid
+from .dialect import DECODE
+from .schema import ACTIVITY_FTS_WEIGHTS, fill_activity_search
 
 
 def _analysed(*texts: str) -> tuple[str, ...]:
@@ -82,7 +74,7 @@ class SqliteStore(
         self, sql: DialectSql, agent_id: str, messages: Sequence[TranscriptMessage]
     ) -> list[Doc]:
         # The write transaction holds the file: nothing else can insert meanwhile, and the
-        # ids continue the agent's span (sqlite_schema m004), so its rows stay together.
+        # ids continue the agent's span (schema.py m004), so its rows stay together.
         first = next_rowid(sql.conn, "transcript_messages", "id", agent_id)
         rows = [
             (first + n, agent_id, *stored_message(self.dialect, m)) for n, m in enumerate(messages)

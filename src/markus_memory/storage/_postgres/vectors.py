@@ -11,8 +11,8 @@ it, a bounded scan when it does not.
 * **without pgvector**: the column stays ``BYTEA`` and vectors are scored in the process, in
   chunks: the query's lexical candidates and the agent's :data:`RECENT_VECTORS` newest (exact
   for an agent with no more vectors than that), and from
-  :data:`~.vector_lists.LISTS_FROM` vectors those of the inverted lists nearest the query
-  instead of the newest (:mod:`.vector_lists`, as on SQLite).
+  :data:`~.recall.vector_lists.LISTS_FROM` vectors those of the inverted lists nearest the query
+  instead of the newest (:mod:`.recall.vector_lists`, as on SQLite).
 
 The store looks at the column the first time it uses vectors; when it is still ``BYTEA`` and
 the extension can be created, it converts the column in place (one transaction, under the
@@ -28,14 +28,14 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import vector_lists
-from .postgres_conn import MIGRATION_LOCK_KEY
-from .recall_contract import RecallFilters
-from .recall_fetch import Sql
-from .recall_index import RecallQueries
-from .recall_rank import agent_key
-from .recall_vectors import VECTOR_CHUNK
-from .vector_scan import BYTES, VectorCodec
+from ..recall import vector_lists
+from ..recall.contract import RecallFilters
+from ..recall.fetch import Sql
+from ..recall.index import RecallQueries
+from ..recall.rank import agent_key
+from ..recall.vector_scan import BYTES, VectorCodec
+from ..recall.vectors import VECTOR_CHUNK
+from .conn import MIGRATION_LOCK_KEY
 
 if TYPE_CHECKING:
     import psycopg

@@ -1,12 +1,12 @@
 """The PostgreSQL schema of the episodic store as one migration set (same name as SQLite's).
 
-Logically the same tables and columns as :mod:`.sqlite_schema` (the parity test holds both to
+Logically the same tables and columns as :mod:`._sqlite.schema` (the parity test holds both to
 it), with native types: ``timestamptz`` for times, ``jsonb`` for JSON, ``boolean`` for flags,
 ``bigint`` identities for integer keys. Full-text search uses ``tsvector`` + GIN instead of
 FTS5: :data:`PG_ONLY_TABLES` and :data:`PG_ONLY_COLUMNS` name what exists only here, and
 :data:`SQLITE_ONLY_TABLES` what exists only on SQLite (its FTS machinery).
 
-Activity search documents hold the one analyser's terms (m016, :mod:`.pg_activity_search`),
+Activity search documents hold the one analyser's terms (m016, :mod:`.activity_search`),
 written as ``tsvector`` input; no text search configuration takes part in it. The configuration
 ``markus_fts`` (English snowball stemming without a stop-word list) and ``markus_cjk`` remain
 for the migrations before m016 that still use them.
@@ -16,16 +16,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .migrations import Migrations
-from .pg_activity_search import index_all
-from .schema_tables import (
+from ..migrations import Migrations
+from ..recall.index import RecallQueries
+from ..recall.schema import add_vector_lists, fold_agent_into_terms, has_agent_column, schema
+from ..schema_tables import (
     MARKUS_INDEXES,
+    MAX_INDEXED_LOG_CHARS,
+    MIGRATION_SET,
     POSTGRES_TYPES,
     conversation_tables,
     markus_tables,
     transcript_record,
 )
-from .sqlite_schema import MAX_INDEXED_LOG_CHARS, MIGRATION_SET
+from .activity_search import index_all
+from .dialect import PostgresSql
 
 if TYPE_CHECKING:
     import psycopg
@@ -182,9 +186,6 @@ def m006_transcript_record(conn: psycopg.Connection[Any]) -> None:
 def m007_recall_index(conn: psycopg.Connection[Any]) -> None:
     # As SQLite m007: conversation recall ranks in per-agent postings (recall_index.py); the
     # tsvector column and its GIN index it replaces are dropped.
-    from .postgres_conn import PostgresSql
-    from .recall_index import RecallQueries
-    from .recall_schema import schema
 
     for statement in schema("BYTEA", ""):
         conn.execute(statement)
@@ -239,8 +240,6 @@ def m011_recall_postings_covering(conn: psycopg.Connection[Any]) -> None:
     # once vacuumed): without them in the key, each posting cost a heap page of its own, since
     # a term's postings are spread over every batch that used it (recall_rank.rank). A store
     # whose m007 already made the postings of m013 has them so.
-    from .postgres_conn import PostgresSql
-    from .recall_schema import has_agent_column
 
     if not has_agent_column(PostgresSql(conn)):
         return
@@ -265,9 +264,7 @@ def m012_recall_keys_by_id(conn: psycopg.Connection[Any]) -> None:
 def m013_recall_agent_terms(conn: psycopg.Connection[Any]) -> None:
     # As SQLite m013: postings and document frequencies keyed by the agent's own key of each
     # term; the document frequencies, rewritten by every batch, leave room on each page for
-    # their next version (recall_schema.py).
-    from .postgres_conn import PostgresSql
-    from .recall_schema import fold_agent_into_terms
+    # their next version (recall/schema.py).
 
     fold_agent_into_terms(PostgresSql(conn), "")
 
@@ -276,8 +273,6 @@ def m013_recall_agent_terms(conn: psycopg.Connection[Any]) -> None:
 def m014_recall_vector_lists(conn: psycopg.Connection[Any]) -> None:
     # As SQLite m014: the list of each recall vector and the lists' centroids. A server with
     # pgvector searches with its index instead, and its vectors stay in no list.
-    from .postgres_conn import PostgresSql
-    from .recall_schema import add_vector_lists
 
     add_vector_lists(PostgresSql(conn), "BYTEA", "")
 
@@ -293,7 +288,7 @@ def m015_conversations(conn: psycopg.Connection[Any]) -> None:
 @migrations()
 def m016_activity_search_analyser(conn: psycopg.Connection[Any]) -> None:
     # As SQLite m016: activities are searched with the one analyser. Every document and
-    # headline is rewritten from the analyser's terms (pg_activity_search.py); queries are
+    # headline is rewritten from the analyser's terms (activity_search.py); queries are
     # tsqueries of its terms, so no text search configuration is used any more.
     index_all(conn)
 

@@ -12,7 +12,7 @@ and reads the :func:`probes` nearest lists of each, and any vector in no list; t
 the query's lexical candidates, scored exactly. Below :data:`LISTS_FROM` every vector is
 scored, exactly.
 
-The functions take a :class:`~.recall_fetch.Sql` (one connection inside a transaction) and
+The functions take a :class:`~.fetch.Sql` (one connection inside a transaction) and
 need numpy, as every vector path does.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .recall_fetch import Sql
+    from .fetch import Sql
 
 LISTS_FROM = 20_000
 """Vectors of one agent and model from which they are searched through lists (at 20,000,

@@ -13,23 +13,18 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import (
+from ...errors import (
     BackendUnavailableError,
     DatabaseMissingError,
     InvalidInputError,
     LoginRefusedError,
     MarkusMemoryError,
     SchemaMissingError,
+    one_line,
 )
 
 _QUOTED = re.compile(r'"([^"]*)"')
 PROBE_TIMEOUT_S = 5
-
-
-def one_line(text: str) -> str:
-    """``text`` on one line: the first line of a multi-line database message, spaces squeezed."""
-    first = text.strip().split("\n", 1)[0]
-    return " ".join(first.split())
 
 
 def diagnose(url: str, *, timeout: float = PROBE_TIMEOUT_S) -> MarkusMemoryError | None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..analysis import tokens
-from .sqlite_schema import MAX_INDEXED_LOG_CHARS
+from ...analysis import tokens
+from ..schema_tables import MAX_INDEXED_LOG_CHARS
 
 if TYPE_CHECKING:
     import psycopg

@@ -13,11 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import knowledge_schema, kv, postgres_schema
-from .audit import PG_MIGRATIONS as DREAM_MIGRATIONS
-from .migrations import BOOKKEEPING_TABLE, Migrations
-from .pg_documents import documents_migrations
-from .postgres_conn import STATEMENT_TIMEOUT_MS, conninfo_with_timeouts
+from .. import knowledge_schema, kv
+from ..audit import PG_MIGRATIONS as DREAM_MIGRATIONS
+from ..migrations import BOOKKEEPING_TABLE, Migrations
+from . import schema as postgres_schema
+from .conn import STATEMENT_TIMEOUT_MS, conninfo_with_timeouts
+from .documents import documents_migrations
 
 PROBE_TIMEOUT_S = 2.0
 """Connect timeout of one probe: a load balancer polls every few seconds."""

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from .base import TranscriptMessage
+    from ..repos.transcripts import TranscriptMessage
 
 
 @dataclass(slots=True)
@@ -181,5 +181,5 @@ class RecallIndex(Protocol):
         its messages passing ``filters``, as ``(id, dot product)`` best first. A backend that
         cannot search vectors in the database may score only ``candidates`` (the query's
         lexical candidates) and its newest vectors, or those candidates and the vectors of
-        the inverted lists nearest ``vector`` (approximate: ``storage/vector_lists.py``)."""
+        the inverted lists nearest ``vector`` (approximate: ``storage/recall/vector_lists.py``)."""
         ...

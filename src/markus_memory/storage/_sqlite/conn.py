@@ -8,62 +8,32 @@ transaction tries to upgrade (which SQLite reports as "database is locked" at on
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from ..analysis import quote_fts
-from ..config import iso_ms, parse_iso
-from ..errors import ClosedError, InvalidInputError, StorageError
-from ._records import EPOCH as EPOCH
-from ._records import RowDecoder
-from ._sql import SEARCH_CANDIDATES, DialectSql
-from .migrations import Migrations, SqliteMigrationTarget
-from .sqlite_damage import NOT_WRITTEN, is_damage, known_damage, remember_damage
-from .sqlite_schema import SLOT_SHIFT
-from .sqlite_schema import migrations as markus_migrations
+from ...analysis import quote_fts
+from ...errors import ClosedError, InvalidInputError, StorageError
+from .._records import EPOCH as EPOCH
+from .._sql import SEARCH_CANDIDATES
+from ..migrations import Migrations, SqliteMigrationTarget
+from .damage import NOT_WRITTEN, is_damage, known_damage, remember_damage
+from .dialect import SQLITE
+from .schema import SLOT_SHIFT
+from .schema import migrations as markus_migrations
 
 if TYPE_CHECKING:
-    from .dialect import Dialect
+    from ..dialect import Dialect
 
 BUSY_TIMEOUT_MS = 5000
 MMAP_BYTES = 256 * 1024 * 1024
 CACHE_KIB = 16 * 1024
 """Page cache per connection (connections are shared by every store on a file)."""
-
-
-def to_iso(moment: datetime) -> str:
-    if not isinstance(moment, datetime) or moment.tzinfo is None:
-        raise InvalidInputError("timestamps must be timezone-aware datetimes (UTC)")
-    return iso_ms(moment)
-
-
-def from_iso(text: str | None) -> datetime | None:
-    return None if text is None else parse_iso(str(text))
-
-
-def json_text(value: Any) -> str | None:
-    return None if value is None else json.dumps(dict(value), ensure_ascii=False, default=str)
-
-
-def json_obj(text: str | None) -> dict[str, Any]:
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {"raw": text}
-    return value if isinstance(value, dict) else {"value": value}
-
-
-DECODE = RowDecoder(when=from_iso, obj=json_obj)
 
 
 def fts_match(terms: Sequence[str], *, any_term: bool = False) -> str:
@@ -134,25 +104,6 @@ def bounded_rank(
         (*args, limit),
     ).fetchall()
     return [(int(r[0]), -float(r[1])) for r in rows], None
-
-
-class SqliteSql(DialectSql):
-    """A connection as the shared SQL modules use it (:class:`~._sql.DialectSql`)."""
-
-    @property
-    def dialect(self) -> Dialect:
-        from .dialect import SQLITE
-
-        return SQLITE
-
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        cursor = self.conn.cursor()
-        cursor.row_factory = None  # plain tuples: no ``sqlite3.Row`` made and copied per row
-        try:
-            found: list[tuple[Any, ...]] = cursor.execute(sql, tuple(params)).fetchall()
-            return found
-        finally:
-            cursor.close()
 
 
 DAMAGED = (
@@ -375,8 +326,6 @@ class SqliteDatabase:
     @property
     def dialect(self) -> Dialect:
         """What differs in this backend's SQL and values (:mod:`.dialect`)."""
-        from .dialect import SQLITE
-
         return SQLITE
 
     def migrate(self, migrations: Migrations[sqlite3.Connection]) -> list[str]:

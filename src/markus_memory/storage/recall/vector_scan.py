@@ -4,7 +4,7 @@ reads and writes a vector.
 Vectors are float32, little-endian, stored one per message with the message's agent and its
 embedding space (``<model>:<dimension>``). Without an index in the database (SQLite, or a
 PostgreSQL server without pgvector) the nearest ones are found by reading them
-:data:`~.recall_vectors.VECTOR_CHUNK` at a time and keeping the best ``limit`` scores, so memory
+:data:`~.vectors.VECTOR_CHUNK` at a time and keeping the best ``limit`` scores, so memory
 stays bounded whatever the history. Scores are dot products: equal to the cosine for the
 unit-length vectors the embedders return.
 """
