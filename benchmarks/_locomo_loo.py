@@ -26,6 +26,7 @@ from markus_memory.storage._sqlite.store import SqliteStore
 KNOBS: dict[str, tuple[object, ...]] = {
     "date_boost": (0.0, 0.25, 0.5, 1.0, 2.0),
     "turn_speaker_boost": (0.0, 0.25, 0.5, 0.75, 1.0),
+    "person_boost": (0.0, 0.25, 0.5, 1.0),
 }
 VECTOR_KNOBS: dict[str, tuple[object, ...]] = {
     "fusion": ("score", "rrf"),
@@ -35,6 +36,7 @@ VECTOR_KNOBS: dict[str, tuple[object, ...]] = {
     "dense_first_person": (False, True),
     "nearest_lift": (0.0, 0.05, 0.1, 0.15, 0.2),
     "nearest_top": (0, 5, 10),
+    "dense_person_boost": (0.0, 0.25, 0.5, 1.0),
 }
 
 

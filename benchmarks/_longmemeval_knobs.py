@@ -23,6 +23,8 @@ from markus_memory.storage._sqlite.store import SqliteStore
 KNOBS: dict[str, tuple[object, ...]] = {
     "short_turns": (0.0, 30.0, 40.0, 60.0, 80.0),
     "short_power": (0.0, 1.0, 2.0, 3.0),
+    "person_boost": (0.0, 0.25, 0.5, 1.0),
+    "dense_person_boost": (0.0, 0.25, 0.5, 1.0),
 }
 
 

@@ -1,7 +1,7 @@
 """LoCoMo retrieval benchmark for recall_conversation, with the Markus keyword search as baseline.
 
 Usage: python benchmarks/locomo.py PATH/locomo.json [--out results.json] [--no-vectors] [--loo]
-[--database-url postgresql://...]
+[--database-url postgresql://...] [--vector-cache DIR]
 
 Every conversation becomes one agent (one session per LoCoMo session, its turns appended as
 messages at the session's date with ``metadata = {dia_id, speaker}``) through the public API.
@@ -15,7 +15,9 @@ conversation and per question category for every run. ``--loo`` adds the
 leave-one-conversation-out check of each ranking knob (tuned on the other conversations,
 scored on the one left out; see ``_locomo_loo.py``). ``--database-url`` keeps the
 transcripts in that PostgreSQL database instead of SQLite, in a schema of the run's own that
-is dropped after it (the agent ids are the same every run).
+is dropped after it (the agent ids are the same every run). ``--vector-cache DIR`` keeps
+MiniLM's vectors in ``DIR`` across runs (``_vector_cache.py``; the ingest time it prints is
+then not the embedder's).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from _locomo_data import CATEGORIES, LocomoConversation, ReplayClock, load, reco
 from _locomo_tables import Result, breakdown, format_breakdown  # noqa: E402
 from _metrics import KS, summarize  # noqa: E402
 from _recall_fixture import fresh_pg_schema, local_embedder  # noqa: E402
+from _vector_cache import cached  # noqa: E402
 from markus_memory import open_agent  # noqa: E402
 from markus_memory.config import Settings  # noqa: E402
 
@@ -110,12 +113,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-vectors", action="store_true", help="skip the hybrid run")
     parser.add_argument("--loo", action="store_true", help="leave-one-out check of each knob")
     parser.add_argument("--database-url", help="transcripts in this PostgreSQL (default SQLite)")
+    parser.add_argument("--vector-cache", type=Path, help="keep vectors here across runs")
     args = parser.parse_args(argv)
     url = args.database_url
     conversations = load(args.path)
     report: dict[str, object] = {"data": str(args.path), "categories": CATEGORIES}
     tables: dict[str, list[Result]] = {}
-    embedder = local_embedder(not args.no_vectors)
+    embedder = cached(local_embedder(not args.no_vectors), args.vector_cache)
     with contextlib.ExitStack() as stack:
         if url:  # a schema of its own: the agents' ids are the same every run
             url = stack.enter_context(fresh_pg_schema(url, "locomo"))

@@ -1,7 +1,7 @@
 """LongMemEval retrieval benchmark for recall_conversation, with plain SQLite FTS5 as baseline.
 
 Usage: python benchmarks/longmemeval.py PATH/longmemeval.json[.gz] [--no-vectors] [--limit N]
-[--split-half] [--knobs] [--now] [--out results.json]
+[--split-half] [--knobs] [--now] [--vector-cache DIR] [--out results.json]
 
 Every question is one agent with its own haystack: its sessions are appended in date order
 through the public API (one Markus session per haystack session, one message per turn, the
@@ -17,6 +17,9 @@ questions (odd and even positions within each question type) apart, so a change 
 one half only shows; ``--knobs`` checks each ranking knob split-half (chosen on one half,
 scored on the other: ``_longmemeval_knobs.py``). ``--now`` asks each question at its
 ``question_date`` (``recall_conversation(..., now=...)``: "a week ago" is read against it).
+``--vector-cache DIR`` keeps MiniLM's vectors in ``DIR`` across runs (``_vector_cache.py``):
+after the first run nothing is embedded again, so the ingest and first-recall times it prints
+are not the embedder's then.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from _locomo_data import ReplayClock  # noqa: E402
 from _longmemeval_data import Question, load, scored  # noqa: E402
 from _metrics import ndcg, percentile  # noqa: E402
 from _recall_fixture import local_embedder  # noqa: E402
+from _vector_cache import cached  # noqa: E402
 from markus_memory import open_agent  # noqa: E402
 from markus_memory.config import Settings  # noqa: E402
 
@@ -192,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split-half", action="store_true", help="score two halves apart")
     parser.add_argument("--knobs", action="store_true", help="split-half check of each knob")
     parser.add_argument("--now", action="store_true", help="ask at each question's date")
+    parser.add_argument("--vector-cache", type=Path, help="keep vectors here across runs")
     args = parser.parse_args(argv)
     questions = [q for q in load(args.path) if scored(q)][: args.limit]
     runs: dict[str, Ranked] = {}
@@ -199,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, tokenizer in FTS5_TOKENIZERS.items():
         runs[name], latencies = run_fts5(questions, tokenizer)
         print(f"{name}: {_latency(latencies)}")
-    embedder = local_embedder(not args.no_vectors)
+    embedder = cached(local_embedder(not args.no_vectors), args.vector_cache)
     with tempfile.TemporaryDirectory() as tmp:
         variants: list[tuple[str, object | None]] = [("recall", None)]
         if embedder is not None:

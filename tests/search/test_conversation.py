@@ -11,6 +11,7 @@ import pytest
 from markus_memory.errors import InvalidInputError
 from markus_memory.search.conversation import ConversationIndex, RankingOptions, Turn
 from markus_memory.search.embedders import FakeEmbedder
+from markus_memory.search.stages import person_roles
 from markus_memory.storage._sqlite.store import SqliteStore
 from markus_memory.storage.repos.transcripts import TranscriptMessage
 from tests.postgres_support import new_agent_id, postgres_url  # noqa: F401
@@ -49,6 +50,8 @@ PLAIN = {
     "session_weight": 0.0,
     "date_boost": 0.0,
     "nearest_lift": 0.0,
+    "person_boost": 0.0,
+    "dense_person_boost": 0.0,
 }
 
 
@@ -140,6 +143,53 @@ def test_fused_speaker_boost_reaches_the_named_speakers_reply_next_to_a_hit() ->
     stages = {**PLAIN, "neighbour_weight": 0.6, "neighbour_window": 1}
     for options, first in (({"speaker_boost": 1.0}, 0), ({"turn_speaker_boost": 1.0}, 1)):
         idx = new_index(options=RankingOptions(**{**stages, **options}))  # type: ignore[arg-type]
+        idx.add(turns)
+        assert [hit.turn.index for hit in idx.search(query, limit=1)] == [first]
+
+
+@pytest.mark.parametrize(
+    ("query", "roles"),
+    [
+        ("Where did I buy my bookshelf?", {"user"}),
+        ("What\u2019s the name of the shop I\u2019m fond of?", {"user"}),
+        ("Which bookshelf did you recommend?", {"assistant"}),
+        ("Can you remind me which bookshelf you recommended?", set()),
+        ("Where did Caroline buy the bookshelf?", set()),
+    ],
+)
+def test_a_question_in_one_person_is_about_that_roles_turns(query: str, roles: set[str]) -> None:
+    assert person_roles(query) == roles
+
+
+def test_person_boost_lifts_the_turns_of_the_role_the_question_speaks_as() -> None:
+    # The assistant's turn is shorter, so bm25 alone ranks it above the user's.
+    said = [
+        ("user", "I bought the oak bookshelf at the flea market on Sunday morning."),
+        ("assistant", "An oak bookshelf from a flea market!"),
+    ]
+    turns = [Turn("s1", n, role, text, T0) for n, (role, text) in enumerate(said)]
+    for boost, query, first in (
+        (0.0, "Where did I buy my oak bookshelf?", 1),
+        (0.5, "Where did I buy my oak bookshelf?", 0),
+        (0.5, "Where did you say the oak bookshelf came from?", 1),
+    ):
+        idx = new_index(options=RankingOptions(**{**PLAIN, "person_boost": boost}))  # type: ignore[arg-type]
+        idx.add(turns)
+        assert [hit.turn.index for hit in idx.search(query, limit=1)] == [first]
+
+
+def test_dense_person_boost_lifts_that_roles_turns_in_the_vector_list() -> None:
+    said = [
+        ("user", "I bought the oak bookshelf at the flea market on Sunday morning."),
+        ("assistant", "An oak bookshelf from a flea market!"),
+    ]
+    turns = [Turn("s1", n, role, text, T0) for n, (role, text) in enumerate(said)]
+    query = "Where did I buy my oak bookshelf?"
+    # The vector list outweighs the lexical one here, so its order decides the first hit.
+    vectors = {**PLAIN, "vector_weight": 2.0, "fusion": "rrf"}
+    for boost, first in ((0.0, 1), (1.0, 0)):
+        options = RankingOptions(**{**vectors, "dense_person_boost": boost})  # type: ignore[arg-type]
+        idx = new_index(FakeEmbedder(), options)
         idx.add(turns)
         assert [hit.turn.index for hit in idx.search(query, limit=1)] == [first]
 

@@ -27,11 +27,13 @@ from .stages import (
     RankingOptions,
     Scores,
     Turn,
+    boost_roles,
     boost_speakers,
     for_turn_length,
     fuse,
     in_first_person,
     lift_nearest,
+    person_roles,
     session_boost,
     smooth,
 )
@@ -243,10 +245,13 @@ class ConversationIndex:
             pool.fetch(dense)  # a vector outliving its message (deleted meanwhile) ranks nothing
             dense = {rowid: score for rowid, score in dense.items() if rowid in pool.turns}
             dense = boost_speakers(dense, pool, named, options.dense_speaker_boost, roles=False)
+            persons = person_roles(query)
+            dense = boost_roles(dense, pool, persons, options.dense_person_boost)
             if options.smooth_dense:
                 dense = smooth(dense, pool, options)
             scores = session_boost(fuse(lexical, dense, options), pool, options.session_weight)
             scores = boost_speakers(scores, pool, named, options.turn_speaker_boost)
+            scores = boost_roles(scores, pool, persons, options.person_boost)
             scores = lift_nearest(scores, dense, options.nearest_top, options.nearest_lift)
             scores = self._dated(query, scores, now)
             order = heapq.nsmallest(limit, scores, key=lambda rowid: (-scores[rowid], rowid))
