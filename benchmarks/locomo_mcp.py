@@ -1,7 +1,7 @@
 """LoCoMo recall through the MCP server (stdio, the SDK's client) against the library, same run.
 
 Usage: python benchmarks/locomo_mcp.py PATH/locomo.json [--embedder none|minilm]
-[--out results.json]
+[--starts 6] [--out results.json]
 
 Every conversation is recorded into an agent under a temporary home through the public API
 exactly as ``locomo.py`` does (``_locomo_data.record``), and indexed (``catch_up_transcripts``,
@@ -13,8 +13,10 @@ subprocess with that home and ``MARKUS_EMBEDDER``, reached with ``ClientSession`
 (``limit`` 10, ``neighbours`` 0). The server's hits (session id, index) are mapped back to the
 turns' dia_ids. Printed: recall_any/all@10 of both side by side (overall and per
 conversation), how many questions' top 10 differ between the two (hits, order or score), the
-server's start (process start to ``initialize`` done) and first recall, and the medians of a
-library recall and of an MCP round trip, with the load average before and after.
+server's start (process start to ``initialize`` done; one per conversation and ``--starts``
+more) beside a Python process that only imports the MCP SDK's server (the floor of any start,
+timed in turn with them), its first recall, and the medians of a library recall and of an MCP
+round trip, with the load average before and after.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -113,8 +116,9 @@ def _tool_hits(result: Any) -> list[Hit]:
     return [(r["sessionId"], r["index"], r["score"]) for r in shown["results"]]
 
 
-def ask_server(conv: LocomoConversation, env: dict[str, str]) -> Answers:
-    """Start ``serve`` for the conversation's agent and ask every question over stdio."""
+def ask_server(conv: LocomoConversation, env: dict[str, str], *, questions: bool = True) -> Answers:
+    """Start ``serve`` for the conversation's agent, recall once (the warm-up) and ask every
+    question over stdio (none without ``questions``: a start and a first recall)."""
     out = Answers()
     params = StdioServerParameters(
         command=markus_command(), args=["serve", "--agent", agent_id(conv)], env=env
@@ -128,7 +132,7 @@ def ask_server(conv: LocomoConversation, env: dict[str, str]) -> Answers:
             started = time.perf_counter()
             await client.call_tool("recall_conversation", {"query": WARM_UP, "limit": 1})
             out.firsts.append((time.perf_counter() - started) * 1000)
-            for question in conv.questions:
+            for question in conv.questions if questions else ():
                 started = time.perf_counter()
                 result = await client.call_tool("recall_conversation", tool_args(question.question))
                 out.latencies.append((time.perf_counter() - started) * 1000)
@@ -136,6 +140,13 @@ def ask_server(conv: LocomoConversation, env: dict[str, str]) -> Answers:
 
     anyio.run(session)
     return out
+
+
+def sdk_import_ms(env: dict[str, str]) -> float:
+    """The baseline of a start: a Python process that only imports the MCP SDK's server."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import mcp.server.stdio"], env=env, check=True)
+    return (time.perf_counter() - started) * 1000
 
 
 def scored(conv: LocomoConversation, answers: Answers) -> list[Result]:
@@ -154,13 +165,20 @@ def differing(library: Answers, server: Answers) -> tuple[int, int]:
     return turns, sum(a != b for a, b in pairs)
 
 
+def load_average() -> list[float]:
+    return [round(value, 2) for value in os.getloadavg()]
+
+
 def median(values: Sequence[float]) -> float:
     return round(statistics.median(values), 3) if values else 0.0
 
 
-def run(conversations: Sequence[LocomoConversation], home: Path, embedder: str) -> dict[str, Any]:
-    """Ingest, then ask both doors; the report (the rows are under ``rows``)."""
-    report: dict[str, Any] = {"embedder": embedder, "load_before": os.getloadavg()}
+def run(
+    conversations: Sequence[LocomoConversation], home: Path, embedder: str, starts: int = 0
+) -> dict[str, Any]:
+    """Ingest, ask both doors, then ``starts`` more server starts (each with a first recall)
+    alternating with the SDK-import baseline; the report (the rows are under ``rows``)."""
+    report: dict[str, Any] = {"embedder": embedder, "load_before": load_average()}
     report["ingest_seconds"] = round(ingest(conversations, home, embedder), 3)
     env = server_env(home, embedder)
     library, server = Answers(), Answers()
@@ -172,6 +190,12 @@ def run(conversations: Sequence[LocomoConversation], home: Path, embedder: str) 
         for mine, theirs in ((library, lib), (server, srv)):
             for name in ("hits", "latencies", "starts", "firsts"):
                 getattr(mine, name).extend(getattr(theirs, name))
+    baseline = []
+    for _ in range(starts):
+        baseline.append(sdk_import_ms(env))
+        again = ask_server(conversations[0], env, questions=False)
+        server.starts += again.starts
+        server.firsts += again.firsts
     report["questions"] = len(library.hits)
     report["top10_differ"], report["scores_differ"] = differing(library, server)
     report["library_median_ms"] = median(library.latencies)
@@ -180,7 +204,9 @@ def run(conversations: Sequence[LocomoConversation], home: Path, embedder: str) 
     report["serve_start_median_ms"] = median(server.starts)
     report["serve_start_max_ms"] = round(max(server.starts), 3)
     report["serve_first_recall_median_ms"] = median(server.firsts)
-    report["load_after"] = os.getloadavg()
+    report["serve_starts"] = len(server.starts)
+    report["sdk_import_median_ms"] = median(baseline)
+    report["load_after"] = load_average()
     report["by_conversation"] = {
         name: {r[0]: [round(r[1], 4), round(r[2], 4), r[3]] for r in breakdown(results)}
         for name, results in rows.items()
@@ -193,11 +219,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path, help="a LoCoMo-format JSON file")
     parser.add_argument("--embedder", choices=("none", "minilm"), default="none")
+    parser.add_argument(
+        "--starts", type=int, default=6, help="server starts beyond one per conversation"
+    )
     parser.add_argument("--out", type=Path, help="also write the figures here as JSON")
     args = parser.parse_args(argv)
     conversations = load(args.path)
     with tempfile.TemporaryDirectory() as tmp:
-        report = run(conversations, Path(tmp) / "home", args.embedder)
+        report = run(conversations, Path(tmp) / "home", args.embedder, args.starts)
     print(format_breakdown(report.pop("rows")))
     lib, mcp = report["library_median_ms"], report["mcp_median_ms"]
     print(
@@ -206,8 +235,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{report['ingest_seconds']} s\n"
         f"recall median: library {lib:.2f} ms, MCP round trip {mcp:.2f} ms "
         f"(x{mcp / lib:.2f}, +{mcp - lib:.2f} ms)\n"
-        f"serve start (spawn to initialize done): median {report['serve_start_median_ms']:.0f}"
-        f" ms, max {report['serve_start_max_ms']:.0f} ms; first recall: server "
+        f"serve start (spawn to initialize done), {report['serve_starts']} starts: median "
+        f"{report['serve_start_median_ms']:.0f} ms, max {report['serve_start_max_ms']:.0f} ms "
+        f"(a python importing the MCP SDK's server: {report['sdk_import_median_ms']:.0f} ms); "
+        f"first recall: server "
         f"{report['serve_first_recall_median_ms']:.0f} ms, library "
         f"{report['library_first_recall_median_ms']:.0f} ms (medians)\n"
         f"load average before {report['load_before']}, after {report['load_after']}"
