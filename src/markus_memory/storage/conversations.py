@@ -1,4 +1,4 @@
-"""The conversations the store holds, and daily logs in the database: written once.
+"""The conversations the store holds, written once for both backends.
 
 One record of every conversation: ``transcript_messages`` holds each message once, keyed
 (agent, session, seq), never compacted. A session the store *owns* also has a
@@ -15,7 +15,8 @@ An append takes the head's row (``FOR UPDATE`` on PostgreSQL; SQLite's write tra
 holds the file), numbers the messages after its ``next_seq``, stores them with their recall
 postings and commits: acknowledged means durable and indexed, on every host.
 
-A store mixes :class:`ConversationTables` in beside :class:`~.transcripts.TranscriptTables`.
+A store mixes :class:`ConversationTables` in beside :class:`~.transcripts.TranscriptTables`
+(and :class:`~.daily_logs.DailyLogTables`, the daily logs held in the database).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ _INSERT_HEAD = (
 
 
 class ConversationTables:
-    """Conversation heads and messages, and daily log entries, on one database."""
+    """Conversation heads and messages on one database."""
 
     if TYPE_CHECKING:
 
@@ -388,59 +389,3 @@ class ConversationTables:
                 [(body, agent_id, session_id, int(seq)) for seq, body in bodies],
             )
             return True
-
-    # -- daily logs ----------------------------------------------------------------------------
-
-    def append_daily_log(self, agent_id: str, day: str, text: str) -> None:
-        """Append an entry's text to an agent's log of ``day`` (``YYYY-MM-DD``)."""
-        with self.write() as conn:
-            self.dialect.bind(conn).run(
-                "INSERT INTO daily_log_entries (agent_id, day, text) VALUES (?, ?, ?)",
-                (agent_id, day, self.dialect.text(text)),
-            )
-
-    def import_daily_log(self, agent_id: str, day: str, text: str) -> bool:
-        """Put a day's log file before the entries written to the database that day, once:
-        False when that day's file was imported before."""
-        d = self.dialect
-        with self.write() as conn:
-            added = d.bind(conn).run(
-                "INSERT INTO daily_log_entries (agent_id, day, text, imported) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (agent_id, day) WHERE imported DO NOTHING",
-                (agent_id, day, d.text(text), d.flag(True)),
-            )
-            return added > 0
-
-    def replace_daily_log(self, agent_id: str, day: str, text: str | None) -> None:
-        """Make ``text`` the whole log of ``day`` (None: no log that day); for a transfer."""
-        d = self.dialect
-        with self.write() as conn:
-            sql = d.bind(conn)
-            sql.run("DELETE FROM daily_log_entries WHERE agent_id = ? AND day = ?", (agent_id, day))
-            if text is not None:
-                sql.run(
-                    "INSERT INTO daily_log_entries (agent_id, day, text, imported) "
-                    "VALUES (?, ?, ?, ?)",
-                    (agent_id, day, d.text(text), d.flag(True)),
-                )
-
-    def daily_log_text(self, agent_id: str, day: str) -> str | None:
-        """The log of ``day`` as its file would hold it: the imported file, then the entries
-        in the order written; None when there is none."""
-        d = self.dialect
-        with self.read() as conn:
-            rows = d.bind(conn).rows(
-                "SELECT text FROM daily_log_entries WHERE agent_id = ? AND day = ? "
-                "ORDER BY imported DESC, id",
-                (agent_id, day),
-            )
-        return None if not rows else "".join(str(r[0]) for r in rows)
-
-    def daily_log_days(self, agent_id: str) -> list[str]:
-        """The days an agent has a log of, oldest first."""
-        with self.read() as conn:
-            rows = self.dialect.bind(conn).rows(
-                "SELECT DISTINCT day FROM daily_log_entries WHERE agent_id = ? ORDER BY day",
-                (agent_id,),
-            )
-        return [str(r[0]) for r in rows]

@@ -20,6 +20,7 @@ from ..activity_reads import ActivityReads
 from ..activity_writes import ActivityWrites
 from ..base import search_terms
 from ..conversations import ConversationTables
+from ..daily_logs import DailyLogTables
 from ..recall.index import Doc
 from ..repos.activities import ActivityHit
 from ..repos.transcripts import TranscriptMessage
@@ -40,6 +41,7 @@ class PostgresStore(
     PgVectorQueries,
     TranscriptTables,
     ConversationTables,
+    DailyLogTables,
     ActivityReads,
     ActivityWrites,
     SideTables,

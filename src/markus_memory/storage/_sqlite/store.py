@@ -21,6 +21,7 @@ from ..activity_reads import ActivityReads
 from ..activity_writes import DOOMED, ActivityWrites
 from ..base import search_terms
 from ..conversations import ConversationTables
+from ..daily_logs import DailyLogTables
 from ..recall.index import Doc
 from ..repos.activities import Activity, ActivityHit
 from ..repos.transcripts import TranscriptMessage
@@ -64,7 +65,13 @@ def _log_text(conn: sqlite3.Connection, activity_id: str) -> str:
 
 
 class SqliteStore(
-    SqliteDatabase, TranscriptTables, ConversationTables, ActivityReads, ActivityWrites, SideTables
+    SqliteDatabase,
+    TranscriptTables,
+    ConversationTables,
+    DailyLogTables,
+    ActivityReads,
+    ActivityWrites,
+    SideTables,
 ):
     """Activities, mailbox, chat history and the transcript index in one SQLite file."""
 
