@@ -182,13 +182,7 @@ class SessionFiles:
     def unchanged(self) -> bool:
         """Whether the files are exactly as this process left them: no other process has
         appended, checkpointed or compacted since (a released copy cannot replay that)."""
-        if self.legacy_path is not None or signature(self.json_path) != self.json_sig:
-            return False
-        try:
-            st = os.stat(self.journal_path)
-        except FileNotFoundError:
-            return self.journal_ino is None
-        return st.st_ino == self.journal_ino and st.st_size == self.journal_size
+        return self.legacy_path is None and self._journal_growth() == 0
 
     @classmethod
     def fresh(cls, doc: fmt.SessionDoc, directory: Path) -> SessionFiles:
@@ -285,15 +279,21 @@ class SessionFiles:
 
         False means another process checkpointed, compacted or damaged the session: reload.
         """
+        growth = self._journal_growth()
+        return growth == 0 or (growth is not None and self._read_tail())
+
+    def _journal_growth(self) -> int | None:
+        """The bytes other processes appended to the journal since we last saw it; None
+        when the files are not the ones we know (checkpointed, compacted, replaced, cut)."""
         if signature(self.json_path) != self.json_sig:
-            return False
+            return None
         try:
             st = os.stat(self.journal_path)
         except FileNotFoundError:
-            return self.journal_ino is None
+            return 0 if self.journal_ino is None else None
         if st.st_ino != self.journal_ino or st.st_size < self.journal_size:
-            return False
-        return st.st_size == self.journal_size or self._read_tail()
+            return None
+        return st.st_size - self.journal_size
 
     def _read_tail(self) -> bool:
         fd = open_file(self.journal_path, os.O_RDONLY)
