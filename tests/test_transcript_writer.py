@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ from markus_memory import open_agent
 from markus_memory.config import Limits, Settings
 from markus_memory.errors import BackendUnavailableError
 from markus_memory.memory import AgentMemory
+from markus_memory.search import transcript_pool
 from markus_memory.search.transcript_pool import WRITER_THREADS
 from markus_memory.storage._sqlite.store import SqliteStore
 from markus_memory.storage.base import JsonObject
@@ -291,3 +293,35 @@ def test_many_open_agents_share_a_bounded_number_of_writer_threads(
             mem.close()
     assert 1 <= len(seen) <= WRITER_THREADS
     assert not any(t.is_alive() for t in seen)  # the last close ends them
+
+
+def test_appends_wait_for_room_once_the_pool_holds_its_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Appends arriving faster than the store takes them wait once the process holds
+    MAX_HELD of them (it held every one before: memory grew without bound and stayed with
+    the allocator); each append still returns once its session file holds it, none is lost."""
+    monkeypatch.setattr(transcript_pool, "MAX_HELD", 8)
+    gated = GatedStore(tmp_path / "data.db")
+    returned: list[int] = []
+    with open_agent("alice", settings=settings(tmp_path), store=gated) as mem:
+        sid = mem.sessions.create().id
+
+        def chat() -> None:
+            for i in range(20):
+                returned.append(say(mem, sid, f"turn {i}"))
+
+        appender = threading.Thread(target=chat)
+        appender.start()
+        try:
+            deadline = time.monotonic() + 30
+            while len(returned) < 8 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            appender.join(timeout=0.5)
+            assert appender.is_alive() and len(returned) == 8  # the ninth waits for room
+            assert transcript_pool.shared_pool().held == 8
+        finally:
+            gated.gate.set()
+            appender.join()
+        assert returned == list(range(20))
+    assert stored_seqs(tmp_path, sid) == list(range(20))

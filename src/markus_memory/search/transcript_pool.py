@@ -34,6 +34,10 @@ WRITER_THREADS = 2
 """Threads writing appends for all the agents of a process (SQLite takes one writer at a
 time; the second keeps one agent's slow batch from holding up the others)."""
 MAX_BATCH = 256
+MAX_HELD = 8 * MAX_BATCH
+"""Appends the whole pool may hold (queued or being written) before an append waits for room.
+Appends arriving faster than the store takes them for long would otherwise pile up in memory
+without bound (and the C allocator keeps the high-water mark after they are written)."""
 LINGER_SECONDS = 0.05
 """How long a queue gathers appends after the first of a batch (unless a drain asks): one
 transaction per batch, and the appending threads are not competing with it for every append."""
@@ -62,9 +66,14 @@ class WriterQueue:
         self.done = threading.Condition(pool.lock)
 
     def put(self, item: Item) -> None:
-        """Queue one append (returns at once)."""
+        """Queue one append: at once, unless the pool already holds ``MAX_HELD`` appends;
+        then once a batch is written (the writer never waits for an appender's lock)."""
         pool = self.pool
         with pool.lock:
+            while pool.held >= MAX_HELD and not pool.exiting:
+                pool.work.notify_all()  # a full pool writes every queue at once
+                pool.room.wait()
+            pool.held += 1
             self.items.append(item)
             if not self.open:
                 self.open = True
@@ -126,6 +135,8 @@ class WriterPool:
         self.threads: set[threading.Thread] = set()
         self.users = 0  # open queues: the threads stay while there are any
         self.busy = 0  # batches being written
+        self.held = 0  # appends queued or being written, every queue together
+        self.room = threading.Condition(self.lock)  # ``held`` went down
         self.exiting = False
         self.dropped: list[WriterQueue] = []
         """Queues whose writer was collected unclosed: appended by a finalizer, which must
@@ -173,16 +184,18 @@ class WriterPool:
                 heapq.heappop(heap)
                 continue
             left = due - time.monotonic()
-            if left > 0 and not self.exiting and not q._urgent():
+            if left > 0 and not self.exiting and not q._urgent() and self.held < MAX_HELD:
                 return left
             heapq.heappop(heap)
             q.ticket = None
             return q
         return None
 
-    def _finish(self, q: WriterQueue) -> None:
+    def _finish(self, q: WriterQueue, written: int) -> None:
         q.busy = False
         self.busy -= 1
+        self.held -= written
+        self.room.notify_all()
         if q.items:
             urgent = q._urgent() or self.exiting
             self.schedule(q, 0.0 if urgent else time.monotonic() + LINGER_SECONDS)
@@ -212,13 +225,14 @@ class WriterPool:
                     _write(found, batch)
                 finally:
                     self.lock.acquire()
-                    self._finish(found)
+                    self._finish(found, len(batch))
 
     def write_queued(self) -> None:
         """Write every queue now and wait until they are empty (the exit hook)."""
         with self.lock:
             self.exiting = True
             self.work.notify_all()
+            self.room.notify_all()
             while self.threads and (self.schedule_heap or self.busy):
                 self.work.wait(IDLE_SECONDS)
 
