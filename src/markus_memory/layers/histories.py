@@ -26,8 +26,12 @@ from .._fs import validate_id
 from ..config import Clock, Limits
 from ..errors import InvalidInputError
 from ..storage.base import JsonObject
-from ..storage.episodic import EpisodicStore
-from ..storage.repos.conversations import ConversationHead, NewEntry, StoredEntry
+from ..storage.repos.conversations import (
+    ConversationHead,
+    ConversationRepo,
+    NewEntry,
+    StoredEntry,
+)
 
 KIND = "history"
 
@@ -81,7 +85,7 @@ class Histories:
 
     def __init__(
         self,
-        store: Callable[[], EpisodicStore],
+        store: Callable[[], ConversationRepo],
         agent_id: str,
         limits: Limits,
         clock: Clock,
