@@ -45,9 +45,9 @@ class Activities(Repository):
     """Activity lookups by id, by mailbox item and by type/task/time; an activity's log;
     start, end and prune; ranked search (:class:`~.repos.activities.ActivityRepo`)."""
 
-    def __init__(self, database: Database, search: ActivitySearch) -> None:
+    def __init__(self, database: Database, search_index: ActivitySearch) -> None:
         super().__init__(database)
-        self.search = search
+        self.search_index = search_index
 
     def search_activities(self, agent_id: str, query: str, *, limit: int = 10) -> list[ActivityHit]:
         """All terms first (AND); if that finds fewer than ``limit``, any term (OR) fills up.
@@ -60,7 +60,7 @@ class Activities(Repository):
         of postings to score) is ordered by recency instead: the newest activities matching
         in label or keywords, then the newest matching anywhere (``score`` 0.0).
         """
-        return self.search.search(agent_id, query, limit)
+        return self.search_index.search(agent_id, query, limit)
 
     def get_activity(self, agent_id: str, activity_id: str) -> Activity | None:
         d = self.dialect
@@ -169,7 +169,7 @@ class Activities(Repository):
                     d.time(activity.started_at),
                 ),
             )
-            self.search.index_activity(conn, activity.id, fresh=True)
+            self.search_index.index_activity(conn, activity.id, fresh=True)
 
     def end_activity(self, agent_id: str, activity_id: str, end: ActivityEnd) -> bool:
         d = self.dialect
@@ -192,7 +192,7 @@ class Activities(Repository):
                 return False
             # The document is rewritten once per episode, with its log text: one index
             # update per episode, not one per log line.
-            self.search.index_activity(conn, activity_id)
+            self.search_index.index_activity(conn, activity_id)
         return True
 
     def append_log(
@@ -238,7 +238,7 @@ class Activities(Repository):
         params = (agent_id, d.time(before))
         with self.database.write() as conn:
             sql = d.bind(conn)
-            self.search.drop_documents(conn, params)
+            self.search_index.drop_documents(conn, params)
             sql.run(f"DELETE FROM agent_activity_logs WHERE activity_id IN ({DOOMED})", params)
             return sql.run(
                 "DELETE FROM agent_activities WHERE agent_id = ? AND started_at < ?", params

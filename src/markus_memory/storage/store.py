@@ -21,12 +21,14 @@ class Store:
     """The repositories of one database; an engine's store adds ``rebuild_derived`` and is
     an :class:`~.episodic.EpisodicStore`."""
 
-    def __init__(self, database: Database, transcripts: Transcripts, search: ActivitySearch):
+    def __init__(
+        self, database: Database, transcripts: Transcripts, search_index: ActivitySearch
+    ) -> None:
         self.database = database
         self.transcripts = transcripts
         self.conversations = Conversations(database, transcripts)
         self.daily_logs = DailyLogs(database)
-        self.activities = Activities(database, search)
+        self.activities = Activities(database, search_index)
         self.mailbox = Mailbox(database)
         self.chats = Chats(database)
 
