@@ -77,9 +77,10 @@ class HistoryInfo:
 class Histories:
     """The framework-owned histories of one agent.
 
-    ``store`` gives the episodic store at each use; ``adopt(key)`` is called before a key the
-    store does not hold is used, so a history an older version kept in a Markus session file
-    moves into the store first (the facade does it: it spans the sessions layer);
+    ``store`` gives the episodic store's conversations at each use; ``adopt(key)`` is called
+    before a key the store does not hold is used, so a history an older version kept in a
+    Markus session file moves into the store first (the facade does it: it spans the sessions
+    layer);
     ``stored()`` is told after each append (new vectors are due).
     """
 
