@@ -59,7 +59,7 @@ class _Memo:
 
 def build(conv: LocomoConversation, embedder: object | None, home: Path) -> ConversationIndex:
     store = SqliteStore(home / f"{conv.sample_id}.db")
-    index = ConversationIndex(store, conv.sample_id, embedder=embedder)  # type: ignore[arg-type]
+    index = ConversationIndex(store.transcripts, conv.sample_id, embedder=embedder)  # type: ignore[arg-type]
     index.add(
         Turn(
             f"session_{t.session}",
@@ -126,6 +126,6 @@ def run(conversations: Sequence[LocomoConversation], embedder: object | None) ->
 
         blocks.append(format_folds(knob, leave_one_out(ids, values, values[0], sweep)))
     for _, index in indexes:
-        index.store.close()
+        index.store.database.close()
     home.cleanup()
     return "\n".join(blocks)

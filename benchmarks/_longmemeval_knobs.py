@@ -30,7 +30,7 @@ KNOBS: dict[str, tuple[object, ...]] = {
 
 def build(question: Question, embedder: object | None, home: Path) -> ConversationIndex:
     store = SqliteStore(home / f"{question.question_id}.db")
-    index = ConversationIndex(store, question.question_id, embedder=embedder)  # type: ignore[arg-type]
+    index = ConversationIndex(store.transcripts, question.question_id, embedder=embedder)  # type: ignore[arg-type]
     index.add(
         Turn(t.session_id, t.position, t.role, t.text, t.date, None, {"turn": t.id})
         for t in question.turns
@@ -78,5 +78,5 @@ def run(questions: Sequence[Question], embedder: object | None) -> str:
                     f"{got['sess_all@5']:.3f}"
                 )
         for _, index in indexes:
-            index.store.close()
+            index.store.database.close()
     return "\n".join(lines)

@@ -104,7 +104,7 @@ def pick_terms(store: PostgresStore, n: int, agents: int, agent: str) -> dict[st
         "medium": (max(2, n // 200), max(3, n // 50)),
         "common": (int(n * 0.3), n),
     }
-    with store.read() as conn:
+    with store.database.read() as conn:
         stats = conn.execute(
             "SELECT word, ndoc FROM ts_stat(%s) WHERE length(word) > 3 AND word ~ '^[a-z]+$'",
             (f"SELECT document FROM activity_search WHERE agent_id = '{agent}'",),
@@ -136,5 +136,5 @@ def like_search(store: PostgresStore, agent: str, query: str, limit: int) -> lis
         params.extend([f"%{term}%"] * 3)
     sql += " ORDER BY started_at DESC LIMIT %s"
     params.append(limit)
-    with store.read() as conn:
+    with store.database.read() as conn:
         return [r[0] for r in conn.execute(sql, params).fetchall()]

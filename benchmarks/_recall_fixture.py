@@ -162,7 +162,7 @@ def build(
     total = 0
     for n, agent in enumerate(agents):
         for sid, batch in sessions(agent, messages_per_agent, per_session, chat):
-            store.import_transcript(agent, sid, batch, synced_at=batch[-1].created_at)
+            store.transcripts.import_transcript(agent, sid, batch, synced_at=batch[-1].created_at)
             total += len(batch)
         if n % 100 == 0 or total % 100_000 == 0:
             print(

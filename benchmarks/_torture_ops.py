@@ -301,7 +301,7 @@ def _verify_documents(mem: AgentMemory, events: Events, tally: Tally) -> None:
 def _verify_sessions(mem: AgentMemory, events: Events, tally: Tally) -> None:
     mem.recall_conversation("catch up")  # imports whatever the store is behind
     stored: dict[str, int] = {}
-    for message in mem.store.transcript_messages(mem.agent_id):
+    for message in mem.store.transcripts.transcript_messages(mem.agent_id):
         said = " ".join(message.content.split(" ", 2)[:2])
         stored[said] = stored.get(said, 0) + 1
     for sid in {k for o, k, _, _ in events.acked if o == "append"}:

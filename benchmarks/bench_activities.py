@@ -302,10 +302,10 @@ def main() -> None:
             build(path, args.n, args.agents)
             print(f"built in {time.perf_counter() - start:.0f} s", file=sys.stderr)
         store = SqliteStore(path)
-        conn = store.connection()
+        conn = store.database.connection()
         terms = pick_terms(conn, args.n)
         results["sqlite"] = measure(
-            lambda a, q, k: store.search_activities(a, q, limit=k),
+            lambda a, q, k: store.activities.search_activities(a, q, limit=k),
             lambda a, q, k: like_search(conn, a, q, k),
             agent,
             terms,
@@ -323,7 +323,7 @@ def main() -> None:
         if not terms:  # alone: estimate document frequencies from PostgreSQL itself
             terms = pg.pick_terms(pg_store, args.n, args.agents, agent)
         results["postgres"] = measure(
-            lambda a, q, k: pg_store.search_activities(a, q, limit=k),
+            lambda a, q, k: pg_store.activities.search_activities(a, q, limit=k),
             lambda a, q, k: pg.like_search(pg_store, a, q, k),
             agent,
             terms,

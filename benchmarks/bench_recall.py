@@ -162,15 +162,17 @@ def record(url: str | None, texts: list[str], variant: str) -> tuple[float, floa
         if variant != "recall index":
             stack.enter_context(mock.patch.object(transcripts, "index_docs", lambda *a, **k: None))
         if variant == "eb3b962":
-            with store.write() as conn:
+            with store.database.write() as conn:
                 for statement in EB3B962_FULL_TEXT["sqlite" if url is None else "postgres"]:
                     conn.execute(statement)
         started, cpu = time.perf_counter(), time.thread_time()
         for at in range(0, len(messages), MAX_BATCH):
             batch = messages[at : at + MAX_BATCH]
-            store.import_transcript("ingest", "s", batch, synced_at=batch[-1].created_at)
+            store.transcripts.import_transcript(
+                "ingest", "s", batch, synced_at=batch[-1].created_at
+            )
         if variant == "eb3b962" and url is not None:  # the GIN pending list, merged later
-            with store.write() as conn:
+            with store.database.write() as conn:
                 conn.execute("SELECT gin_clean_pending_list('idx_transcript_search')")
         wall, cpu = time.perf_counter() - started, time.thread_time() - cpu
         return wall / len(messages) * 1e6, cpu / len(messages) * 1e6

@@ -37,12 +37,11 @@ import numpy as np  # noqa: E402
 from _common import median_ms_per_round  # noqa: E402
 from _recall_fixture import fresh_pg_schema  # noqa: E402
 from markus_memory.storage._postgres import vectors as pg_vectors
-from markus_memory.storage.episodic import EpisodicStore
 from markus_memory.storage.recall import vector_lists  # noqa: E402
 from markus_memory.storage.recall.index import RecallQueries  # noqa: E402
 from markus_memory.storage.recall.rank import agent_key  # noqa: E402
 from markus_memory.storage.recall.vector_scan import nearest_in_chunks  # noqa: E402
-from markus_memory.storage.repos.transcripts import TranscriptMessage  # noqa: E402
+from markus_memory.storage.repos.transcripts import TranscriptMessage, TranscriptStore  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 MODEL = "bench:{dim}"
@@ -56,7 +55,7 @@ def vectors(rng: np.random.Generator, n: int, centres: np.ndarray) -> np.ndarray
     return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
 
 
-def load(store: EpisodicStore, agent: str, data: np.ndarray, model: str) -> list[int]:
+def load(store: TranscriptStore, agent: str, data: np.ndarray, model: str) -> list[int]:
     """Messages with their vectors (the store's own paths); the ids in insertion order."""
     for start in range(0, len(data), 1_000):
         sid = f"s{start // 1_000}"
@@ -119,7 +118,7 @@ def measure(
     )
 
 
-def fill(store: EpisodicStore, args: argparse.Namespace) -> tuple[list[int], np.ndarray]:
+def fill(store: TranscriptStore, args: argparse.Namespace) -> tuple[list[int], np.ndarray]:
     rng = np.random.default_rng(1)
     centres = rng.standard_normal((256, args.dim)).astype(np.float32)
     model = MODEL.format(dim=args.dim)
@@ -203,7 +202,8 @@ def main() -> int:
     from markus_memory.storage._sqlite.store import SqliteStore
 
     with tempfile.TemporaryDirectory() as tmp:
-        lite = SqliteStore(Path(tmp) / "data.db")
+        lite_store = SqliteStore(Path(tmp) / "data.db")
+        lite = lite_store.transcripts
         paths = {
             f"lists from {vector_lists.LISTS_FROM} vectors (now)": nearest_of(lite, model),
             "every vector in chunks (before)": every_vector_of(lite, model),
@@ -218,10 +218,11 @@ def main() -> int:
                 f"(no lock held), stored in {stored:.3f} s",
                 flush=True,
             )
-        lite.close()
+        lite_store.close()
     if args.pg_url:
         with fresh_pg_schema(args.pg_url, "bench_vectors") as url:
-            pg = PostgresStore(url)
+            pg_store = PostgresStore(url)
+            pg = pg_store.transcripts
             assert pg.vector_schema() is None, "this server has pgvector"
             paths = {
                 f"lists from {vector_lists.LISTS_FROM} vectors (now)": nearest_of(pg, model),
@@ -229,14 +230,15 @@ def main() -> int:
                 "every vector in chunks": unlisted_of(pg, model, RecallQueries),
             }
             run("postgres", pg, args, paths)
-            pg.close()
+            pg_store.close()
     if not args.no_pgvector:
         import pgserver
 
         server = pgserver.get_server(tempfile.mkdtemp(prefix="bench-vectors-"), "delete")
         try:
             with fresh_pg_schema(server.get_uri(), "bench_vectors") as url:
-                pg = PostgresStore(url)
+                pg_store = PostgresStore(url)
+                pg = pg_store.transcripts
                 assert pg.vector_schema() is not None
                 exact_limit = pg_vectors.EXACT_LIMIT
 
@@ -252,7 +254,7 @@ def main() -> int:
                     "pgvector exact scan": nearest_of(pg, model, forced_exact),
                 }
                 run("pgvector", pg, args, paths)
-                pg.close()
+                pg_store.close()
         finally:
             server.cleanup()
     return 0

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{summary['ndcg@10']:>8.3f}{summary['latency_median_ms']:>8.2f}"
         )
     for _, index in indexes:
-        index.store.close()
+        index.store.database.close()
     home.cleanup()
     return 0
 

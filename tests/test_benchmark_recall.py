@@ -78,7 +78,7 @@ def test_the_write_cost_baseline_has_the_indexes_of_eb3b962(backend: str) -> Non
     import bench_recall
 
     url = _server_url() if backend == "postgres" else None
-    with bench_recall.fresh_store(url, "baseline") as store, store.write() as conn:
+    with bench_recall.fresh_store(url, "baseline") as store, store.database.write() as conn:
         for statement in bench_recall.EB3B962_FULL_TEXT[backend]:
             conn.execute(statement)
         if url is None:

@@ -111,7 +111,7 @@ def _old_version_files(url: str, home: Path, agent: str) -> Path:
         files.close()
         # the previous version recorded what compaction dropped in the store
         for n in range(30):
-            mem.store.index_message(
+            mem.store.transcripts.index_message(
                 agent, "long", n, "user", f"long turn {n}", mem.settings.clock()
             )
     (root / "daily-logs").mkdir(exist_ok=True)
@@ -137,13 +137,13 @@ def test_session_files_and_logs_move_into_the_database_once(
         long = mem.sessions.get("long")
         assert long is not None and long.compacted > 0
         assert long.messages[-1]["content"] == "long turn 29"
-        rows = mem.store.transcript_messages(agent, session_id="long")
+        rows = mem.store.transcripts.transcript_messages(agent, session_id="long")
         assert [r.seq for r in rows] == list(range(30))
         short = mem.sessions.get("short")
         assert short is not None and [m["content"] for m in short.messages] == ["the short one"]
         assert mem.daily_log.read("2026-11-30").count("old day") == 1
         mem.sessions.append("long", {"role": "user", "content": "after the move"})
-        assert mem.store.transcript_messages(agent, session_id="long")[-1].seq == 30
+        assert mem.store.transcripts.transcript_messages(agent, session_id="long")[-1].seq == 30
     with open_agent(agent, settings=host(postgres_url, tmp_path / "b")) as b:
         long = b.sessions.get("long")
         assert long is not None and long.messages[-1]["content"] == "after the move"

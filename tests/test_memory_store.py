@@ -39,16 +39,16 @@ def test_close_closes_the_store(isolated_home: Path) -> None:
     mem.close()
     mem.close()
     with pytest.raises(ClosedError):
-        store.query_activities("a1")
+        store.activities.query_activities("a1")
 
 
 def test_chat_history_recorded_like_a_ui_reads_back_in_order(isolated_home: Path) -> None:
     with open_agent("a1") as mem:
         session = ChatSession(id="cs_00000000000000ff", agent_id="a1", created_at=T0, is_main=True)
-        mem.store.create_chat_session(session)
+        mem.store.chats.create_chat_session(session)
         turns = [("user", "hi"), ("assistant", "hello"), ("user", "bye"), ("assistant", "ciao")]
         for i, (role, text) in enumerate(turns):
-            mem.store.append_chat_message(
+            mem.store.chats.append_chat_message(
                 ChatMessage(
                     id=f"cm_{i:016x}",
                     session_id=session.id,
@@ -59,9 +59,9 @@ def test_chat_history_recorded_like_a_ui_reads_back_in_order(isolated_home: Path
                 )
             )
     with open_agent("a1") as mem:
-        restored = mem.store.chat_messages("a1", session.id)
+        restored = mem.store.chats.chat_messages("a1", session.id)
         assert [(m.role, m.content) for m in restored] == turns
-        assert [s.id for s in mem.store.chat_sessions("a1")] == [session.id]
+        assert [s.id for s in mem.store.chats.chat_sessions("a1")] == [session.id]
 
 
 def test_a_closed_memory_refuses_further_use_instead_of_reopening(isolated_home: Path) -> None:

@@ -86,7 +86,7 @@ def _conversations(mem: AgentMemory, query: str, text: str, ids: tuple[str, str]
 def _activities(mem: AgentMemory, query: str, text: str, ids: tuple[str, str]) -> None:
     # The label weighs more than a log line: both found, the label's first.
     assert [h.activity.id for h in mem.activities.search(query)] == list(ids)
-    found = mem.store.search_activities(mem.agent_id, query)
+    found = mem.store.activities.search_activities(mem.agent_id, query)
     assert [h.activity.id for h in found] == list(ids)
     tool = json.loads(dispatch(mem, "recall_activity", {"query": query}))
     assert [a["id"] for a in tool["activities"]] == list(ids)
@@ -165,7 +165,9 @@ def test_m016_reindexes_the_activities_of_an_existing_sqlite_database(tmp_path: 
     store = SqliteStore(path)
     try:
         for query in ("🚀", "a.b.c", "deploying"):
-            assert [h.activity.id for h in store.search_activities("al", query)] == ["act-al-1"]
+            assert [h.activity.id for h in store.activities.search_activities("al", query)] == [
+                "act-al-1"
+            ]
     finally:
         store.close()
 
@@ -198,7 +200,7 @@ def test_m016_reindexes_the_activities_of_an_existing_postgres_schema() -> None:
         store = PostgresStore(url)
         try:
             for query in ("🚀", "a.b.c", "deploying"):
-                found = store.search_activities("al", query)
+                found = store.activities.search_activities("al", query)
                 assert [h.activity.id for h in found] == ["act-al-1"]
         finally:
             store.close()
@@ -207,15 +209,15 @@ def test_m016_reindexes_the_activities_of_an_existing_postgres_schema() -> None:
 def test_activity_writes_keep_the_analysed_document_current(settings: Settings) -> None:
     with open_agent(new_agent_id(), settings=settings) as mem:
         store = mem.store
-        store.insert_activity(_activity(mem.agent_id, "nightly job"))
+        store.activities.insert_activity(_activity(mem.agent_id, "nightly job"))
         activity_id = f"act-{mem.agent_id}-1"
-        assert store.search_activities(mem.agent_id, "🚀") == []
+        assert store.activities.search_activities(mem.agent_id, "🚀") == []
         mem.activities.log(activity_id, "tool", "marker 🚀 on v1.2.3")
         mem.activities.end(activity_id)
         for query in ("🚀", "v1.2.3", "markers"):
-            assert [h.activity.id for h in store.search_activities(mem.agent_id, query)] == [
-                activity_id
-            ]
+            assert [
+                h.activity.id for h in store.activities.search_activities(mem.agent_id, query)
+            ] == [activity_id]
 
 
 def test_rebuilding_the_derived_indexes_refills_the_activity_search(settings: Settings) -> None:
@@ -224,7 +226,7 @@ def test_rebuilding_the_derived_indexes_refills_the_activity_search(settings: Se
         activity = mem.activities.start("task", "deploy marker 🚀")
         mem.activities.end(activity)
         table = "activity_search" if settings.database_url else "activity_fts"
-        with mem.store.write() as conn:  # type: ignore[attr-defined]
+        with mem.store.database.write() as conn:  # type: ignore[attr-defined]
             conn.execute(f"DELETE FROM {table}")
         assert mem.activities.search("🚀") == []
         mem.store.rebuild_derived()

@@ -134,7 +134,7 @@ DISK_FULL = textwrap.dedent(
     from markus_memory.config import Settings
     settings = Settings(home=Path(sys.argv[1]), database_url=sys.argv[2] or None)
     mem = open_agent("alice", settings=settings)
-    mem.store.transcript_marks("alice")  # the database exists before the disk fills
+    mem.store.transcripts.transcript_marks("alice")  # the database exists before the disk fills
     mem.sessions.checkpoint_min_bytes = 0  # checkpoint as soon as the journal outgrows the file
     sid = "sess_1_full"
     mem.sessions.get_or_create(sid)
@@ -181,7 +181,7 @@ JOURNAL_FULL = textwrap.dedent(
     from markus_memory.config import Settings
     settings = Settings(home=Path(sys.argv[1]))
     mem = open_agent("alice", settings=settings)
-    mem.store.transcript_marks("alice")  # the database exists before the disk fills
+    mem.store.transcripts.transcript_marks("alice")  # the database exists before the disk fills
     sid = "sess_1_full"
     mem.sessions.get_or_create(sid)
     mem.sessions.append(sid, {"role": "user", "content": "kept"})
@@ -212,4 +212,7 @@ def test_item4_a_journal_write_that_fails_half_way_stores_nothing(tmp_path: Path
         messages = mem.sessions.get("sess_1_full").messages
         assert [m["content"] for m in messages] == ["kept", "after"]
         mem.recall_conversation("kept")  # catch-up imports what the full disk kept out
-        assert [m.content for m in mem.store.transcript_messages("alice")] == ["kept", "after"]
+        assert [m.content for m in mem.store.transcripts.transcript_messages("alice")] == [
+            "kept",
+            "after",
+        ]

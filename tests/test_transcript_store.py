@@ -91,7 +91,7 @@ def test_every_append_is_recorded_with_speaker_time_and_metadata(home, clock) ->
             sid, {"role": "user", "content": "then", "metadata": {"timestamp": said}}
         )
     with home.open() as mem:  # written in the background: close drained it
-        got = mem.store.transcript_messages(home.agent_id)
+        got = mem.store.transcripts.transcript_messages(home.agent_id)
     assert [(m.session_id, m.seq, m.role, m.content) for m in got] == [
         (sid, 0, "user", "hi"),
         (sid, 1, "assistant", ""),
@@ -151,10 +151,12 @@ def test_markus_session_files_are_imported_once(home, clock) -> None:  # type: i
         home, "sess_1_old", ["we planned the garden", "tomatoes first"], start, mtime=T0
     )
     with home.open() as mem:
-        assert mem.store.transcript_marks(home.agent_id) == {}
+        assert mem.store.transcripts.transcript_marks(home.agent_id) == {}
         hit = mem.recall_conversation("garden", limit=1)[0]
         assert (hit.session_id, hit.index, hit.timestamp) == ("sess_1_old", 0, start)
-        assert mem.store.transcript_marks(home.agent_id) == {"sess_1_old": TranscriptMark(2, T0)}
+        assert mem.store.transcripts.transcript_marks(home.agent_id) == {
+            "sess_1_old": TranscriptMark(2, T0)
+        }
     # Imported once: an unchanged activity time means the file is not read again.
     data = json.loads(path.read_text())
     data["messages"][0]["content"] = "never imported"
@@ -171,7 +173,7 @@ def test_markus_session_files_are_imported_once(home, clock) -> None:  # type: i
     with home.open() as mem:
         assert mem.recall_conversation("basil", limit=1)[0].index == 2
         assert mem.recall_conversation("imported", limit=1) == []
-        assert [m.content for m in mem.store.transcript_messages(home.agent_id)] == [
+        assert [m.content for m in mem.store.transcripts.transcript_messages(home.agent_id)] == [
             "we planned the garden",
             "tomatoes first",
             "and basil",
@@ -183,7 +185,9 @@ def test_an_append_to_a_markus_session_before_any_recall_still_imports_it(home, 
     clock.now = T0 + timedelta(minutes=5)
     with home.open() as mem:
         assert mem.sessions.append("sess_1_old", {"role": "user", "content": "rapids"}).seq == 1
-        assert mem.store.transcript_marks(home.agent_id) == {}  # seq 0 missing: no mark yet
+        assert (
+            mem.store.transcripts.transcript_marks(home.agent_id) == {}
+        )  # seq 0 missing: no mark yet
     with home.open() as mem:
         assert mem.recall_conversation("kayak", limit=1)[0].index == 0
         hit = mem.recall_conversation("rapids", limit=1)[0]
@@ -225,7 +229,7 @@ def test_one_metadata_string_per_message_is_read_without_the_messages(home, cloc
             mem.sessions.append(sid, message if meta is None else {**message, "metadata": meta})
         mem.sessions.append(other, {"role": "user", "content": "x", "metadata": metas[0]})
     with home.open() as mem:
-        read = mem.store.transcript_metadata_strings
+        read = mem.store.transcripts.transcript_metadata_strings
         assert read(home.agent_id, sid, ("claude_code", "entry", "uuid")) == [
             "u-1",
             "u-2 'quoted' \"too\" 雨",

@@ -22,18 +22,20 @@ from markus_memory.errors import BackendUnavailableError
 from markus_memory.memory import AgentMemory
 from markus_memory.search import transcript_pool
 from markus_memory.search.transcript_pool import WRITER_THREADS
-from markus_memory.storage._sqlite.store import SqliteStore
+from markus_memory.storage._sql import SEARCH_CANDIDATES
+from markus_memory.storage._sqlite.store import SqliteStore, add_messages
 from markus_memory.storage.base import JsonObject
 from markus_memory.storage.repos.transcripts import TranscriptMessage
+from markus_memory.storage.transcripts import Transcripts
 from tests.postgres_support import new_agent_id
 from tests.postgres_support import postgres_url as postgres_url  # fixture
 
 
-class FlakyStore(SqliteStore):
-    """A real SQLite store whose transcript writes fail while ``down`` is set."""
+class FlakyTranscripts(Transcripts):
+    """A real SQLite store's transcripts, whose writes fail while ``down`` is set."""
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
+    def __init__(self, store: SqliteStore) -> None:
+        super().__init__(store.database, add_messages, search_candidates=SEARCH_CANDIDATES)
         self.down = False
 
     def _check(self) -> None:
@@ -78,11 +80,11 @@ class FlakyStore(SqliteStore):
         return super().import_transcript(agent_id, session_id, messages, synced_at=synced_at)
 
 
-class GatedStore(SqliteStore):
-    """A real SQLite store whose transcript imports wait until ``gate`` is set."""
+class GatedTranscripts(Transcripts):
+    """A real SQLite store's transcripts, whose imports wait until ``gate`` is set."""
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
+    def __init__(self, store: SqliteStore) -> None:
+        super().__init__(store.database, add_messages, search_candidates=SEARCH_CANDIDATES)
         self.gate = threading.Event()
 
     def import_transcript(
@@ -97,6 +99,13 @@ class GatedStore(SqliteStore):
         return super().import_transcript(agent_id, session_id, messages, synced_at=synced_at)
 
 
+def store_with(path: Path, transcripts: type[Transcripts]) -> SqliteStore:
+    """A real SQLite store on ``path`` whose transcripts are ``transcripts``'."""
+    store = SqliteStore(path)
+    store.transcripts = transcripts(store)  # type: ignore[call-arg]
+    return store
+
+
 def settings(tmp_path: Path, **limits: int) -> Settings:
     return Settings(home=tmp_path, limits=Limits(**limits))
 
@@ -104,7 +113,9 @@ def settings(tmp_path: Path, **limits: int) -> Settings:
 def stored_seqs(tmp_path: Path, session_id: str) -> list[int]:
     store = SqliteStore(tmp_path / "data.db")
     try:
-        return [m.seq for m in store.transcript_messages("alice", session_id=session_id)]
+        return [
+            m.seq for m in store.transcripts.transcript_messages("alice", session_id=session_id)
+        ]
     finally:
         store.close()
 
@@ -143,15 +154,15 @@ def test_recall_sees_every_append_made_from_several_threads(tmp_path: Path) -> N
 
 
 def test_a_failing_store_leaves_the_mark_behind_and_the_next_open_imports(tmp_path: Path) -> None:
-    flaky = FlakyStore(tmp_path / "data.db")
+    flaky = store_with(tmp_path / "data.db", FlakyTranscripts)
     with open_agent("alice", settings=settings(tmp_path), store=flaky) as mem:
         sid = mem.sessions.create().id
         say(mem, sid, "before the outage")
         mem.recall_conversation("outage")  # drained: seq 0 is stored
-        flaky.down = True
+        flaky.transcripts.down = True
         say(mem, sid, "during the outage: canoe")
-        flaky.down = False
-        mark = flaky.transcript_marks("alice")[sid]
+        flaky.transcripts.down = False
+        mark = flaky.transcripts.transcript_marks("alice")[sid]
         assert mark.next_seq == 1
         # The store is the index: once it is back, the next recall imports what it missed.
         assert mem.recall_conversation("canoe", limit=1)[0].index == 1
@@ -160,44 +171,44 @@ def test_a_failing_store_leaves_the_mark_behind_and_the_next_open_imports(tmp_pa
     assert stored_seqs(tmp_path, sid) == [0, 1, 2]
     with open_agent("alice", settings=settings(tmp_path)) as mem:
         assert mem.recall_conversation("canoe", limit=1)[0].index == 1
-        assert mem.store.transcript_marks("alice")[sid].next_seq == 3
+        assert mem.store.transcripts.transcript_marks("alice")[sid].next_seq == 3
     assert stored_seqs(tmp_path, sid) == [0, 1, 2]
 
 
 def test_compaction_waits_for_queued_writes(tmp_path: Path) -> None:
-    gated = GatedStore(tmp_path / "data.db")
+    gated = store_with(tmp_path / "data.db", GatedTranscripts)
     limits = {"session_compact_trigger": 10, "session_compact_keep": 4}
     with open_agent("alice", settings=settings(tmp_path, **limits), store=gated) as mem:
         sid = mem.sessions.create().id
-        opener = threading.Timer(0.2, gated.gate.set)
+        opener = threading.Timer(0.2, gated.transcripts.gate.set)
         opener.start()
         for i in range(11):  # the 11th append compacts, dropping seqs 0..6 from the file
             say(mem, sid, f"turn {i}")
         session = mem.sessions.get(sid)
         assert session is not None and session.compacted == 7
-        assert [m.seq for m in gated.transcript_messages("alice", session_id=sid)][:7] == list(
-            range(7)
-        )
+        assert [m.seq for m in gated.transcripts.transcript_messages("alice", session_id=sid)][
+            :7
+        ] == list(range(7))
         opener.join()
 
 
 def test_compaction_is_deferred_while_the_store_is_down(tmp_path: Path) -> None:
-    flaky = FlakyStore(tmp_path / "data.db")
+    flaky = store_with(tmp_path / "data.db", FlakyTranscripts)
     limits = {"session_compact_trigger": 10, "session_compact_keep": 4}
     with open_agent("alice", settings=settings(tmp_path, **limits), store=flaky) as mem:
         sid = mem.sessions.create().id
-        flaky.down = True
+        flaky.transcripts.down = True
         for i in range(12):
             say(mem, sid, f"turn {i}")
         session = mem.sessions.get(sid)
         assert session is not None and session.compacted == 0  # nothing dropped: not stored
-        flaky.down = False
+        flaky.transcripts.down = False
         say(mem, sid, "turn 12")  # the store is back: the file is imported, then compacted
         session = mem.sessions.get(sid)
         assert session is not None and session.compacted == 9
-        assert [m.seq for m in flaky.transcript_messages("alice", session_id=sid)] == list(
-            range(13)
-        )
+        assert [
+            m.seq for m in flaky.transcripts.transcript_messages("alice", session_id=sid)
+        ] == list(range(13))
 
 
 CHILD = textwrap.dedent(
@@ -208,12 +219,10 @@ CHILD = textwrap.dedent(
     from markus_memory.config import Settings
     from markus_memory.storage._sqlite.store import SqliteStore
 
-    class Stuck(SqliteStore):
-        def import_transcript(self, *args, **kwargs):
-            threading.Event().wait()
-
     home = Path(sys.argv[1])
-    mem = open_agent("alice", settings=Settings(home=home), store=Stuck(home / "data.db"))
+    stuck = SqliteStore(home / "data.db")
+    stuck.transcripts.import_transcript = lambda *args, **kwargs: threading.Event().wait()
+    mem = open_agent("alice", settings=Settings(home=home), store=stuck)
     sid = mem.sessions.create().id
     for i in range(200):
         mem.sessions.append(sid, {"role": "user", "content": f"message word{i}"})

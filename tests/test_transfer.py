@@ -52,12 +52,14 @@ def _rows(mem: AgentMemory) -> None:
     mem.activities.end(done)
     mem.activities.log(mem.activities.start("chat", "still running"), "msg", "hello")
     at = datetime(2026, 7, 1, 12, tzinfo=timezone.utc)
-    mem.store.save_mailbox_item(MailboxItem(box, agent, "human_chat", at, payload={"q": 1}))
-    mem.store.record_decision(Decision(f"dec_{agent}", agent, "pick", box, at, reasoning="why"))
-    mem.store.create_chat_session(ChatSession(chat, agent, at, title="Hi", is_main=True))
+    mem.store.mailbox.save_mailbox_item(MailboxItem(box, agent, "human_chat", at, payload={"q": 1}))
+    mem.store.mailbox.record_decision(
+        Decision(f"dec_{agent}", agent, "pick", box, at, reasoning="why")
+    )
+    mem.store.chats.create_chat_session(ChatSession(chat, agent, at, title="Hi", is_main=True))
     for i in range(3):
         message = ChatMessage(f"{chat}_{i}", chat, agent, "user", f"message {i}", at, {"i": i})
-        mem.store.append_chat_message(message)
+        mem.store.chats.append_chat_message(message)
 
 
 def _episodic(settings: Settings, agent_id: str) -> AgentRows:

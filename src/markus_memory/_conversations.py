@@ -56,7 +56,7 @@ class Conversations:
         self._settings = settings
         self._store = store
         self.transcripts = Transcripts(
-            store,
+            lambda: store().transcripts,
             agent_id,
             sessions=self._session_sources,
             session=self._session_source,
@@ -76,7 +76,7 @@ class Conversations:
         self.sessions: Sessions = self.files
         if held:
             self.sessions = HeldSessions(
-                store,
+                lambda: store().conversations,
                 agent_id,
                 settings.limits,
                 settings.clock,
@@ -84,7 +84,7 @@ class Conversations:
                 stored=self.transcripts.stored,
             )
         self.histories = Histories(
-            store,
+            lambda: store().conversations,
             agent_id,
             settings.limits,
             settings.clock,
@@ -144,7 +144,7 @@ class Conversations:
     def _seq_floor(self, session_id: str) -> int:
         """Where a new session file under ``session_id`` numbers from; InvalidInputError when
         that id is a framework history (the two kinds never share an id)."""
-        head = self._store().conversation(self.agent_id, session_id)
+        head = self._store().conversations.conversation(self.agent_id, session_id)
         if head is not None and head.kind == "history":
             raise InvalidInputError(
                 f"{session_id!r} is a framework history of this agent (memory.histories), "
@@ -160,10 +160,10 @@ class Conversations:
         if session is None:
             return
         self.transcripts.caught_up()
-        held = self._store().transcript_messages(self.agent_id, session_id=key)
+        held = self._store().transcripts.transcript_messages(self.agent_id, session_id=key)
         first = min((m.seq for m in held), default=session.first_seq)
         top = max((m.seq + 1 for m in held), default=first)
-        self._store().adopt_entries(
+        self._store().conversations.adopt_entries(
             self.agent_id,
             key,
             "history",

@@ -51,6 +51,7 @@ from .storage.episodic import EpisodicStore
 from .storage.forget import forget_agent, forget_in
 from .storage.knowledge_index import IndexState, KnowledgeIndex
 from .storage.kv import KVTable
+from .storage.repos.transcripts import TranscriptStore
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +158,7 @@ class Backend:
             return PostgresStore(self.url)
         return SqliteStore(self.settings.database_path)
 
-    def scratch_transcripts(self) -> tuple[EpisodicStore, Callable[[], None]] | None:
+    def scratch_transcripts(self) -> tuple[TranscriptStore, Callable[[], None]] | None:
         """A private store for the transcript side when the home's own cannot be written (a
         read-only home whose ``data.db`` is missing, or behind its session files): a
         ``data.db`` in a new temporary directory, and how to close and delete it. ``None``
@@ -172,7 +173,7 @@ class Backend:
             store.close()
             shutil.rmtree(directory, ignore_errors=True)
 
-        return store, dispose
+        return store.transcripts, dispose
 
     def knowledge_index(self) -> KnowledgeIndex | None:
         """The knowledge search index beside the episodic store; None (logged) if it cannot

@@ -60,7 +60,9 @@ class AgentMemory:
         self.state = StateFile(*layer_args, documents=docs)
         held = self.backend.documents_on_postgres  # then sessions and logs live there too
         self.daily_log = DailyLog(
-            *layer_args, agent_id=self.agent_id, held=(lambda: self.store) if held else None
+            *layer_args,
+            agent_id=self.agent_id,
+            held=(lambda: self.store.daily_logs) if held else None,
         )
         self.roles = RoleLoader(*layer_args, documents=docs)
         self.knowledge = KnowledgeFile(*layer_args, documents=docs)
@@ -117,7 +119,7 @@ class AgentMemory:
         self._check_open()
         if self._activities is None:
             self._activities = ActivityLog(
-                self.store, self.agent_id, self.settings.clock, self.settings.limits
+                self.store.activities, self.agent_id, self.settings.clock, self.settings.limits
             )
         return self._activities
 

@@ -85,7 +85,7 @@ def test_item8_reindex_rebuilds_the_transcript_of_a_data_db_moved_aside(
         (isolated_home / f"data.db{suffix}").unlink(missing_ok=True)
     invoke("reindex")
     with open_agent("alice") as mem:
-        assert mem.store.transcript_marks("alice")
+        assert mem.store.transcripts.transcript_marks("alice")
         assert mem.search("vault").hits
         assert mem.recall_conversation("canoe", limit=1)[0].text == "where is the canoe stored?"
 

@@ -71,9 +71,9 @@ def test_documents_and_episodic_rows_share_one_pool(postgres_url: str, tmp_path:
     with open_agent(new_agent_id(), settings=settings) as mem:
         assert isinstance(mem.documents, PostgresDocuments)
         store = mem.store
-        assert mem.documents.database.conninfo == store.conninfo  # type: ignore[attr-defined]
-        assert mem.documents.database._pool is store._pool  # type: ignore[attr-defined]
-        assert "statement_timeout" in store.conninfo  # type: ignore[attr-defined]
+        assert mem.documents.database.conninfo == store.database.conninfo  # type: ignore[attr-defined]
+        assert mem.documents.database._pool is store.database._pool  # type: ignore[attr-defined]
+        assert "statement_timeout" in store.database.conninfo  # type: ignore[attr-defined]
         with mem.documents.database.read() as conn:
             applied = conn.execute(
                 "SELECT migration_set FROM _markus_migrations WHERE migration_set = 'documents'"

@@ -29,7 +29,7 @@ def log(postgres_url: str) -> Iterator[PostgresAuditLog]:
 
     store = PostgresStore(postgres_url)
     try:
-        yield PostgresAuditLog(store)
+        yield PostgresAuditLog(store.database)
     finally:
         store.close()
 

@@ -37,7 +37,7 @@ def stored(home: Path, agent: str = "coder", url: str | None = None) -> list[str
     """The uuid of every message the store holds for the session, in order."""
     with open_agent(agent, settings=settings_for(home, url)) as mem:
         mem.catch_up_transcripts()
-        held = mem.store.transcript_messages(agent, session_id=SID)
+        held = mem.store.transcripts.transcript_messages(agent, session_id=SID)
     return [m.metadata["claude_code"]["entry"]["uuid"] for m in held if m.metadata]
 
 
@@ -185,7 +185,7 @@ def test_lines_without_a_uuid_are_recorded_once(tmp_path: Path) -> None:
         assert record(event, transcript, home).returncode == 0
     with open_agent("coder", home) as mem:
         mem.catch_up_transcripts()
-        held = mem.store.transcript_messages("coder", session_id=SID)
+        held = mem.store.transcripts.transcript_messages("coder", session_id=SID)
     assert [m.metadata["claude_code"]["entry"]["type"] for m in held if m.metadata] == [
         "summary",
         "user",

@@ -62,11 +62,13 @@ def assert_forgotten(mem: AgentMemory) -> None:
     """Nothing of the secret in recall, in the store's messages, or left as a vector."""
     assert not any("078-05-1120" in text for text in recalled(mem))
     mem.catch_up_transcripts()
-    held = mem.store.transcript_messages(mem.agent_id)
+    held = mem.store.transcripts.transcript_messages(mem.agent_id)
     assert not any("078-05-1120" in m.content + json.dumps(m.metadata) for m in held)
     embedder = FakeEmbedder()
     model = f"{embedder.model}:{embedder.dimension}"
-    vectors = sum(len(c) for c in mem.store.recall_vectors(mem.agent_id, model, newest=10_000))
+    vectors = sum(
+        len(c) for c in mem.store.transcripts.recall_vectors(mem.agent_id, model, newest=10_000)
+    )
     assert vectors == len([m for m in held if m.content.strip()])
 
 

@@ -100,13 +100,13 @@ def test_a_save_is_one_write_transaction(
         conversation.messages = messages(4)
         asyncio.run(store.save(conversation))
         writes: list[int] = []
-        write = mem.store.write
+        write = mem.store.database.write
 
         def counted(*args: Any, **kwargs: Any) -> Any:
             writes.append(1)
             return write(*args, **kwargs)
 
-        monkeypatch.setattr(mem.store, "write", counted)
+        monkeypatch.setattr(mem.store.database, "write", counted)
         conversation.messages = [*conversation.messages, *messages(4, 4)]
         asyncio.run(store.save(conversation))
         assert len(writes) == 1  # the entries and the record that names them, together

@@ -34,7 +34,7 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 
 @pytest.fixture
 def log(store: SqliteStore) -> ActivityLog:
-    return ActivityLog(store, "agent-1", StepClock())
+    return ActivityLog(store.activities, "agent-1", StepClock())
 
 
 def test_start_returns_a_markus_id_and_logs_started(log: ActivityLog) -> None:
@@ -115,8 +115,8 @@ def test_get_truncates_long_content_to_500_plus_marker(log: ActivityLog) -> None
 def test_regression_14_4_item_33_no_agent_reads_another_agents_activity(
     store: SqliteStore,
 ) -> None:
-    mine = ActivityLog(store, "agent-1", StepClock())
-    theirs = ActivityLog(store, "agent-2", StepClock())
+    mine = ActivityLog(store.activities, "agent-1", StepClock())
+    theirs = ActivityLog(store.activities, "agent-2", StepClock())
     secret = theirs.start("task", "Secret payroll run")
     theirs.log(secret, "text", "salary table")
     theirs.end(secret)
@@ -223,8 +223,8 @@ def test_any_text_as_a_query_never_raises(log: ActivityLog, query: str) -> None:
 
 def test_prune_removes_old_activities_of_this_agent_only(store: SqliteStore) -> None:
     clock = StepClock()
-    mine = ActivityLog(store, "agent-1", clock)
-    theirs = ActivityLog(store, "agent-2", clock)
+    mine = ActivityLog(store.activities, "agent-1", clock)
+    theirs = ActivityLog(store.activities, "agent-2", clock)
     old = mine.start("task", "old work")
     their_old = theirs.start("task", "their old work")
     cutoff = clock.now + timedelta(milliseconds=500)

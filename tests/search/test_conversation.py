@@ -83,7 +83,7 @@ def new_index(embedder: object = None, options: RankingOptions | None = None) ->
 
         store = PostgresStore(_PG[0])
     _STORES.append(store)
-    return ConversationIndex(store, new_agent_id(), embedder=embedder, options=options)  # type: ignore[arg-type]
+    return ConversationIndex(store.transcripts, new_agent_id(), embedder=embedder, options=options)  # type: ignore[arg-type]
 
 
 def index(**options: object) -> ConversationIndex:

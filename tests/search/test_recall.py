@@ -105,7 +105,7 @@ def test_stored_turns_are_embedded_once() -> None:
 
 def test_a_recall_reads_through_one_connection() -> None:
     engine = recall()
-    store = engine.index.store
+    store = engine.index.store.database  # type: ignore[attr-defined]
     engine.recall("support group", limit=3, neighbours=1)  # warm: vectors, migrations
     opened = 0
     read = store.read  # type: ignore[attr-defined]

@@ -109,7 +109,9 @@ def test_a_date_question_lifts_the_turn_that_speaks_of_that_day(tmp_path) -> Non
     question = "Where did Ben go camping on 20 May, 2023?"
     store = SqliteStore(tmp_path / "data.db")
     for boost, first in ((0.5, 1), (0.0, 0)):
-        idx = ConversationIndex(store, f"a{first}", options=RankingOptions(date_boost=boost))
+        idx = ConversationIndex(
+            store.transcripts, f"a{first}", options=RankingOptions(date_boost=boost)
+        )
         idx.add(turns)
         assert [hit.turn.metadata["n"] for hit in idx.search(question, limit=1)] == [first]
     store.close()
@@ -122,7 +124,7 @@ def test_a_time_far_beyond_the_calendar_is_no_time_and_never_breaks_a_recall(tmp
     assert mentioned_times("The pyramids rose 4500 years ago.", said) == []
     assert mentioned_times("dinosaurs lived 100000000 days ago", said) == []
     store = SqliteStore(tmp_path / "data.db")
-    idx = ConversationIndex(store, "a", options=RankingOptions())
+    idx = ConversationIndex(store.transcripts, "a", options=RankingOptions())
     idx.add([Turn("s1", 0, "user", "The pyramids rose 4500 years ago, a guide said.", said)])
     assert len(idx.search("What did the guide say in May 2023 about pyramids?", limit=1)) == 1
     store.close()
@@ -153,7 +155,7 @@ def test_a_question_asked_at_a_time_reads_its_relative_times_against_it(tmp_path
         Turn("s2", 0, "user", "I went to a wedding, a friend's.", at(2023, 6, 15), None, {"n": 1}),
     ]
     store = SqliteStore(tmp_path / "data.db")
-    idx = ConversationIndex(store, "a", options=RankingOptions())
+    idx = ConversationIndex(store.transcripts, "a", options=RankingOptions())
     idx.add(turns)
     question = "Whose wedding did I go to a week ago?"
     assert [h.turn.metadata["n"] for h in idx.search(question, limit=1)] == [0]

@@ -18,8 +18,8 @@ T = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)
 
 def audit_beside(store: EpisodicStore) -> AuditLog:
     if isinstance(store, SqliteStore):
-        return SqliteAuditLog(store.path)
-    return PostgresAuditLog(store)  # type: ignore[arg-type]
+        return SqliteAuditLog(store.database.path)
+    return PostgresAuditLog(store.database)  # type: ignore[arg-type]
 
 
 def run(run_id: str, at: datetime, agent: str = "a", **changes: object) -> DreamRun:

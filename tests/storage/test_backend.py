@@ -32,7 +32,7 @@ def test_without_a_url_everything_is_in_the_home(tmp_path: Path) -> None:
     assert isinstance(documents, FileDocuments)
     store = backend.episodic()
     try:
-        assert isinstance(store, SqliteStore) and store.path == tmp_path / "data.db"
+        assert isinstance(store, SqliteStore) and store.database.path == tmp_path / "data.db"
     finally:
         store.close()
     index = backend.knowledge_index()

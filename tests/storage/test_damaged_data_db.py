@@ -65,7 +65,7 @@ def test_once_found_damaged_data_db_is_never_written_again(tmp_path: Path) -> No
             mem.activities.start("task", "a new one")
         item = MailboxItem("mbx_1", "al", "human_chat", datetime(2026, 7, 1, tzinfo=timezone.utc))
         with pytest.raises(StorageError, match="Nothing more is written to it"):
-            mem.store.save_mailbox_item(item)  # a table the damage did not reach
+            mem.store.mailbox.save_mailbox_item(item)  # a table the damage did not reach
         try:
             mem.search("mondays")  # would write the new observation's index pages
         except StorageError as exc:
@@ -106,7 +106,7 @@ from markus_memory.storage.repos.side import MailboxItem
 with open_agent("al", settings=Settings(home=sys.argv[1])) as mem:
     item = MailboxItem("mbx_1", "al", "human_chat", datetime(2026, 7, 1, tzinfo=timezone.utc))
     try:
-        mem.store.save_mailbox_item(item)
+        mem.store.mailbox.save_mailbox_item(item)
         print("written")
     except StorageError as exc:
         print("refused" if "Nothing more is written to it" in str(exc) else "other")

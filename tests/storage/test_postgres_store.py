@@ -101,31 +101,31 @@ def test_the_url_selects_the_backend(tmp_path: Path, pg_url: str) -> None:
 
 def test_stores_on_one_url_share_one_pool(pg_url: str) -> None:
     first, second = PostgresStore(pg_url), PostgresStore(pg_url)
-    assert first._pool is second._pool
+    assert first.database._pool is second.database._pool
     first.close()
-    second.insert_activity(Activity("act-1", "a1", "task", "still open", T0))
-    assert second.get_activity("a1", "act-1") is not None
+    second.activities.insert_activity(Activity("act-1", "a1", "task", "still open", T0))
+    assert second.activities.get_activity("a1", "act-1") is not None
     second.close()
     with pytest.raises(ClosedError):
-        second.get_activity("a1", "act-1")
+        second.activities.get_activity("a1", "act-1")
 
 
 def test_a_failed_write_leaves_nothing_behind(pg_url: str) -> None:
     store = PostgresStore(pg_url)
-    with pytest.raises(RuntimeError), store.write() as conn:
+    with pytest.raises(RuntimeError), store.database.write() as conn:
         conn.execute(
             "INSERT INTO mailbox_items (id, agent_id, source_type, queued_at) "
             "VALUES ('mb1', 'a1', 'chat', now())"
         )
         raise RuntimeError("crash between statements")
-    assert store.get_mailbox_item("a1", "mb1") is None
-    store.insert_activity(Activity("act-1", "a1", "task", "original label", T0))
+    assert store.mailbox.get_mailbox_item("a1", "mb1") is None
+    store.activities.insert_activity(Activity("act-1", "a1", "task", "original label", T0))
     with pytest.raises(StorageError):
-        store.insert_activity(Activity("act-1", "a1", "task", "duplicate", T0))
-    assert [h.activity.label for h in store.search_activities("a1", "original")] == [
+        store.activities.insert_activity(Activity("act-1", "a1", "task", "duplicate", T0))
+    assert [h.activity.label for h in store.activities.search_activities("a1", "original")] == [
         "original label"
     ]
-    assert store.search_activities("a1", "duplicate") == []
+    assert store.activities.search_activities("a1", "duplicate") == []
     store.close()
 
 
@@ -133,7 +133,7 @@ def test_a_connection_lost_mid_write_raises_unavailable_and_commits_nothing(
     pg_url: str,
 ) -> None:
     store = PostgresStore(pg_url)
-    with pytest.raises(BackendUnavailableError), store.write() as conn:
+    with pytest.raises(BackendUnavailableError), store.database.write() as conn:
         conn.execute(
             "INSERT INTO agent_activities (id, agent_id, type, label, started_at) "
             "VALUES ('act-x', 'a1', 'task', 'half', now())"
@@ -142,7 +142,7 @@ def test_a_connection_lost_mid_write_raises_unavailable_and_commits_nothing(
             killer.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
         conn.execute("SELECT 1")
     # The pool replaces the dead connection; the half-written transaction is gone.
-    assert store.get_activity("a1", "act-x") is None
+    assert store.activities.get_activity("a1", "act-x") is None
     store.close()
 
 
@@ -150,7 +150,7 @@ def test_reopening_applies_no_migration_twice(pg_url: str) -> None:
     from markus_memory.storage._postgres.schema import migrations
 
     store = PostgresStore(pg_url)
-    assert store.migrate(migrations) == []
+    assert store.database.migrate(migrations) == []
     store.close()
     with psycopg.connect(pg_url) as conn:
         names = [r[0] for r in conn.execute("SELECT name FROM _markus_migrations ORDER BY name")]
@@ -161,7 +161,9 @@ def _append_events(url: str, worker: int, count: int) -> None:
     store = PostgresStore(url)
     try:
         for i in range(count):
-            store.append_log("a1", "act-shared", "text", f"w{worker} e{i}", {"w": worker}, T0)
+            store.activities.append_log(
+                "a1", "act-shared", "text", f"w{worker} e{i}", {"w": worker}, T0
+            )
     finally:
         store.close()
 
@@ -169,7 +171,9 @@ def _append_events(url: str, worker: int, count: int) -> None:
 @pytest.mark.slow
 def test_four_processes_append_one_thousand_events_each(pg_url: str) -> None:
     store = PostgresStore(pg_url)
-    store.insert_activity(Activity("act-shared", "a1", "task", "shared", T0 - timedelta(1)))
+    store.activities.insert_activity(
+        Activity("act-shared", "a1", "task", "shared", T0 - timedelta(1))
+    )
     ctx = multiprocessing.get_context("spawn")
     # Durability is not under test here: skip the per-commit fsync of a shared machine.
     fast = pg_url.replace("options=", "options=-csynchronous_commit%3Doff%20")
@@ -179,7 +183,7 @@ def test_four_processes_append_one_thousand_events_each(pg_url: str) -> None:
     for proc in workers:
         proc.join(timeout=300)
     assert [proc.exitcode for proc in workers] == [0, 0, 0, 0]
-    logs = store.activity_logs("a1", "act-shared")
+    logs = store.activities.activity_logs("a1", "act-shared")
     assert len(logs) == 4000
     assert [log.seq for log in logs] == list(range(1, 4001))
     assert {log.content for log in logs} == {f"w{w} e{i}" for w in range(4) for i in range(1000)}

@@ -38,7 +38,7 @@ def _fill(store: EpisodicStore) -> None:
         TranscriptMessage("alice", "s1", i, "user", text, T0, None, None)
         for i, text in enumerate(texts)
     ]
-    store.import_transcript("alice", "s1", batch, synced_at=T0)
+    store.transcripts.import_transcript("alice", "s1", batch, synced_at=T0)
 
 
 def test_neighbour_keys_come_from_the_partial_keys_index(store_factory: StoreFactory) -> None:
@@ -47,7 +47,7 @@ def test_neighbour_keys_come_from_the_partial_keys_index(store_factory: StoreFac
     postgres = type(store).__name__.startswith("Postgres")
     # In a transaction, so that SET LOCAL holds (outside one it is ignored with a warning and
     # the plan followed the table's statistics: the test failed once autovacuum had run).
-    with store._recall(write=True) as sql:  # type: ignore[attr-defined]
+    with store.transcripts._recall(write=True) as sql:  # type: ignore[attr-defined]
         if postgres:  # a tiny table is scanned whole; ask whether the index can serve it
             # Only index-only scans are left, so the answer does not hang on statistics an
             # earlier test of the session left on the table (the primary key could serve the
@@ -55,9 +55,12 @@ def test_neighbour_keys_come_from_the_partial_keys_index(store_factory: StoreFac
             sql.run("SET LOCAL enable_seqscan = off")
             sql.run("SET LOCAL enable_bitmapscan = off")
             sql.run("SET LOCAL enable_indexscan = off")
-        (hit,) = [r[0] for r in turns_around(sql, "alice", [("s1", 2, 2)], Filters(), store._when)]  # type: ignore[attr-defined]
+        (hit,) = [
+            r[0]
+            for r in turns_around(sql, "alice", [("s1", 2, 2)], Filters(), store.transcripts._when)
+        ]  # type: ignore[attr-defined]
         explain = Explain(sql, postgres)
-        rows = keys_near(explain, "alice", [hit], 2, Filters(), store._when)  # type: ignore[attr-defined]
+        rows = keys_near(explain, "alice", [hit], 2, Filters(), store.transcripts._when)  # type: ignore[attr-defined]
     assert sorted(r[2] for r in rows) == [0, 2, 4]  # the turns without text are left out
     assert "idx_transcript_keys" in explain.plans[0]
     if postgres:
@@ -71,9 +74,11 @@ def test_postgres_activity_probe_can_use_the_agent_and_document_index(pg_url: st
 
     store = PostgresStore(pg_url)
     try:
-        store.insert_activity(act(1, label="Build feature X"))
-        store.insert_activity(act(1, "a2", label="Build feature Y"))
-        assert [h.activity.id for h in store.search_activities("a1", "feature")] == ["act-a1-1"]
+        store.activities.insert_activity(act(1, label="Build feature X"))
+        store.activities.insert_activity(act(1, "a2", label="Build feature Y"))
+        assert [h.activity.id for h in store.activities.search_activities("a1", "feature")] == [
+            "act-a1-1"
+        ]
     finally:
         store.close()
     with psycopg.connect(pg_url) as conn:

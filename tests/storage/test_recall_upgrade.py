@@ -90,7 +90,7 @@ def _fill(store: EpisodicStore) -> None:
             TranscriptMessage(agent, "s", i, "user", text, T0, None, None)
             for i, text in enumerate(texts)
         ]
-        store.import_transcript(agent, "s", batch, synced_at=T0)
+        store.transcripts.import_transcript(agent, "s", batch, synced_at=T0)
 
 
 def _old_rows(raw: Raw) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
@@ -141,7 +141,10 @@ def _snapshot(raw: Raw) -> tuple[list[tuple[Any, ...]], ...]:
 
 def _hits(store: EpisodicStore) -> list[list[tuple[str, int, float]]]:
     return [
-        [(h.session_id, h.seq, round(h.score, 9)) for h in store.search_transcript(a, q)]
+        [
+            (h.session_id, h.seq, round(h.score, 9))
+            for h in store.transcripts.search_transcript(a, q)
+        ]
         for a in TEXTS
         for q in ("lake", "cold lake camping", "tent trip", "coffee")
     ]
@@ -166,14 +169,14 @@ def test_an_index_keyed_by_agent_and_term_upgrades_in_place(
     try:
         assert _snapshot(raw) == now
         assert _hits(store) == hits
-        assert store.reindex_recall() == 6
+        assert store.transcripts.reindex_recall() == 6
         assert _snapshot(raw) == now
         message = TranscriptMessage("bob", "s", 3, "user", "lake kayaks", T0, None, None)
-        store.import_transcript("bob", "s", [message], synced_at=T0)
-        assert [h.seq for h in store.search_transcript("bob", "kayaks")] == [3]
-        assert store.forget_session("alice", "s") == 3
-        assert store.search_transcript("alice", "lake") == []
-        assert store.search_transcript("bob", "lake")
+        store.transcripts.import_transcript("bob", "s", [message], synced_at=T0)
+        assert [h.seq for h in store.transcripts.search_transcript("bob", "kayaks")] == [3]
+        assert store.transcripts.forget_session("alice", "s") == 3
+        assert store.transcripts.search_transcript("alice", "lake") == []
+        assert store.transcripts.search_transcript("bob", "lake")
     finally:
         store.close()
         raw.conn.close()

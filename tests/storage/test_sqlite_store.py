@@ -38,7 +38,7 @@ def columns(conn: sqlite3.Connection, table: str) -> list[str]:
 
 def test_connection_pragmas(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "data.db")
-    conn = store.connection()
+    conn = store.database.connection()
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
@@ -52,7 +52,7 @@ def test_fresh_database_has_exactly_the_golden_schema(tmp_path: Path) -> None:
 
 def test_markus_tables_have_the_original_column_names(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "data.db")
-    conn = store.connection()
+    conn = store.database.connection()
     assert columns(conn, "agent_activities") == [
         "id",
         "agent_id",
@@ -165,30 +165,30 @@ def test_an_existing_markus_database_opens_and_is_upgraded(tmp_path: Path) -> No
     old.close()
 
     store = SqliteStore(path)
-    conn = store.connection()
+    conn = store.database.connection()
     assert {"mailbox_item_id", "summary", "keywords"} <= set(columns(conn, "agent_activities"))
     assert {"is_main", "metadata"} <= set(columns(conn, "chat_sessions"))
     assert "retry_count" in columns(conn, "mailbox_items")
     assert conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == 0  # left alone
 
-    old_act = store.get_activity("agent-7", "act-agent-7-1700000000000-ab12")
+    old_act = store.activities.get_activity("agent-7", "act-agent-7-1700000000000-ab12")
     assert old_act is not None
     assert (old_act.label, old_act.task_id, old_act.summary) == ("Fix login bug", "T-9", "")
-    assert [log.seq for log in store.activity_logs("agent-7", old_act.id)] == [1, 2]
+    assert [log.seq for log in store.activities.activity_logs("agent-7", old_act.id)] == [1, 2]
     # Old rows were backfilled into the search index, log content included.
-    assert [h.activity.id for h in store.search_activities("agent-7", "oauth callback")] == [
-        old_act.id
-    ]
-    assert [m.content for m in store.chat_messages("agent-7", "cs_00000000000000aa")] == [
+    assert [
+        h.activity.id for h in store.activities.search_activities("agent-7", "oauth callback")
+    ] == [old_act.id]
+    assert [m.content for m in store.chats.chat_messages("agent-7", "cs_00000000000000aa")] == [
         "hello",
         "hi there",
     ]
-    session = store.get_chat_session("agent-7", "cs_00000000000000aa")
+    session = store.chats.get_chat_session("agent-7", "cs_00000000000000aa")
     assert session is not None and session.is_main is False
-    item = store.get_mailbox_item("agent-7", "mb-old")
+    item = store.mailbox.get_mailbox_item("agent-7", "mb-old")
     assert item is not None and item.retry_count == 0
     # New writes work on the upgraded file, and a second open changes nothing.
-    store.insert_activity(
+    store.activities.insert_activity(
         Activity(id="act-agent-7-2", agent_id="agent-7", type="chat", label="New", started_at=T0)
     )
     store.close()
@@ -206,12 +206,12 @@ def test_search_index_can_add_its_own_migration_set(tmp_path: Path) -> None:
 
     store = SqliteStore(tmp_path / "data.db", extra_migrations=[extra])
     rows = (
-        store.connection()
+        store.database.connection()
         .execute("SELECT migration_set, COUNT(*) FROM _markus_migrations GROUP BY migration_set")
         .fetchall()
     )
     assert dict(rows) == {"markus": len(sqlite_schema.migrations.migrations), "search-index": 1}
-    assert store.migrate(extra) == []
+    assert store.database.migrate(extra) == []
     store.close()
 
 
@@ -220,28 +220,30 @@ def test_closed_store_raises_closed_error(tmp_path: Path) -> None:
     store.close()
     store.close()
     with pytest.raises(ClosedError, match="closed"):
-        store.query_activities("a1")
+        store.activities.query_activities("a1")
 
 
 def test_a_sqlite_failure_surfaces_as_storage_error(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "data.db")
     activity = Activity(id="dup", agent_id="a1", type="task", label="x", started_at=T0)
-    store.insert_activity(activity)
+    store.activities.insert_activity(activity)
     with pytest.raises(StorageError, match="UNIQUE"):
-        store.insert_activity(activity)
-    assert not store.connection().in_transaction
+        store.activities.insert_activity(activity)
+    assert not store.database.connection().in_transaction
     store.close()
 
 
 def test_threads_appending_to_one_activity_get_distinct_seqs(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "data.db")
-    store.insert_activity(Activity(id="x", agent_id="a1", type="task", label="x", started_at=T0))
+    store.activities.insert_activity(
+        Activity(id="x", agent_id="a1", type="task", label="x", started_at=T0)
+    )
     seqs: list[int] = []
     guard = threading.Lock()
 
     def worker(n: int) -> None:
         for i in range(25):
-            seq = store.append_log("a1", "x", "text", f"{n}-{i}", {}, T0)
+            seq = store.activities.append_log("a1", "x", "text", f"{n}-{i}", {}, T0)
             assert seq is not None
             with guard:
                 seqs.append(seq)
@@ -252,18 +254,18 @@ def test_threads_appending_to_one_activity_get_distinct_seqs(tmp_path: Path) -> 
     for t in threads:
         t.join()
     assert sorted(seqs) == list(range(1, 151))
-    assert [log.seq for log in store.activity_logs("a1", "x")] == list(range(1, 151))
+    assert [log.seq for log in store.activities.activity_logs("a1", "x")] == list(range(1, 151))
     store.close()
 
 
 def _write_events(path: str, worker: int, count: int) -> None:
     store = SqliteStore(path)
     activity_id = f"act-w{worker}"
-    store.insert_activity(
+    store.activities.insert_activity(
         Activity(id=activity_id, agent_id=f"w{worker}", type="task", label="load", started_at=T0)
     )
     for i in range(count - 1):
-        store.append_log(f"w{worker}", activity_id, "text", f"event {i}", {"i": i}, T0)
+        store.activities.append_log(f"w{worker}", activity_id, "text", f"event {i}", {"i": i}, T0)
     store.close()
 
 
@@ -305,7 +307,7 @@ def test_a_match_set_over_the_candidate_bound_is_ordered_by_recency(tmp_path: Pa
     store = SqliteStore(tmp_path / "data.db", search_candidates=3)
     labels = ["routine deploy", "Deploy api", "routine", "deploy notes", "deploy deploy", "x"]
     for i, label in enumerate(labels):
-        store.insert_activity(
+        store.activities.insert_activity(
             Activity(
                 id=f"a{i}",
                 agent_id="a1",
@@ -315,17 +317,17 @@ def test_a_match_set_over_the_candidate_bound_is_ordered_by_recency(tmp_path: Pa
                 summary="deploy" if i == 2 else "",
             )
         )
-    store.insert_activity(
+    store.activities.insert_activity(
         Activity(id="other", agent_id="a2", type="task", label="deploy", started_at=T0)
     )
     # 5 of a1's activities match "deploy" (> 3 candidates): label/keyword hits newest first,
     # then the summary-only hit; never the other agent's.
-    hits = store.search_activities("a1", "deploy", limit=10)
+    hits = store.activities.search_activities("a1", "deploy", limit=10)
     assert [h.activity.id for h in hits] == ["a4", "a3", "a1", "a0", "a2"]
     assert all(h.score == 0.0 for h in hits)
     # Under the bound the ranking is bm25: the label-dense hit first.
     small = SqliteStore(tmp_path / "data.db", search_candidates=100)
-    ranked = small.search_activities("a1", "deploy", limit=10)
+    ranked = small.activities.search_activities("a1", "deploy", limit=10)
     assert {h.activity.id for h in ranked} == {"a0", "a1", "a2", "a3", "a4"}
     assert ranked[-1].activity.id == "a2"
     assert all(h.score > 0 for h in ranked)
@@ -336,8 +338,8 @@ def test_a_match_set_over_the_candidate_bound_is_ordered_by_recency(tmp_path: Pa
 def test_agent_spans_keep_each_agents_documents_apart(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "data.db")
     for agent in ("b", "a", "b", "c", "a"):
-        n = len(store.query_activities(agent))
-        store.insert_activity(
+        n = len(store.activities.query_activities(agent))
+        store.activities.insert_activity(
             Activity(
                 id=f"{agent}{n}",
                 agent_id=agent,
@@ -347,6 +349,8 @@ def test_agent_spans_keep_each_agents_documents_apart(tmp_path: Path) -> None:
             )
         )
     for agent, expected in (("a", {"a0", "a1"}), ("b", {"b0", "b1"}), ("c", {"c0"})):
-        assert {h.activity.id for h in store.search_activities(agent, "shared")} == expected
-    assert store.search_activities("nobody", "shared") == []
+        assert {
+            h.activity.id for h in store.activities.search_activities(agent, "shared")
+        } == expected
+    assert store.activities.search_activities("nobody", "shared") == []
     store.close()

@@ -40,7 +40,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EpisodicSt
 
     if request.param == "pgvector":
         pg = PostgresStore(request.getfixturevalue("pgvector_url"))
-        assert pg.vector_schema() == "public"
+        assert pg.transcripts.vector_schema() == "public"
         yield pg
         pg.close()
         return
@@ -54,7 +54,7 @@ def plain_postgres() -> Iterator[EpisodicStore]:
 
     with postgres_schema_url() as url:
         pg = PostgresStore(url)
-        if pg.vector_schema() is not None:
+        if pg.transcripts.vector_schema() is not None:
             pg.close()
             pytest.skip("the test server has pgvector: no server without it to test")
         yield pg
@@ -71,11 +71,11 @@ def fill(
 ) -> list[int]:
     """One message per vector (round robin over sessions), each with its vector; their ids."""
     for n in range(len(vectors)):
-        store.index_message(
+        store.transcripts.index_message(
             agent, f"s{n % sessions}", n, "user", f"message {n}", T0 + timedelta(minutes=n)
         )
-    ids = [rowid for rowid, _ in store.unvectored(agent, model, len(vectors) + 1)]
-    store.save_recall_vectors(
+    ids = [rowid for rowid, _ in store.transcripts.unvectored(agent, model, len(vectors) + 1)]
+    store.transcripts.save_recall_vectors(
         agent, model, [(i, v.tobytes()) for i, v in zip(ids, vectors, strict=True)]
     )
     return ids
@@ -92,7 +92,7 @@ def test_the_nearest_neighbours_are_the_exact_ones(store: EpisodicStore) -> None
     ids = fill(store, "alice", mine)
     fill(store, "bob", other)
     for query in unit(rng, 5):
-        found = store.recall_nearest("alice", MODEL, query.tobytes(), 10)
+        found = store.transcripts.recall_nearest("alice", MODEL, query.tobytes(), 10)
         assert [rowid for rowid, _ in found] == exact(ids, mine, query, 10)
         scores = dict(zip(ids, (mine @ query).tolist(), strict=True))
         assert all(abs(score - scores[rowid]) < 1e-5 for rowid, score in found)
@@ -102,23 +102,27 @@ def test_filters_and_models_bound_the_neighbours(store: EpisodicStore) -> None:
     rng = np.random.default_rng(11)
     vectors = unit(rng, 90)
     ids = fill(store, "alice", vectors)
-    store.save_recall_vectors("alice", "other-model:16", [(ids[0], vectors[0].tobytes())])
+    store.transcripts.save_recall_vectors(
+        "alice", "other-model:16", [(ids[0], vectors[0].tobytes())]
+    )
     query = unit(rng, 1)[0]
     in_s1 = [n for n in range(len(ids)) if n % 3 == 1]
-    found = store.recall_nearest("alice", MODEL, query.tobytes(), 5, RecallFilters("s1"))
+    found = store.transcripts.recall_nearest(
+        "alice", MODEL, query.tobytes(), 5, RecallFilters("s1")
+    )
     expected = exact([ids[n] for n in in_s1], vectors[in_s1], query, 5)
     assert [rowid for rowid, _ in found] == expected
-    assert store.recall_nearest("alice", "absent-model:16", query.tobytes(), 5) == []
-    assert store.recall_nearest("nobody", MODEL, query.tobytes(), 5) == []
+    assert store.transcripts.recall_nearest("alice", "absent-model:16", query.tobytes(), 5) == []
+    assert store.transcripts.recall_nearest("nobody", MODEL, query.tobytes(), 5) == []
 
 
 def test_vectors_read_back_as_written(store: EpisodicStore) -> None:
     rng = np.random.default_rng(3)
     vectors = unit(rng, 20)
     ids = fill(store, "alice", vectors)
-    read = [row for chunk in store.recall_vectors("alice", MODEL) for row in chunk]
+    read = [row for chunk in store.transcripts.recall_vectors("alice", MODEL) for row in chunk]
     assert read == [(i, v.tobytes()) for i, v in zip(ids, vectors, strict=True)]
-    assert store.count_recall_vectors("alice", MODEL) == 20
+    assert store.transcripts.count_recall_vectors("alice", MODEL) == 20
 
 
 def test_without_pgvector_only_the_candidates_and_the_newest_are_scored(
@@ -133,12 +137,16 @@ def test_without_pgvector_only_the_candidates_and_the_newest_are_scored(
     ids = fill(store, "alice", vectors)
     query = vectors[0]  # the oldest message is the nearest
     newest = ids[-10:]
-    found = [rowid for rowid, _ in store.recall_nearest("alice", MODEL, query.tobytes(), 5)]
+    found = [
+        rowid for rowid, _ in store.transcripts.recall_nearest("alice", MODEL, query.tobytes(), 5)
+    ]
     assert found == exact(newest, vectors[-10:], query, 5)
     chosen = [ids[0], ids[1]]
     found = [
         rowid
-        for rowid, _ in store.recall_nearest("alice", MODEL, query.tobytes(), 5, candidates=chosen)
+        for rowid, _ in store.transcripts.recall_nearest(
+            "alice", MODEL, query.tobytes(), 5, candidates=chosen
+        )
     ]
     assert found == exact(chosen + newest, np.vstack([vectors[:2], vectors[-10:]]), query, 5)
 
@@ -161,11 +169,11 @@ def test_a_large_agent_is_searched_through_the_hnsw_index(
         hits = 0
         queries = unit(rng, 20)
         for query in queries:
-            found = store.recall_nearest("alice", MODEL, query.tobytes(), 10)
+            found = store.transcripts.recall_nearest("alice", MODEL, query.tobytes(), 10)
             assert len(found) == 10
             hits += len({rowid for rowid, _ in found} & set(exact(ids, mine, query, 10)))
         assert hits / (10 * len(queries)) >= 0.9
-        with store.read() as conn:
+        with store.database.read() as conn:
             plan = conn.execute(
                 "SELECT indexname FROM pg_indexes WHERE tablename = 'recall_vectors' "
                 "AND indexdef LIKE '%hnsw%'"
@@ -179,18 +187,18 @@ def test_bytea_vectors_are_converted_once_the_server_has_pgvector(pgvector_url: 
     from markus_memory.storage._postgres.store import PostgresStore
 
     before = PostgresStore(pgvector_url)
-    before._pgvector = (None, False)  # as on a server that had no pgvector yet
+    before.transcripts._pgvector = (None, False)  # as on a server that had no pgvector yet
     rng = np.random.default_rng(17)
     vectors = unit(rng, 50)
     ids = fill(before, "alice", vectors)
     before.close()
     after = PostgresStore(pgvector_url)
     try:
-        assert after.vector_schema() == "public"
+        assert after.transcripts.vector_schema() == "public"
         query = unit(rng, 1)[0]
-        found = after.recall_nearest("alice", MODEL, query.tobytes(), 10)
+        found = after.transcripts.recall_nearest("alice", MODEL, query.tobytes(), 10)
         assert [rowid for rowid, _ in found] == exact(ids, vectors, query, 10)
-        read = [row for chunk in after.recall_vectors("alice", MODEL) for row in chunk]
+        read = [row for chunk in after.transcripts.recall_vectors("alice", MODEL) for row in chunk]
         assert read == [(i, v.tobytes()) for i, v in zip(ids, vectors, strict=True)]
     finally:
         after.close()
@@ -209,7 +217,7 @@ def test_vectors_too_wide_for_hnsw_are_searched_exactly(
         vectors = unit(rng, 30, dim=2048)
         ids = fill(store, "alice", vectors, model="wide:2048")
         query = unit(rng, 1, dim=2048)[0]
-        found = store.recall_nearest("alice", "wide:2048", query.tobytes(), 5)
+        found = store.transcripts.recall_nearest("alice", "wide:2048", query.tobytes(), 5)
         assert [rowid for rowid, _ in found] == exact(ids, vectors, query, 5)
     finally:
         store.close()
@@ -219,11 +227,11 @@ def test_forgetting_a_session_drops_its_vectors_with_or_without_words(
     store: EpisodicStore,
 ) -> None:
     for seq, content in enumerate(["…", "a word"]):  # no indexable word, then one
-        store.index_message("alice", "gone", seq, "user", content, T0)
-    ids = [rowid for rowid, _ in store.unvectored("alice", MODEL, 10)]
+        store.transcripts.index_message("alice", "gone", seq, "user", content, T0)
+    ids = [rowid for rowid, _ in store.transcripts.unvectored("alice", MODEL, 10)]
     assert len(ids) == 2
     vector = unit(np.random.default_rng(5), 1)[0].tobytes()
-    store.save_recall_vectors("alice", MODEL, [(i, vector) for i in ids])
-    assert store.count_recall_vectors("alice", MODEL) == 2
-    assert store.forget_session("alice", "gone") == 2
-    assert store.count_recall_vectors("alice", MODEL) == 0
+    store.transcripts.save_recall_vectors("alice", MODEL, [(i, vector) for i in ids])
+    assert store.transcripts.count_recall_vectors("alice", MODEL) == 2
+    assert store.transcripts.forget_session("alice", "gone") == 2
+    assert store.transcripts.count_recall_vectors("alice", MODEL) == 0

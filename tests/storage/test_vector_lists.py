@@ -50,7 +50,7 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[
 
     with postgres_schema_url() as url:
         probe = PostgresStore(url)
-        has_pgvector = probe.vector_schema() is not None
+        has_pgvector = probe.transcripts.vector_schema() is not None
         probe.close()
         if has_pgvector:
             pytest.skip("the test server has pgvector, which searches without lists")
@@ -75,22 +75,24 @@ def add(store: Store, vectors: np.ndarray, first: int = 0, batch: int = 100) -> 
     """One message per vector (three sessions, round robin), stored in batches as the
     embedder does; their ids."""
     for n in range(first, first + len(vectors)):
-        store.index_message(AGENT, f"s{n % 3}", n, "user", f"message {n}", T0 + timedelta(n))
-    ids = [rowid for rowid, _ in store.unvectored(AGENT, MODEL, len(vectors) + 1)]
+        store.transcripts.index_message(
+            AGENT, f"s{n % 3}", n, "user", f"message {n}", T0 + timedelta(n)
+        )
+    ids = [rowid for rowid, _ in store.transcripts.unvectored(AGENT, MODEL, len(vectors) + 1)]
     for at in range(0, len(ids), batch):
         part = zip(ids[at : at + batch], vectors[at : at + batch], strict=True)
         rows = [(i, v.tobytes()) for i, v in part]
-        store.save_recall_vectors(AGENT, MODEL, rows)
+        store.transcripts.save_recall_vectors(AGENT, MODEL, rows)
     return ids
 
 
 def lists_of(store: Store) -> dict[int, int | None]:
-    with store.read() as conn:
+    with store.database.read() as conn:
         return dict(conn.execute("SELECT doc, list FROM recall_vectors").fetchall())
 
 
 def generations(store: Store) -> list[vector_lists.Generation]:
-    with store._recall() as sql:
+    with store.transcripts._recall() as sql:
         return vector_lists.generations(sql, agent_key(AGENT), MODEL)
 
 
@@ -99,7 +101,7 @@ def made_from(store: Store) -> list[int]:
 
 
 def exact(store: Store, query: np.ndarray, k: int, **kw: object) -> list[int]:
-    chunks = store.recall_vectors(AGENT, MODEL, **kw)  # type: ignore[arg-type]
+    chunks = store.transcripts.recall_vectors(AGENT, MODEL, **kw)  # type: ignore[arg-type]
     return [doc for doc, _ in nearest_in_chunks(chunks, query.tobytes(), k)]
 
 
@@ -109,9 +111,9 @@ def test_below_the_threshold_every_vector_is_scored(store: Store) -> None:
     assert made_from(store) == []
     assert set(lists_of(store).values()) == {None}
     query = clustered(rng, 1)[0]
-    assert [d for d, _ in store.recall_nearest(AGENT, MODEL, query.tobytes(), 20)] == exact(
-        store, query, 20
-    )
+    assert [
+        d for d, _ in store.transcripts.recall_nearest(AGENT, MODEL, query.tobytes(), 20)
+    ] == exact(store, query, 20)
 
 
 def test_lists_are_made_at_the_threshold_and_every_vector_joins_one(store: Store) -> None:
@@ -121,7 +123,7 @@ def test_lists_are_made_at_the_threshold_and_every_vector_joins_one(store: Store
     where = lists_of(store)
     assert set(where) == set(ids) and None not in where.values()
     assert len(set(where.values())) <= vector_lists.list_count(400)
-    with store.read() as conn:
+    with store.database.read() as conn:
         (count,) = conn.execute("SELECT count(*) FROM recall_vector_lists").fetchone()
     assert count == vector_lists.list_count(400)
 
@@ -167,7 +169,7 @@ def test_the_search_reads_the_nearest_lists_and_finds_the_exact_neighbours(
     assert made_from(store) == [400, 800]
     found = []
     for query in clustered(rng, 40):
-        listed = [d for d, _ in store.recall_nearest(AGENT, MODEL, query.tobytes(), 10)]
+        listed = [d for d, _ in store.transcripts.recall_nearest(AGENT, MODEL, query.tobytes(), 10)]
         found.append(len(set(listed) & set(exact(store, query, 10))) / 10)
     assert np.mean(found) >= 0.9
 
@@ -179,10 +181,14 @@ def test_the_candidates_are_scored_whatever_their_list(store: Store) -> None:
     probed = set(vector_lists.to_probe(generations(store), query.tobytes()))
     where = lists_of(store)
     far = next(i for i in ids if where[i] not in probed)
-    nearest = dict(store.recall_nearest(AGENT, MODEL, query.tobytes(), 1000, candidates=[far]))
+    nearest = dict(
+        store.transcripts.recall_nearest(AGENT, MODEL, query.tobytes(), 1000, candidates=[far])
+    )
     assert far in nearest
-    assert far not in dict(store.recall_nearest(AGENT, MODEL, query.tobytes(), 1000))
-    vector = np.frombuffer(next(iter(store.recall_vectors(AGENT, MODEL, ids=[far])))[0][1], "<f4")
+    assert far not in dict(store.transcripts.recall_nearest(AGENT, MODEL, query.tobytes(), 1000))
+    vector = np.frombuffer(
+        next(iter(store.transcripts.recall_vectors(AGENT, MODEL, ids=[far])))[0][1], "<f4"
+    )
     assert nearest[far] == pytest.approx(float(vector @ query), abs=1e-6)
 
 
@@ -191,9 +197,9 @@ def test_filters_apply_to_the_search_through_lists(store: Store) -> None:
     add(store, clustered(rng, 600))
     query = clustered(rng, 1)[0].tobytes()
     only = RecallFilters(session_id="s1")
-    hits = store.recall_nearest(AGENT, MODEL, query, 50, only)
+    hits = store.transcripts.recall_nearest(AGENT, MODEL, query, 50, only)
     assert hits
-    keys = {k.id: k.session_id for k in store.recall_keys(AGENT, [d for d, _ in hits])}
+    keys = {k.id: k.session_id for k in store.transcripts.recall_keys(AGENT, [d for d, _ in hits])}
     assert set(keys.values()) == {"s1"}
 
 
@@ -207,7 +213,7 @@ def test_the_lists_outlive_the_process(store: Store, opener: Callable[[], Store]
         assert lists_of(again) == before
         assert made_from(again) == [400]
         query = clustered(rng, 1)[0].tobytes()
-        assert again.recall_nearest(AGENT, MODEL, query, 5)
+        assert again.transcripts.recall_nearest(AGENT, MODEL, query, 5)
     finally:
         again.close()
 
@@ -261,7 +267,7 @@ def test_a_generation_that_another_writer_made_first_is_not_stored_twice(
     rng = np.random.default_rng(12)
     add(store, clustered(rng, 450))
     (only,) = generations(store)
-    with store._recall(write=True) as sql:
+    with store.transcripts._recall(write=True) as sql:
         assert not vector_lists.add_generation(sql, agent_key(AGENT), MODEL, 400, only.centres)
         assert not vector_lists.add_generation(sql, agent_key(AGENT), MODEL, 800, only.centres[:0])
     assert made_from(store) == [400]

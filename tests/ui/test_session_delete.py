@@ -19,7 +19,7 @@ SECRET = "zebra quartz marmalade"
 
 def vectors(mem: object, agent: str, model: str) -> int:
     store = mem.store  # type: ignore[attr-defined]
-    return sum(len(chunk) for chunk in store.recall_vectors(agent, model, newest=1000))
+    return sum(len(chunk) for chunk in store.transcripts.recall_vectors(agent, model, newest=1000))
 
 
 def check_deletion(settings: Settings, agent: str) -> None:
@@ -40,7 +40,7 @@ def check_deletion(settings: Settings, agent: str) -> None:
         after = mem.recall_conversation(SECRET, limit=10)
         assert [h.session_id for h in after] == ["chat_kept"]
         assert "chat_gone" not in {h.session_id for h in mem.recall_conversation("marmalade")}
-        assert mem.store.transcript_messages(agent, session_id="chat_gone") == []
+        assert mem.store.transcripts.transcript_messages(agent, session_id="chat_gone") == []
         assert vectors(mem, agent, f"{embedder.model}:{embedder.dimension}") == 1
     with open_agent(agent, settings=settings) as mem:  # a new process, bm25 alone
         assert mem.recall_conversation("marmalade", limit=10) == []

@@ -132,7 +132,7 @@ def recorded_identities(memory: AgentMemory, sid: str) -> set[str]:
     """The identity of every line session ``sid`` ever recorded: what the store holds (every
     message appended, compacted or not), with the session file's lines for any append the
     store has not received yet. Reads the identities, not the messages."""
-    read = memory.store.transcript_metadata_strings
+    read = memory.store.transcripts.transcript_metadata_strings
     held = {"uuid:" + u for u in read(memory.agent_id, sid, (META_KEY, "entry", "uuid"))}
     held.update(read(memory.agent_id, sid, (META_KEY, "line")))
     session = memory.sessions.get(sid)

@@ -24,7 +24,7 @@ from .._fs import checked_agent_id, open_file, read_text, refuse_symlink
 from .._lock import AgentLock
 from ..config import AgentPaths, Clock, Limits
 from ..errors import InvalidInputError
-from ..storage.episodic import EpisodicStore
+from ..storage.repos.conversations import DailyLogRepo
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class DailyLog:
         clock: Clock,
         *,
         agent_id: str | None = None,
-        held: Callable[[], EpisodicStore] | None = None,
+        held: Callable[[], DailyLogRepo] | None = None,
     ) -> None:
         self.directory = paths.daily_logs_dir
         self._held = held

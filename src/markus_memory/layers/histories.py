@@ -26,8 +26,12 @@ from .._fs import validate_id
 from ..config import Clock, Limits
 from ..errors import InvalidInputError
 from ..storage.base import JsonObject
-from ..storage.episodic import EpisodicStore
-from ..storage.repos.conversations import ConversationHead, NewEntry, StoredEntry
+from ..storage.repos.conversations import (
+    ConversationHead,
+    ConversationRepo,
+    NewEntry,
+    StoredEntry,
+)
 
 KIND = "history"
 
@@ -73,15 +77,16 @@ class HistoryInfo:
 class Histories:
     """The framework-owned histories of one agent.
 
-    ``store`` gives the episodic store at each use; ``adopt(key)`` is called before a key the
-    store does not hold is used, so a history an older version kept in a Markus session file
-    moves into the store first (the facade does it: it spans the sessions layer);
+    ``store`` gives the episodic store's conversations at each use; ``adopt(key)`` is called
+    before a key the store does not hold is used, so a history an older version kept in a
+    Markus session file moves into the store first (the facade does it: it spans the sessions
+    layer);
     ``stored()`` is told after each append (new vectors are due).
     """
 
     def __init__(
         self,
-        store: Callable[[], EpisodicStore],
+        store: Callable[[], ConversationRepo],
         agent_id: str,
         limits: Limits,
         clock: Clock,

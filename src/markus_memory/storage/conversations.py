@@ -15,28 +15,27 @@ An append takes the head's row (``FOR UPDATE`` on PostgreSQL; SQLite's write tra
 holds the file), numbers the messages after its ``next_seq``, stores them with their recall
 postings and commits: acknowledged means durable and indexed, on every host.
 
-A store mixes :class:`ConversationTables` in beside :class:`~.transcripts.TranscriptTables`
-(and :class:`~.daily_logs.DailyLogTables`, the daily logs held in the database).
+:class:`Conversations` is constructed with the database and the
+:class:`~.transcripts.Transcripts` repository whose rows its messages are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import InvalidInputError, NotFoundError
 from ._records import EPOCH, RowDecoder
 from ._sql import DialectSql
 from .base import JsonObject
+from .dialect import Database, Repository
 from .recall.index import Doc, index_docs
 from .repos.conversations import ConversationHead, NewEntry, StoredEntry
 from .repos.transcripts import TranscriptMessage
-
-if TYPE_CHECKING:
-    from .dialect import Dialect
+from .transcripts import Transcripts
 
 KINDS = ("markus", "history")
 PIPELINED_ENTRIES = 32
@@ -53,18 +52,18 @@ _INSERT_HEAD = (
 )
 
 
-class ConversationTables:
-    """Conversation heads and messages on one database."""
+class Conversations(Repository):
+    """Conversation heads and messages on one database; their messages are the rows of the
+    ``transcripts`` repository (its engine's insert numbers them, its index keeps them)."""
 
-    if TYPE_CHECKING:
+    def __init__(self, database: Database, transcripts: Transcripts) -> None:
+        super().__init__(database)
+        self.transcripts = transcripts
 
-        @property
-        def dialect(self) -> Dialect: ...
-        def read(self) -> AbstractContextManager[Any]: ...
-        def write(self) -> AbstractContextManager[Any]: ...
-        def _add_messages(
-            self, sql: DialectSql, agent_id: str, messages: Sequence[TranscriptMessage]
-        ) -> list[Doc]: ...
+    def forget_session(self, agent_id: str, session_id: str) -> int:
+        """Drop a conversation with its messages and mark (the transcript's
+        :meth:`~.transcripts.Transcripts.forget_session`); the number of messages removed."""
+        return self.transcripts.forget_session(agent_id, session_id)
 
     # -- heads ---------------------------------------------------------------------------------
 
@@ -120,7 +119,7 @@ class ConversationTables:
 
     def conversation(self, agent_id: str, session_id: str) -> ConversationHead | None:
         """The head of a conversation the store holds, None if it holds none by that id."""
-        with self.read() as conn:
+        with self.database.read() as conn:
             return self._head(self.dialect.bind(conn), agent_id, session_id, lock=False)
 
     def start_conversation(
@@ -128,7 +127,7 @@ class ConversationTables:
     ) -> ConversationHead:
         """The conversation, created empty if the store holds none by that id;
         InvalidInputError when it is the other kind."""
-        with self.write() as conn:
+        with self.database.write() as conn:
             return self._create_head(self.dialect.bind(conn), agent_id, session_id, kind, at)
 
     def conversations(self, agent_id: str, kind: str | None = None) -> list[ConversationHead]:
@@ -137,7 +136,7 @@ class ConversationTables:
         if kind is not None:
             where += " AND kind = ?"
             params.append(kind)
-        with self.read() as conn:
+        with self.database.read() as conn:
             rows = self.dialect.bind(conn).rows(
                 f"SELECT {_HEAD_COLUMNS} FROM conversations WHERE {where} "
                 f"ORDER BY last_activity_at DESC, {self.dialect.bytewise('session_id')}",
@@ -155,7 +154,7 @@ class ConversationTables:
     ) -> bool:
         """Replace a conversation's title and details; False if the store holds none."""
         d = self.dialect
-        with self.write() as conn:
+        with self.database.write() as conn:
             return (
                 d.bind(conn).run(
                     f"UPDATE conversations SET title = ?, details = ?{d.json_cast} "
@@ -183,7 +182,7 @@ class ConversationTables:
         absent, or without ``create`` NotFoundError. InvalidInputError for the other kind.
         ``describe`` is a title and details the head takes in the same transaction."""
         d = self.dialect
-        with self.write() as conn:
+        with self.database.write() as conn:
             sql = d.bind(conn)
             # A few messages pipelined on PostgreSQL: their index statements go out together,
             # not one round trip each, so the head's row lock is held for less time (a large
@@ -234,7 +233,7 @@ class ConversationTables:
             )
             for n, e in enumerate(entries)
         ]
-        added = self._add_messages(sql, agent_id, messages)
+        added = self.transcripts.add_messages(sql, agent_id, messages)
         if len(added) != len(messages):  # a row under a seq the head had not counted
             raise RuntimeError(f"conversation {session_id!r}: seqs out of step with its head")
         index_docs(sql, agent_id, added)
@@ -271,7 +270,7 @@ class ConversationTables:
     def forget_conversation_head(self, agent_id: str, session_id: str) -> None:
         """Stop holding a conversation, keeping its rows (a transfer then takes it over with
         another view)."""
-        with self.write() as conn:
+        with self.database.write() as conn:
             self.dialect.bind(conn).run(
                 f"DELETE FROM conversations WHERE {_SESSION}", (agent_id, session_id)
             )
@@ -292,7 +291,7 @@ class ConversationTables:
             params.append(int(stop))
         tail = "" if limit is None else f" LIMIT {int(limit)}"
         d = self.dialect
-        with self.read() as conn:
+        with self.database.read() as conn:
             rows = d.bind(conn).rows(
                 f"SELECT {_ENTRY_COLUMNS} FROM transcript_messages WHERE {where} "
                 f"ORDER BY seq{tail}",
@@ -306,7 +305,7 @@ class ConversationTables:
     ) -> bool:
         """Start a Markus session's view at ``view_from`` with ``summary`` standing for the
         messages before it (never moving it back); False if nothing changed."""
-        with self.write() as conn:
+        with self.database.write() as conn:
             return (
                 self.dialect.bind(conn).run(
                     "UPDATE conversations SET view_from = ?, summary = ? "
@@ -320,7 +319,7 @@ class ConversationTables:
         """Remove the newest message of a held conversation (its postings and vector with
         it); the message removed, None when it held none."""
         d = self.dialect
-        with self.write() as conn:
+        with self.database.write() as conn:
             sql = d.bind(conn)
             head = self._head(sql, agent_id, session_id, lock=True)
             if head is None or head.count == 0:
@@ -360,7 +359,7 @@ class ConversationTables:
         exact bodies of the messages by seq. Idempotent: a head already there is left as it
         is (False)."""
         d = self.dialect
-        with self.write() as conn:
+        with self.database.write() as conn:
             sql = d.bind(conn)
             if self._head(sql, agent_id, session_id, lock=True) is not None:
                 return False

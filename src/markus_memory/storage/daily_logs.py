@@ -7,26 +7,15 @@ first. A day reads back as the text its file would hold.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .dialect import Dialect
+from .dialect import Repository
 
 
-class DailyLogTables:
-    """Daily log entries on one database (a store mixes it in)."""
-
-    if TYPE_CHECKING:
-
-        @property
-        def dialect(self) -> Dialect: ...
-        def read(self) -> AbstractContextManager[Any]: ...
-        def write(self) -> AbstractContextManager[Any]: ...
+class DailyLogs(Repository):
+    """Daily log entries on one database."""
 
     def append_daily_log(self, agent_id: str, day: str, text: str) -> None:
         """Append an entry's text to an agent's log of ``day`` (``YYYY-MM-DD``)."""
-        with self.write() as conn:
+        with self.database.write() as conn:
             self.dialect.bind(conn).run(
                 "INSERT INTO daily_log_entries (agent_id, day, text) VALUES (?, ?, ?)",
                 (agent_id, day, self.dialect.text(text)),
@@ -36,7 +25,7 @@ class DailyLogTables:
         """Put a day's log file before the entries written to the database that day, once:
         False when that day's file was imported before."""
         d = self.dialect
-        with self.write() as conn:
+        with self.database.write() as conn:
             added = d.bind(conn).run(
                 "INSERT INTO daily_log_entries (agent_id, day, text, imported) "
                 "VALUES (?, ?, ?, ?) ON CONFLICT (agent_id, day) WHERE imported DO NOTHING",
@@ -47,7 +36,7 @@ class DailyLogTables:
     def replace_daily_log(self, agent_id: str, day: str, text: str | None) -> None:
         """Make ``text`` the whole log of ``day`` (None: no log that day); for a transfer."""
         d = self.dialect
-        with self.write() as conn:
+        with self.database.write() as conn:
             sql = d.bind(conn)
             sql.run("DELETE FROM daily_log_entries WHERE agent_id = ? AND day = ?", (agent_id, day))
             if text is not None:
@@ -61,7 +50,7 @@ class DailyLogTables:
         """The log of ``day`` as its file would hold it: the imported file, then the entries
         in the order written; None when there is none."""
         d = self.dialect
-        with self.read() as conn:
+        with self.database.read() as conn:
             rows = d.bind(conn).rows(
                 "SELECT text FROM daily_log_entries WHERE agent_id = ? AND day = ? "
                 "ORDER BY imported DESC, id",
@@ -71,7 +60,7 @@ class DailyLogTables:
 
     def daily_log_days(self, agent_id: str) -> list[str]:
         """The days an agent has a log of, oldest first."""
-        with self.read() as conn:
+        with self.database.read() as conn:
             rows = self.dialect.bind(conn).rows(
                 "SELECT DISTINCT day FROM daily_log_entries WHERE agent_id = ? ORDER BY day",
                 (agent_id,),

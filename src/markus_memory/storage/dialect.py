@@ -141,3 +141,15 @@ class Database(Protocol):
     def write(self) -> AbstractContextManager[Any]: ...
     def migrate(self, migrations: Migrations[Any]) -> list[str]: ...
     def close(self) -> None: ...
+
+
+class Repository:
+    """What every repository holds: the database it uses (composed, not inherited), whose
+    :class:`Dialect` spells its SQL."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    @property
+    def dialect(self) -> Dialect:
+        return self.database.dialect

@@ -10,11 +10,9 @@ the plain tables is deleted by agent.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from datetime import datetime, timezone
-from typing import Any, Protocol
 
-from .dialect import Database, Dialect
+from .dialect import Database
 from .episodic import EpisodicStore
 from .recall.index import clear
 from .recall.rank import agent_key
@@ -34,31 +32,24 @@ SIDE_TABLES = ("dream_runs", "langgraph_items", "documents")
 audit, the LangGraph items and (PostgreSQL) the markdown documents."""
 
 
-class _Tables(EpisodicStore, Protocol):
-    @property
-    def dialect(self) -> Dialect: ...
-
-    def write(self) -> AbstractContextManager[Any]: ...
-
-
 def forget_agent(store: EpisodicStore, agent_id: str) -> int:
     """Delete every row ``agent_id`` has in ``store`` (its derived index entries and vectors
     with them); the number of activities and transcript messages removed."""
-    tables: _Tables = store  # type: ignore[assignment]  # both stores have dialect and write
-    sessions = {m.session_id for m in store.transcript_messages(agent_id)}
-    sessions |= set(store.transcript_marks(agent_id))
-    sessions |= {head.session_id for head in store.conversations(agent_id)}
-    removed = sum(store.forget_session(agent_id, sid) for sid in sorted(sessions))
-    removed += store.prune_activities(agent_id, before=_FAR_FUTURE)
+    transcripts, database = store.transcripts, store.database
+    sessions = {m.session_id for m in transcripts.transcript_messages(agent_id)}
+    sessions |= set(transcripts.transcript_marks(agent_id))
+    sessions |= {head.session_id for head in store.conversations.conversations(agent_id)}
+    removed = sum(transcripts.forget_session(agent_id, sid) for sid in sorted(sessions))
+    removed += store.activities.prune_activities(agent_id, before=_FAR_FUTURE)
     agent = agent_key(agent_id)
-    with tables.write() as conn:
-        sql = tables.dialect.bind(conn)
+    with database.write() as conn:
+        sql = database.dialect.bind(conn)
         clear(sql, agent_id)
         sql.run("DELETE FROM recall_vectors WHERE agent = ?", (agent,))
         sql.run("DELETE FROM recall_vector_lists WHERE agent = ?", (agent,))
         for table in _BY_AGENT:
             sql.run(f"DELETE FROM {table} WHERE agent_id = ?", (agent_id,))
-        if tables.dialect.name == "sqlite":
+        if database.dialect.name == "sqlite":
             sql.run("DELETE FROM agent_slots WHERE agent_id = ?", (agent_id,))
     return removed
 

@@ -1,14 +1,13 @@
 """Mailbox items, decisions and chat history: written once for both backends.
 
-A store mixes :class:`SideTables` in after its database class (``SqliteDatabase`` or
-``PostgresDatabase``), which supplies ``read``/``write`` and the :class:`~.dialect.Dialect`
-that spells the SQL and adapts the values.
+Each repository is constructed with the database it uses (``SqliteDatabase`` or
+``PostgresDatabase``): ``read``/``write`` and the :class:`~.dialect.Dialect` that spells the
+SQL and adapts the values.
 """
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._records import (
     DECISION_COLUMNS,
@@ -16,10 +15,8 @@ from ._records import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
 )
+from .dialect import Repository
 from .repos.side import ChatMessage, ChatSession, Decision, MailboxItem
-
-if TYPE_CHECKING:
-    from .dialect import Dialect
 
 _MAILBOX_UPDATED = (
     "agent_id",
@@ -37,22 +34,13 @@ _MAILBOX_UPDATED = (
 )
 
 
-class SideTables:
-    """Mailbox, decisions and chat sessions/messages."""
-
-    if TYPE_CHECKING:
-
-        @property
-        def dialect(self) -> Dialect: ...
-        def read(self) -> AbstractContextManager[Any]: ...
-        def write(self) -> AbstractContextManager[Any]: ...
-
-    # -- mailbox ------------------------------------------------------------------------------
+class Mailbox(Repository):
+    """Mailbox items and the decisions taken about them."""
 
     def save_mailbox_item(self, item: MailboxItem) -> None:
         d = self.dialect
         j = "?" + d.json_cast
-        with self.write() as conn:
+        with self.database.write() as conn:
             conn.execute(
                 d.sql(
                     f"INSERT INTO mailbox_items ({MAILBOX_COLUMNS}) "
@@ -78,7 +66,7 @@ class SideTables:
 
     def get_mailbox_item(self, agent_id: str, item_id: str) -> MailboxItem | None:
         d = self.dialect
-        with self.read() as conn:
+        with self.database.read() as conn:
             row = conn.execute(
                 d.sql(f"SELECT {MAILBOX_COLUMNS} FROM mailbox_items WHERE id = ? AND agent_id = ?"),
                 (item_id, agent_id),
@@ -96,13 +84,13 @@ class SideTables:
             params.append(status)
         sql += " ORDER BY priority, queued_at, id LIMIT ?"
         params.append(max(0, int(limit)))
-        with self.read() as conn:
+        with self.database.read() as conn:
             rows = conn.execute(d.sql(sql), params).fetchall()
         return [d.decode.mailbox_item(r) for r in rows]
 
     def record_decision(self, decision: Decision) -> None:
         d = self.dialect
-        with self.write() as conn:
+        with self.database.write() as conn:
             conn.execute(
                 d.sql(
                     "INSERT INTO agent_decisions (id, agent_id, decision_type, mailbox_item_id,"
@@ -132,15 +120,17 @@ class SideTables:
             params.append(mailbox_item_id)
         sql += f" ORDER BY created_at, {d.insertion_order('ord')} LIMIT ?"
         params.append(max(0, int(limit)))
-        with self.read() as conn:
+        with self.database.read() as conn:
             rows = conn.execute(d.sql(sql), params).fetchall()
         return [d.decode.decision(r) for r in rows]
 
-    # -- chat history -------------------------------------------------------------------------
+
+class Chats(Repository):
+    """UI chat sessions and their messages."""
 
     def create_chat_session(self, session: ChatSession) -> None:
         d = self.dialect
-        with self.write() as conn:
+        with self.database.write() as conn:
             conn.execute(
                 d.sql(
                     "INSERT INTO chat_sessions (id, agent_id, user_id, title, is_main, metadata, "
@@ -160,7 +150,7 @@ class SideTables:
 
     def get_chat_session(self, agent_id: str, session_id: str) -> ChatSession | None:
         d = self.dialect
-        with self.read() as conn:
+        with self.database.read() as conn:
             row = conn.execute(
                 d.sql(f"SELECT {SESSION_COLUMNS} FROM chat_sessions WHERE id = ? AND agent_id = ?"),
                 (session_id, agent_id),
@@ -169,7 +159,7 @@ class SideTables:
 
     def chat_sessions(self, agent_id: str, *, limit: int = 50) -> list[ChatSession]:
         d = self.dialect
-        with self.read() as conn:
+        with self.database.read() as conn:
             rows = conn.execute(
                 d.sql(
                     f"SELECT {SESSION_COLUMNS} FROM chat_sessions WHERE agent_id = ? "
@@ -182,7 +172,7 @@ class SideTables:
     def append_chat_message(self, message: ChatMessage) -> None:
         d = self.dialect
         created = d.time(message.created_at)
-        with self.write() as conn:
+        with self.database.write() as conn:
             conn.execute(
                 d.sql(
                     "INSERT INTO chat_messages (id, session_id, agent_id, role, content, metadata,"
@@ -222,6 +212,6 @@ class SideTables:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(max(0, int(limit)))
-        with self.read() as conn:
+        with self.database.read() as conn:
             rows = conn.execute(d.sql(sql), params).fetchall()
         return [d.decode.chat_message(r) for r in reversed(rows)]

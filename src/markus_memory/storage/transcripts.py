@@ -1,30 +1,26 @@
 """The transcript index (every recorded session message, its marks and search): written once.
 
-A store mixes :class:`TranscriptTables` in after its database class (``SqliteDatabase`` or
-``PostgresDatabase``), which supplies ``read``/``write`` and the :class:`~.dialect.Dialect`.
-What stays per backend is how new rows get their ids (:meth:`TranscriptTables._add_messages`):
-SQLite numbers them inside the agent's rowid span (``_sqlite/schema.py`` m004), PostgreSQL takes
-them from the identity column and skips a message another writer inserted first.
+:class:`Transcripts` is constructed with the database it uses (``read``/``write`` and the
+:class:`~.dialect.Dialect`) and the engine's :data:`AddMessages`, the one thing that stays per
+backend: how new rows get their ids. SQLite numbers them inside the agent's rowid span
+(``_sqlite/schema.py`` m004), PostgreSQL takes them from the identity column and skips a
+message another writer inserted first.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ._records import EPOCH, MARK_COLUMNS, TRANSCRIPT_COLUMNS, import_top
+from ._records import MARK_COLUMNS, TRANSCRIPT_COLUMNS, import_top
 from ._sql import DialectSql
 from .base import JsonObject
+from .dialect import Database, Dialect
 from .recall.contract import RecallFilters
 from .recall.index import Doc, RecallQueries, index_docs
 from .recall.rank import search_hits
 from .repos.transcripts import TranscriptHit, TranscriptMark, TranscriptMessage
-
-if TYPE_CHECKING:
-    from .dialect import Dialect
 
 _DOC_COLUMNS = "id, content, speaker, role"
 _SESSION = "agent_id = ? AND session_id = ?"
@@ -44,64 +40,22 @@ def stored_message(d: Dialect, m: TranscriptMessage) -> tuple[Any, ...]:
     )
 
 
-class TranscriptTables(RecallQueries):
-    """The transcript index (:class:`~.repos.transcripts.TranscriptIndex`) and its recall index."""
+AddMessages = Callable[[DialectSql, str, Sequence[TranscriptMessage]], list[Doc]]
+"""The engine's insert of new transcript messages (at least one) whose seq the session did
+not hold when read, inside a write: the stored rows of those actually inserted, to index."""
 
-    search_candidates: int
 
-    if TYPE_CHECKING:
+class Transcripts(RecallQueries):
+    """The transcript index (:class:`~.repos.transcripts.TranscriptIndex`) and its recall index
+    over one database; ``add_messages`` is the engine's insert of new rows (how they get their
+    ids), shared with :class:`~.conversations.Conversations`."""
 
-        @property
-        def dialect(self) -> Dialect: ...
-        def read(self) -> AbstractContextManager[Any]: ...
-        def write(self) -> AbstractContextManager[Any]: ...
-        def _add_messages(
-            self, sql: DialectSql, agent_id: str, messages: Sequence[TranscriptMessage]
-        ) -> list[Doc]:
-            """Insert messages (at least one) whose seq the session did not hold when read
-            (inside a write); the stored rows of those actually inserted, to index."""
-            ...
-
-    @contextmanager
-    def _recall(self, *, write: bool = False) -> Iterator[DialectSql]:
-        held = None if write else getattr(self._recall_reads(), "sql", None)
-        if held is not None:
-            yield held
-            return
-        with self.write() if write else self.read() as conn:
-            yield self.dialect.bind(conn)
-
-    @contextmanager
-    def recall_session(self) -> Iterator[None]:
-        """The recall reads of this thread inside share one connection: one pool checkout
-        (and, on PostgreSQL, one health check) for a whole recall instead of one per read.
-        Each statement still runs on its own, as outside."""
-        local = self._recall_reads()
-        if getattr(local, "sql", None) is not None:  # nested: the outer session holds it
-            yield
-            return
-        with self.read() as conn:
-            local.sql = self.dialect.bind(conn)
-            try:
-                yield
-            finally:
-                local.sql = None
-
-    def _recall_reads(self) -> threading.local:
-        """This store's per-thread held reader (made at first use)."""
-        reads = self.__dict__.get("_held_reads")
-        if reads is None:  # once per store; setdefault keeps the first if two threads race
-            reads = self.__dict__.setdefault("_held_reads", threading.local())
-        return reads  # type: ignore[no-any-return]
-
-    def _when(self, moment: datetime) -> Any:
-        return self.dialect.time(moment)
-
-    def _message(self, row: Sequence[Any]) -> TranscriptMessage:
-        return self.dialect.decode.transcript_message(row)
-
-    def _time(self, value: Any) -> datetime:
-        return self.dialect.decode.when(value) or EPOCH
+    def __init__(
+        self, database: Database, add_messages: AddMessages, *, search_candidates: int
+    ) -> None:
+        super().__init__(database)
+        self.add_messages = add_messages
+        self.search_candidates = search_candidates
 
     def _held(self, sql: DialectSql, agent_id: str, session_id: str, seq: int) -> Doc | None:
         rows = sql.rows(
@@ -158,10 +112,10 @@ class TranscriptTables(RecallQueries):
         message = TranscriptMessage(
             agent_id, session_id, int(seq), role, content, created_at, speaker, metadata
         )
-        with self.write() as conn:
+        with self.database.write() as conn:
             sql = self.dialect.bind(conn)
             old = self._held(sql, agent_id, session_id, message.seq)
-            added = [] if old is not None else self._add_messages(sql, agent_id, [message])
+            added = [] if old is not None else self.add_messages(sql, agent_id, [message])
             if old is None and not added:  # another writer inserted it first
                 old = self._held(sql, agent_id, session_id, message.seq)
             if old is not None:
@@ -199,7 +153,7 @@ class TranscriptTables(RecallQueries):
         synced_at: datetime,
     ) -> int:
         top = import_top(agent_id, session_id, messages)
-        with self.write() as conn:
+        with self.database.write() as conn:
             sql = self.dialect.bind(conn)
             held = {
                 int(r[0])
@@ -209,9 +163,7 @@ class TranscriptTables(RecallQueries):
             }
             fresh = {int(m.seq): m for m in messages if int(m.seq) not in held}
             added = (
-                self._add_messages(sql, agent_id, [fresh[s] for s in sorted(fresh)])
-                if fresh
-                else []
+                self.add_messages(sql, agent_id, [fresh[s] for s in sorted(fresh)]) if fresh else []
             )
             index_docs(sql, agent_id, added)
             self._raise_mark(sql, agent_id, session_id, top, synced_at)
@@ -227,7 +179,7 @@ class TranscriptTables(RecallQueries):
             query += " AND session_id = ?"
             params.append(session_id)
         query += f" ORDER BY {d.bytewise('session_id')}, seq"
-        with self.read() as conn:
+        with self.database.read() as conn:
             rows = d.bind(conn).rows(query, params)
         return [d.decode.transcript_message(r) for r in rows]
 
@@ -242,20 +194,20 @@ class TranscriptTables(RecallQueries):
             value, kind = "metadata #>> ?::text[]", "jsonb_typeof(metadata #> ?::text[]) = 'string'"
             where = list(path)
         query = f"SELECT {value} FROM transcript_messages WHERE {_SESSION} AND {kind} ORDER BY seq"
-        with self.read() as conn:
+        with self.database.read() as conn:
             rows = d.bind(conn).rows(query, (where, agent_id, session_id, where))
         return [str(r[0]) for r in rows]
 
     def transcript_marks(self, agent_id: str) -> dict[str, TranscriptMark]:
         d = self.dialect
-        with self.read() as conn:
+        with self.database.read() as conn:
             rows = d.bind(conn).rows(
                 f"SELECT {MARK_COLUMNS} FROM transcript_marks WHERE agent_id = ?", (agent_id,)
             )
         return d.decode.transcript_marks(rows)
 
     def forget_session(self, agent_id: str, session_id: str) -> int:
-        with self.write() as conn:
+        with self.database.write() as conn:
             sql = self.dialect.bind(conn)
             sql.run(f"DELETE FROM transcript_marks WHERE {_SESSION}", (agent_id, session_id))
             sql.run(f"DELETE FROM conversations WHERE {_SESSION}", (agent_id, session_id))

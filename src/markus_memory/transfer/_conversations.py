@@ -53,7 +53,11 @@ def _sessions(side: Side, agent_id: str) -> Iterator[Sessions]:
     settings = side.settings
     if side.database is not None:
         yield HeldSessions(
-            side.episodic, agent_id, settings.limits, settings.clock, entry_of=_read_only
+            lambda: side.episodic().conversations,
+            agent_id,
+            settings.limits,
+            settings.clock,
+            entry_of=_read_only,
         )
         return
     paths = side.paths(agent_id)
@@ -86,9 +90,9 @@ def session_texts(side: Side, agent_id: str) -> dict[str, str]:
 def log_texts(side: Side, agent_id: str) -> dict[str, str]:
     """Every daily log of the agent on ``side``: day → the text of its file."""
     if side.database is not None:
-        store = side.episodic()
+        logs = side.episodic().daily_logs
         return {
-            day: store.daily_log_text(agent_id, day) or "" for day in store.daily_log_days(agent_id)
+            day: logs.daily_log_text(agent_id, day) or "" for day in logs.daily_log_days(agent_id)
         }
     folder = side.paths(agent_id).daily_logs_dir
     if not folder.is_dir():
@@ -136,7 +140,7 @@ def _write_session(target: Side, agent_id: str, sid: str, text: str, *, replacin
     if target.database is not None:
         store = target.episodic()
         if replacing:  # the view changes; the rows the row copy brought stay
-            store.forget_conversation_head(agent_id, sid)
+            store.conversations.forget_conversation_head(agent_id, sid)
         take_over(store, agent_id, session, session_rows(agent_id, session))
         return
     folder = target.paths(agent_id).sessions_dir
@@ -150,7 +154,7 @@ def _write_session(target: Side, agent_id: str, sid: str, text: str, *, replacin
 
 def _remove_session(target: Side, agent_id: str, sid: str) -> None:
     if target.database is not None:
-        target.episodic().forget_session(agent_id, sid)
+        target.episodic().conversations.forget_session(agent_id, sid)
         return
     folder = target.paths(agent_id).sessions_dir
     stem = file_stem(sid)
@@ -160,7 +164,7 @@ def _remove_session(target: Side, agent_id: str, sid: str) -> None:
 
 def _write_log(target: Side, agent_id: str, day: str, text: str | None) -> None:
     if target.database is not None:
-        target.episodic().replace_daily_log(agent_id, day, text)
+        target.episodic().daily_logs.replace_daily_log(agent_id, day, text)
         return
     path: Path = target.paths(agent_id).daily_logs_dir / f"{day}.md"
     if text is None:

@@ -59,17 +59,21 @@ class AgentRows:
 def read_rows(store: EpisodicStore, agent_id: str) -> AgentRows:
     """The agent's rows, oldest first, in a canonical order (comparable between stores)."""
     activities = sorted(
-        store.query_activities(agent_id, limit=ALL), key=lambda a: (a.started_at, a.id)
+        store.activities.query_activities(agent_id, limit=ALL), key=lambda a: (a.started_at, a.id)
     )
-    chats = sorted(store.chat_sessions(agent_id, limit=ALL), key=lambda s: (s.created_at, s.id))
+    chats = sorted(
+        store.chats.chat_sessions(agent_id, limit=ALL), key=lambda s: (s.created_at, s.id)
+    )
     return AgentRows(
-        tuple((a, tuple(store.activity_logs(agent_id, a.id))) for a in activities),
-        tuple(sorted(store.mailbox_items(agent_id, limit=ALL), key=lambda m: m.id)),
-        tuple(sorted(store.decisions(agent_id, limit=ALL), key=lambda d: (d.created_at, d.id))),
-        tuple((s, tuple(store.chat_messages(agent_id, s.id))) for s in chats),
+        tuple((a, tuple(store.activities.activity_logs(agent_id, a.id))) for a in activities),
+        tuple(sorted(store.mailbox.mailbox_items(agent_id, limit=ALL), key=lambda m: m.id)),
+        tuple(
+            sorted(store.mailbox.decisions(agent_id, limit=ALL), key=lambda d: (d.created_at, d.id))
+        ),
+        tuple((s, tuple(store.chats.chat_messages(agent_id, s.id))) for s in chats),
         agent_id,
         _transcript(store, agent_id),
-        tuple(store.conversations(agent_id, HISTORY)),
+        tuple(store.conversations.conversations(agent_id, HISTORY)),
     )
 
 
@@ -77,9 +81,9 @@ def _transcript(
     store: EpisodicStore, agent_id: str
 ) -> tuple[tuple[str, TranscriptMark, tuple[TranscriptMessage, ...]], ...]:
     by_session: dict[str, list[TranscriptMessage]] = {}
-    for message in store.transcript_messages(agent_id):
+    for message in store.transcripts.transcript_messages(agent_id):
         by_session.setdefault(message.session_id, []).append(message)
-    marks = store.transcript_marks(agent_id)
+    marks = store.transcripts.transcript_marks(agent_id)
     unmarked = TranscriptMark(0, EPOCH_UTC)  # held with a gap: the next recall re-imports it
     return tuple(
         (sid, marks.get(sid, unmarked), tuple(by_session.get(sid, ())))
@@ -91,21 +95,23 @@ def write_rows(store: EpisodicStore, rows: AgentRows) -> None:
     """Insert ``rows`` into a store that holds none of them (log ``seq``s come out the same
     when the source's are 1..n, which the stores guarantee)."""
     for activity, logs in rows.activities:
-        store.insert_activity(activity)
+        store.activities.insert_activity(activity)
         for log in logs:
-            store.append_log(
+            store.activities.append_log(
                 activity.agent_id, activity.id, log.type, log.content, log.metadata, log.created_at
             )
     for item in rows.mailbox:
-        store.save_mailbox_item(item)
+        store.mailbox.save_mailbox_item(item)
     for decision in rows.decisions:
-        store.record_decision(decision)
+        store.mailbox.record_decision(decision)
     for session, messages in rows.chats:
-        store.create_chat_session(session)
+        store.chats.create_chat_session(session)
         for message in messages:
-            store.append_chat_message(message)
+            store.chats.append_chat_message(message)
     for session_id, mark, transcript in rows.transcript:
-        store.import_transcript(rows.agent_id, session_id, transcript, synced_at=mark.synced_at)
+        store.transcripts.import_transcript(
+            rows.agent_id, session_id, transcript, synced_at=mark.synced_at
+        )
     _hold_histories(store, rows.agent_id, rows.histories)
 
 
@@ -114,7 +120,7 @@ def _hold_histories(store: EpisodicStore, agent_id: str, heads: Sequence[Convers
     many it did not hold."""
     added = 0
     for head in heads:
-        if store.adopt_entries(
+        if store.conversations.adopt_entries(
             agent_id,
             head.session_id,
             HISTORY,
@@ -126,7 +132,7 @@ def _hold_histories(store: EpisodicStore, agent_id: str, heads: Sequence[Convers
             summary=head.summary,
             bodies=[],
         ):
-            store.set_conversation_details(
+            store.conversations.set_conversation_details(
                 agent_id, head.session_id, title=head.title, details=head.details
             )
             added += 1
@@ -155,15 +161,15 @@ def merge_rows(store: EpisodicStore, rows: AgentRows, present: AgentRows) -> int
     for session, messages in rows.chats:
         held = chats.get(session.id)
         if held is None:
-            store.create_chat_session(session)
+            store.chats.create_chat_session(session)
             added += 1
             held = set()
         for message in messages:
             if message.id not in held:
-                store.append_chat_message(message)
+                store.chats.append_chat_message(message)
                 added += 1
     for session_id, mark, transcript in rows.transcript:
-        added += store.import_transcript(
+        added += store.transcripts.import_transcript(
             rows.agent_id, session_id, transcript, synced_at=mark.synced_at
         )
     return added + _hold_histories(store, rows.agent_id, rows.histories)

@@ -21,8 +21,12 @@ from datetime import datetime
 from typing import Any
 
 from ...config import Clock, Limits, epoch_ms
-from ...storage.episodic import EpisodicStore
-from ...storage.repos.conversations import ConversationHead, NewEntry, StoredEntry
+from ...storage.repos.conversations import (
+    ConversationHead,
+    ConversationRepo,
+    NewEntry,
+    StoredEntry,
+)
 from . import _format as fmt
 from ._records import AppendedMessage, CompactResult, Session, SessionInfo
 from ._store import NON_MAIN_PREFIXES
@@ -39,7 +43,7 @@ class HeldSessions:
 
     def __init__(
         self,
-        store: Callable[[], EpisodicStore],
+        store: Callable[[], ConversationRepo],
         agent_id: str,
         limits: Limits,
         clock: Clock,

@@ -45,7 +45,7 @@ def move_in(
             continue
         if session is None:
             continue
-        if store.conversation(files.agent_id, session.id) is not None:
+        if store.conversations.conversation(files.agent_id, session.id) is not None:
             log.warning(
                 "session file %s not moved into the database: the database already holds a "
                 "session under that id (kept on file)",
@@ -66,8 +66,8 @@ def take_over(
     session the store already holds is left as it is."""
     sid = session.id
     if rows:
-        store.import_transcript(agent_id, sid, rows, synced_at=session.last_activity_at)
-    held = store.transcript_messages(agent_id, session_id=sid)
+        store.transcripts.import_transcript(agent_id, sid, rows, synced_at=session.last_activity_at)
+    held = store.transcripts.transcript_messages(agent_id, session_id=sid)
     bodies = []
     for index, message in enumerate(session.messages):
         seq = session.seq(index)
@@ -80,7 +80,7 @@ def take_over(
     if session.compacted > 0:
         summary = json.dumps(session.messages[0], ensure_ascii=False, separators=(",", ":"))
         view_from = bodies[0][0] if bodies else next_seq
-    store.adopt_entries(
+    store.conversations.adopt_entries(
         agent_id,
         sid,
         KIND,

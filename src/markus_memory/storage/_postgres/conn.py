@@ -28,7 +28,6 @@ from ...errors import (
     SchemaMissingError,
     StorageError,
 )
-from .._sql import SEARCH_CANDIDATES
 from ..migrations import BOOKKEEPING_DDL, BOOKKEEPING_TABLE, Migrations
 from .diagnose import diagnose
 from .dialect import POSTGRES
@@ -200,12 +199,9 @@ class PostgresDatabase:
         url: str,
         *,
         extra_migrations: Sequence[Migrations[psycopg.Connection[Any]]] = (),
-        search_candidates: int = SEARCH_CANDIDATES,
         connect_timeout: float = CONNECT_TIMEOUT_S,
         statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
     ) -> None:
-
-        self.search_candidates = search_candidates
 
         if not is_postgres_url(url):
             raise InvalidInputError("a PostgreSQL URL starts with postgresql:// or postgres://")

@@ -1,12 +1,12 @@
-"""PostgresStore: the scale-out episodic backend (``[postgres]`` extra); activities and search.
+"""PostgresStore: the scale-out episodic backend (``[postgres]`` extra), composed for PostgreSQL.
 
-Selected by a URL (``MARKUS_DATABASE_URL`` / ``Settings.database_url``), never by code. Pools,
-timeouts and migrations live in :mod:`.conn`. Written once for both backends:
-activity reads and writes, mailbox and chat history, the transcript index (see
-:mod:`._sqlite.store`). What stays here is PostgreSQL's own: activity search as ``tsvector`` + GIN
-of the one analyser's terms (:mod:`.activity_search`) ranked by ``ts_rank`` (same
-weights, same all-terms-then-any-term rule and candidate bound as SQLite) and the insert of
-new transcript messages under their identity ids.
+Selected by a URL (``MARKUS_DATABASE_URL`` / ``Settings.database_url``), never by code. It opens
+the database (:class:`~.conn.PostgresDatabase`: pools, timeouts, migrations) and builds the
+repositories written once for both backends over it (:class:`~..store.Store`), giving them
+PostgreSQL's own pieces: the insert of new transcript messages under their identity ids
+(:func:`add_messages`), the vector search (:class:`~.vectors.PgTranscripts`) and the activity
+search, ``tsvector`` + GIN of the one analyser's terms (:mod:`.activity_search`) ranked by
+``ts_rank`` (:class:`PostgresActivitySearch`).
 """
 
 from __future__ import annotations
@@ -15,93 +15,102 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._records import ACTIVITY_COLUMNS
-from .._sql import DialectSql
-from ..activity_reads import ActivityReads
-from ..activity_writes import ActivityWrites
+from .._sql import SEARCH_CANDIDATES, DialectSql
 from ..base import search_terms
-from ..conversations import ConversationTables
-from ..daily_logs import DailyLogTables
+from ..migrations import Migrations
 from ..recall.index import Doc
 from ..repos.activities import ActivityHit
 from ..repos.transcripts import TranscriptMessage
-from ..side_tables import SideTables
-from ..transcripts import TranscriptTables, stored_message
+from ..store import Store
+from ..transcripts import stored_message
 from .activity_search import index_activity, index_all, query_text
-from .conn import PostgresDatabase
-from .dialect import DECODE
+from .conn import CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_MS, PostgresDatabase
+from .dialect import DECODE, POSTGRES
 from .schema import ACTIVITY_RANK_WEIGHTS
-from .vectors import PgVectorQueries
+from .vectors import PgTranscripts
 
 if TYPE_CHECKING:
     import psycopg
 
 
-class PostgresStore(
-    PostgresDatabase,
-    PgVectorQueries,
-    TranscriptTables,
-    ConversationTables,
-    DailyLogTables,
-    ActivityReads,
-    ActivityWrites,
-    SideTables,
-):
+def add_messages(
+    sql: DialectSql, agent_id: str, messages: Sequence[TranscriptMessage]
+) -> list[Doc]:
+    """Insert new transcript messages (an :data:`~..transcripts.AddMessages`)."""
+    # One statement whatever the number of messages; a seq another writer inserted since
+    # it was read is skipped, and only the rows inserted come back to be indexed.
+    rows = [stored_message(POSTGRES, m) for m in messages]
+    inserted = sql.rows(
+        "INSERT INTO transcript_messages (agent_id, session_id, seq, role, content, "
+        "created_at, speaker, metadata, body) "
+        "SELECT ?, ?, u.seq, u.role, u.content, u.created_at, u.speaker, u.metadata::jsonb, "
+        "u.body FROM unnest(?::int[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], "
+        "?::text[], ?::text[]) AS u(seq, role, content, created_at, speaker, metadata, body) "
+        "ON CONFLICT (agent_id, session_id, seq) DO NOTHING "
+        "RETURNING id, content, speaker, role",
+        (agent_id, rows[0][0], *([r[i] for r in rows] for i in range(1, 8))),
+    )
+    return [Doc(*r) for r in inserted]
+
+
+class PostgresStore(Store):
     """Activities, mailbox, chat history and the transcript index in one PostgreSQL schema."""
 
-    # -- transcripts (TranscriptTables) ------------------------------------------------------
-
-    def _add_messages(
-        self, sql: DialectSql, agent_id: str, messages: Sequence[TranscriptMessage]
-    ) -> list[Doc]:
-        # One statement whatever the number of messages; a seq another writer inserted since
-        # it was read is skipped, and only the rows inserted come back to be indexed.
-        rows = [stored_message(self.dialect, m) for m in messages]
-        inserted = sql.rows(
-            "INSERT INTO transcript_messages (agent_id, session_id, seq, role, content, "
-            "created_at, speaker, metadata, body) "
-            "SELECT ?, ?, u.seq, u.role, u.content, u.created_at, u.speaker, u.metadata::jsonb, "
-            "u.body FROM unnest(?::int[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], "
-            "?::text[], ?::text[]) AS u(seq, role, content, created_at, speaker, metadata, body) "
-            "ON CONFLICT (agent_id, session_id, seq) DO NOTHING "
-            "RETURNING id, content, speaker, role",
-            (agent_id, rows[0][0], *([r[i] for r in rows] for i in range(1, 8))),
+    def __init__(
+        self,
+        url: str,
+        *,
+        extra_migrations: Sequence[Migrations[psycopg.Connection[Any]]] = (),
+        search_candidates: int = SEARCH_CANDIDATES,
+        connect_timeout: float = CONNECT_TIMEOUT_S,
+        statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
+    ) -> None:
+        database = PostgresDatabase(
+            url,
+            extra_migrations=extra_migrations,
+            connect_timeout=connect_timeout,
+            statement_timeout_ms=statement_timeout_ms,
         )
-        return [Doc(*r) for r in inserted]
+        super().__init__(
+            database,
+            PgTranscripts(database, add_messages, search_candidates=search_candidates),
+            PostgresActivitySearch(database, search_candidates),
+        )
 
     def rebuild_derived(self) -> int:
         """Refill everything derived from the stored rows: the activity search and the recall
         index (one transaction); the number of messages indexed."""
-        with self.write() as conn:
+        with self.database.write() as conn:
             index_all(conn)
-            return self.rebuild(self.dialect.bind(conn))
+            return PgTranscripts.rebuild(POSTGRES.bind(conn))
 
-    # -- activity search documents (ActivityWrites keeps them current) ------------------------
 
-    def _index_activity(
+class PostgresActivitySearch:
+    """The activity search rows and their ranking in one PostgreSQL schema (the
+    :class:`~..activities.ActivitySearch` of :class:`~..activities.Activities`)."""
+
+    def __init__(self, database: PostgresDatabase, search_candidates: int) -> None:
+        self.database = database
+        self.search_candidates = search_candidates
+
+    def index_activity(
         self, conn: psycopg.Connection[Any], activity_id: str, *, fresh: bool = False
     ) -> None:
         del fresh  # one upsert writes the document whether or not it exists
         index_activity(conn, activity_id)
 
-    def _drop_search_documents(
-        self, conn: psycopg.Connection[Any], params: tuple[Any, ...]
-    ) -> None:
+    def drop_documents(self, conn: psycopg.Connection[Any], params: tuple[Any, ...]) -> None:
         """Nothing to do: ``activity_search`` rows go with their activity (ON DELETE CASCADE)."""
         del conn, params
 
-    def search_activities(self, agent_id: str, query: str, *, limit: int = 10) -> list[ActivityHit]:
-        """All terms first (AND); if that finds fewer than ``limit``, any term (OR) fills up.
-
-        The terms are the one analyser's (:func:`~.base.search_terms`), each a quoted
-        ``tsquery`` lexeme: a query of stop words alone finds nothing. Ranking is ``ts_rank``
-        (label 4, keywords 3, summary 2, logs 1, newer first on ties) when the agent has at most
-        :attr:`search_candidates` matches; beyond that, as on SQLite, recency: the newest
-        matching in label or keywords, then the newest matching anywhere (``score`` 0.0).
-        """
+    def search(self, agent_id: str, query: str, limit: int) -> list[ActivityHit]:
+        """``ts_rank`` over ``tsvector`` documents, as SQLite's bm25 (same weights, same
+        all-terms-then-any-term rule and candidate bound; see
+        :meth:`~..activities.Activities.search_activities`)."""
         terms = search_terms(query)
         if not terms or limit <= 0:
             return []
-        with self.read() as conn:
+        with self.database.read() as conn:
             hits = self._ranked(conn, agent_id, terms, False, limit)
             if len(hits) < limit and len(terms) > 1:
                 seen = {activity_id for activity_id, _ in hits}

@@ -22,7 +22,6 @@ The extension goes to ``public``, so that dropping a store's schema never drops 
 
 from __future__ import annotations
 
-import contextlib
 import struct
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -31,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 from ..recall import vector_lists
 from ..recall.contract import RecallFilters
 from ..recall.fetch import Sql
-from ..recall.index import RecallQueries
 from ..recall.rank import agent_key
 from ..recall.vector_scan import BYTES, VectorCodec
 from ..recall.vectors import VECTOR_CHUNK
+from ..transcripts import Transcripts
 from .conn import MIGRATION_LOCK_KEY
 
 if TYPE_CHECKING:
@@ -230,15 +229,13 @@ def nearest(
     return sorted(ranked, key=lambda pair: (-pair[1], pair[0]))
 
 
-class PgVectorQueries(RecallQueries):
-    """The vector operations of a PostgreSQL transcript store: in the database with pgvector;
-    without it over the lexical candidates and the newest :data:`RECENT_VECTORS`, or the
-    nearest inverted lists once the agent has them."""
+class PgTranscripts(Transcripts):
+    """The transcripts of a PostgreSQL store, with its vector search: in the database with
+    pgvector; without it over the lexical candidates and the newest :data:`RECENT_VECTORS`,
+    or the nearest inverted lists once the agent has them."""
 
     _pgvector: tuple[str | None, bool] | None = None
     _indexed: frozenset[int] = frozenset()
-
-    write: Callable[[], contextlib.AbstractContextManager[psycopg.Connection[Any]]]
 
     def vector_schema(self) -> str | None:
         """The schema of pgvector when this store searches vectors with it, else None."""
@@ -246,7 +243,7 @@ class PgVectorQueries(RecallQueries):
 
     def _vectors(self) -> tuple[str | None, bool]:
         if self._pgvector is None:
-            with self.write() as conn:
+            with self.database.write() as conn:
                 schema = vector_schema(conn, MIGRATION_LOCK_KEY)
                 self._pgvector = (schema, schema is not None and iterative_scans(conn))
         return self._pgvector
@@ -261,7 +258,7 @@ class PgVectorQueries(RecallQueries):
         schema = self.vector_schema()
         dimensions = {len(blob) // 4 for _, blob in rows}
         if schema is not None and not dimensions <= self._indexed:
-            with self.write() as conn:
+            with self.database.write() as conn:
                 for dimension in dimensions - self._indexed:
                     ensure_index(conn, schema, dimension)
             self._indexed = self._indexed | dimensions

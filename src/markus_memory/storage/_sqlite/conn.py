@@ -20,7 +20,6 @@ from urllib.parse import quote
 from ...analysis import quote_fts
 from ...errors import ClosedError, InvalidInputError, StorageError
 from .._records import EPOCH as EPOCH
-from .._sql import SEARCH_CANDIDATES
 from ..migrations import Migrations, SqliteMigrationTarget
 from .damage import NOT_WRITTEN, is_damage, known_damage, remember_damage
 from .dialect import SQLITE
@@ -218,7 +217,7 @@ def _open(target: str, *, uri: bool = False) -> sqlite3.Connection:
 
 
 class SqliteDatabase:
-    """One SQLite file with the Markus schema applied; subclasses add the repositories.
+    """One SQLite file with the Markus schema applied; repositories hold it (``store.py``).
 
     Every instance on the same file in a process shares that file's connections (one per
     thread): a host with a thousand agents holds a handful of connections, not thousands.
@@ -229,10 +228,8 @@ class SqliteDatabase:
         path: Path | str,
         *,
         extra_migrations: Sequence[Migrations[sqlite3.Connection]] = (),
-        search_candidates: int = SEARCH_CANDIDATES,
     ) -> None:
         self.path = Path(path)
-        self.search_candidates = search_candidates
         self._closed = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._key, self._shared = _share(self.path)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import threading
 from collections import _count_elements  # type: ignore[attr-defined]
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from itertools import repeat
 from typing import Any
 
 from ...analysis import term_counts, words
+from .._records import EPOCH
+from ..dialect import Database, Repository
 from ..repos.transcripts import TranscriptMessage
 from . import vector_lists
 from .contract import RecallFilters as Filters
@@ -136,23 +139,52 @@ def clear(sql: Sql, agent_id: str | None = None) -> None:
         sql.run(f"DELETE FROM {table} WHERE agent = ?", (agent,))
 
 
-class RecallQueries:
-    """The recall-index operations of a transcript store; a backend supplies :meth:`_recall`
-    (a :class:`Sql` in a read or write transaction), ``_when`` (time adapter) and ``_decode``
-    (a ``TranscriptMessage`` from a row)."""
+class RecallQueries(Repository):
+    """The recall index of the transcript over one database (:class:`~..dialect.Database`,
+    held, not inherited): its statistics, ranking, turns and vectors. A recall's reads can
+    share one connection (:meth:`recall_session`)."""
 
-    def _recall(self, *, write: bool = False) -> contextlib.AbstractContextManager[Sql]:
-        raise NotImplementedError
+    def __init__(self, database: Database) -> None:
+        super().__init__(database)
+        self._held_reads = threading.local()
+
+    @contextlib.contextmanager
+    def _recall(self, *, write: bool = False) -> Iterator[Sql]:
+        """A :class:`Sql` in a write transaction, or for reads (this thread's held reader
+        inside :meth:`recall_session`)."""
+        held = None if write else getattr(self._held_reads, "sql", None)
+        if held is not None:
+            yield held
+            return
+        database = self.database
+        with database.write() if write else database.read() as conn:
+            yield self.dialect.bind(conn)
+
+    @contextlib.contextmanager
+    def recall_session(self) -> Iterator[None]:
+        """The recall reads of this thread inside share one connection: one pool checkout
+        (and, on PostgreSQL, one health check) for a whole recall instead of one per read.
+        Each statement still runs on its own, as outside."""
+        local = self._held_reads
+        if getattr(local, "sql", None) is not None:  # nested: the outer session holds it
+            yield
+            return
+        with self.database.read() as conn:
+            local.sql = self.dialect.bind(conn)
+            try:
+                yield
+            finally:
+                local.sql = None
 
     def _when(self, moment: datetime) -> Any:
-        raise NotImplementedError
+        return self.dialect.time(moment)
 
     def _message(self, row: Sequence[Any]) -> TranscriptMessage:
-        raise NotImplementedError
+        return self.dialect.decode.transcript_message(row)
 
     def _time(self, value: Any) -> datetime:
         """A stored ``created_at`` as an aware datetime."""
-        raise NotImplementedError
+        return self.dialect.decode.when(value) or EPOCH
 
     def recall_stats(self, agent_id: str, keys: Iterable[int], words: Iterable[str] = ()) -> Stats:
         with self._recall() as sql:

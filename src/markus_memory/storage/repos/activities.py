@@ -1,5 +1,5 @@
 """Activities (episodes of an agent with their ordered logs): the records and the repository
-protocol both backends implement (:mod:`..activity_reads`, :mod:`..activity_writes`)."""
+protocol both backends implement (:mod:`..activities`)."""
 
 from __future__ import annotations
 

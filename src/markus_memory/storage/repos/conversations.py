@@ -1,5 +1,5 @@
 """Conversations the store holds and database-held daily logs: the records and the repository
-protocol both backends implement (:mod:`..conversations`)."""
+protocols both backends implement (:mod:`..conversations`, :mod:`..daily_logs`)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class StoredEntry:
 
 
 class ConversationRepo(Protocol):
-    """Conversations the store holds (:mod:`..conversations`) and database-held daily logs."""
+    """Conversations the store holds (:mod:`..conversations`)."""
 
     def conversation(self, agent_id: str, session_id: str) -> ConversationHead | None: ...
     def start_conversation(
@@ -82,6 +82,10 @@ class ConversationRepo(Protocol):
         describe: tuple[str | None, JsonObject | None] | None = None,
     ) -> ConversationHead: ...
     def forget_conversation_head(self, agent_id: str, session_id: str) -> None: ...
+    def forget_session(self, agent_id: str, session_id: str) -> int:
+        """Drop a conversation: its messages, mark and head; the number of messages removed."""
+        ...
+
     def conversation_entries(
         self,
         agent_id: str,
@@ -110,6 +114,11 @@ class ConversationRepo(Protocol):
         bodies: Sequence[tuple[int, str]],
         details: JsonObject | None = None,
     ) -> bool: ...
+
+
+class DailyLogRepo(Protocol):
+    """Daily logs held in the database (:mod:`..daily_logs`)."""
+
     def append_daily_log(self, agent_id: str, day: str, text: str) -> None: ...
     def import_daily_log(self, agent_id: str, day: str, text: str) -> bool: ...
     def replace_daily_log(self, agent_id: str, day: str, text: str | None) -> None: ...
