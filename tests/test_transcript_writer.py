@@ -311,7 +311,8 @@ def test_appends_wait_for_room_once_the_pool_holds_its_bound(
     MAX_HELD of them (it held every one before: memory grew without bound and stayed with
     the allocator); each append still returns once its session file holds it, none is lost."""
     monkeypatch.setattr(transcript_pool, "MAX_HELD", 8)
-    gated = GatedStore(tmp_path / "data.db")
+    gated = store_with(tmp_path / "data.db", GatedTranscripts)
+    gate = gated.transcripts.gate
     returned: list[int] = []
     with open_agent("alice", settings=settings(tmp_path), store=gated) as mem:
         sid = mem.sessions.create().id
@@ -330,7 +331,7 @@ def test_appends_wait_for_room_once_the_pool_holds_its_bound(
             assert appender.is_alive() and len(returned) == 8  # the ninth waits for room
             assert transcript_pool.shared_pool().held == 8
         finally:
-            gated.gate.set()
+            gate.set()
             appender.join()
         assert returned == list(range(20))
     assert stored_seqs(tmp_path, sid) == list(range(20))
