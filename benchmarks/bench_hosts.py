@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from benchmarks._cpu import CpuMeter
 from benchmarks._hosts_check import check, same_state
 from benchmarks._hosts_ops import (
     DREAMER,
@@ -219,6 +220,7 @@ def run_once(
             for i in range(hosts):
                 if not _wait_for(run / f"ready-{i}", 300):
                     raise RuntimeError(f"host {i} did not start")
+            meter = CpuMeter(p.pid for p in procs)
             (run / "go.tmp").write_text(str(time.time() + 0.2))
             (run / "go.tmp").replace(run / "go")  # whole when a host sees it
             if proxy is not None and cut_every:
@@ -229,6 +231,7 @@ def run_once(
             alive = [i for i in range(hosts) if not (kill and i == 0)]
             for i in alive:
                 _wait_for(run / f"done-{i}", seconds + 300)
+            cpu = meter.read()
             cuts = 0
             if proxy is not None:
                 proxy.calm()
@@ -258,6 +261,7 @@ def run_once(
             "read_attempts": [r["fingerprint"].get("read attempts") for r in results],
             "check": verdict["check"],
             "views": same_state(results + [verdict]),
+            "cpu": cpu,
         }
 
 
@@ -339,6 +343,13 @@ def print_run(result: dict[str, Any]) -> None:
     lost = sum(t["lost"] for t in result["check"].values())
     print(f"acknowledged writes checked: {total}, lost {lost}; same view: {result['views']}")
     print(f"attempts each host needed for its final reads: {result['read_attempts']}")
+    cpu = result.get("cpu")
+    if cpu:
+        print(
+            f"cores used of {cpu['cores']:.0f}: {cpu['busy']:.2f} (hosts {cpu['hosts']:.2f}, "
+            f"PostgreSQL {cpu['postgres']:.2f}, the rest of the machine "
+            f"{max(0.0, cpu['busy'] - cpu['hosts'] - cpu['postgres']):.2f})"
+        )
     for op, note in sorted(result["notes"].items()):
         print(f"  {op}: {note}")
 

@@ -40,3 +40,6 @@ def test_the_checker_reports_a_write_deleted_behind_its_back(tmp_path: Path) -> 
         assert check[op]["acked"] > 0, op
         assert check[op]["ok"], (op, check[op])
     assert result["views"]["documents"]  # the hosts and the checker read the shared agents alike
+    cpu = result["cpu"]  # where the run's CPU went: the hosts' and PostgreSQL's processes
+    assert cpu["hosts"] > 0 and cpu["postgres"] > 0
+    assert cpu["hosts"] + cpu["postgres"] <= cpu["cores"] * 1.05
