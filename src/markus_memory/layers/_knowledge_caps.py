@@ -50,7 +50,7 @@ class WriteResult:
 
 
 class Refused(Exception):
-    """A cap refused the write; unwinds :meth:`KnowledgeFile._write` before it writes."""
+    """A cap refused the write; unwinds :meth:`.knowledge.KnowledgeFile._write` before it writes."""
 
     def __init__(self, result: WriteResult) -> None:
         super().__init__(result.reason)
