@@ -44,9 +44,10 @@ from .storage._sqlite.checks import DATA_DB_MIGRATIONS
 from .storage._sqlite.conn import SqliteDatabase
 from .storage._sqlite.store import SqliteStore
 from .storage.audit import PG_MIGRATIONS as pg_dream_migrations
-from .storage.audit import AuditLog, open_audit_log
+from .storage.audit import open_audit_log
 from .storage.checks import Check
 from .storage.dialect import Database
+from .storage.dream_runs import AuditLog
 from .storage.episodic import EpisodicStore
 from .storage.forget import forget_agent, forget_in
 from .storage.knowledge_index import IndexState, KnowledgeIndex

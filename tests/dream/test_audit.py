@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from markus_memory.errors import StorageError
-from markus_memory.storage.audit import MIGRATIONS, DreamRun, SqliteAuditLog
+from markus_memory.storage.audit import MIGRATIONS, SqliteAuditLog
+from markus_memory.storage.dream_runs import DreamRun
 from markus_memory.storage.migrations import SqliteMigrationTarget
 
 T = datetime(2026, 11, 30, 10, 0, 0, 123000, tzinfo=timezone.utc)

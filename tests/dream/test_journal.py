@@ -21,6 +21,7 @@ from markus_memory.dream.cycle import audit_log
 from markus_memory.memory import AgentMemory, open_agent
 from markus_memory.storage import audit
 from markus_memory.storage.dream_journal import exact_texts
+from markus_memory.storage.dream_runs import DreamRun
 from tests.clocks import FakeClock
 from tests.postgres_support import new_agent_id, postgres_url
 
@@ -90,7 +91,7 @@ def _knowledge_written(_docs: object, name: str, *_: object, **__: object) -> bo
     return name == "knowledge.md"
 
 
-def _reopened(settings: Settings, agent: str = AGENT) -> tuple[Any, list[audit.DreamRun]]:
+def _reopened(settings: Settings, agent: str = AGENT) -> tuple[Any, list[DreamRun]]:
     with open_agent(agent, settings=settings) as mem:  # the open recovers
         return exact_texts(mem.documents), dream_history(mem)
 

@@ -5,12 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from markus_memory.storage._sqlite.store import SqliteStore
-from markus_memory.storage.audit import (
-    AuditLog,
-    DreamRun,
-    PostgresAuditLog,
-    SqliteAuditLog,
-)
+from markus_memory.storage.audit import PostgresAuditLog, SqliteAuditLog
+from markus_memory.storage.dream_runs import AuditLog, DreamRun
 from markus_memory.storage.episodic import EpisodicStore
 
 T = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)

@@ -18,6 +18,7 @@ from . import (
     _hooks,
     _inspect,
     _maintain,
+    _recall,
     _search,
     _serve,
     _transfer,
@@ -44,6 +45,7 @@ def cli(ctx: click.Context, home: Path | None) -> None:
 
 for _module in (
     _inspect,
+    _recall,
     _agent,
     _edit,
     _search,

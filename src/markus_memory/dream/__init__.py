@@ -6,7 +6,8 @@
 PostgreSQL when the documents live there (the backend seam decides).
 """
 
-from ..storage.audit import AuditLog, DreamRun, SqliteAuditLog
+from ..storage.audit import SqliteAuditLog
+from ..storage.dream_runs import AuditLog, DreamRun
 from .cycle import dream, dream_if_due, should_dream
 from .plan import Merge, Plan, Promotion, Rejection
 from .report import DreamReport

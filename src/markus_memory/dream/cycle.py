@@ -32,7 +32,7 @@ from ..layers.state import StateFile
 from ..llm import ChatModel
 from ..memory import AgentMemory
 from ..storage import dream_journal as journal
-from ..storage.audit import AuditLog, DreamRun
+from ..storage.dream_runs import AuditLog, DreamRun
 from ._scratch import ScratchDocuments
 from .apply import Applied, apply_plan
 from .offline import TextEmbedder, offline_plan

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..errors import BusyError, NotFoundError
 from ..memory import AgentMemory
 from ..storage import dream_journal as journal
-from ..storage.audit import AuditLog, DreamRun
+from ..storage.dream_runs import AuditLog, DreamRun
 from .cycle import audit_log, cannot_write, recover
 from .report import file_diff
 

@@ -7,45 +7,45 @@ parse cache that is valid only while the document's version (:meth:`DocumentStor
 is unchanged.
 
 Caps (the original capped the whole file, then truncated the observations): they apply to the
-curated part only. A curated write that would leave a section body over ``Limits.section_max_chars``
-or the curated part over ``Limits.curated_max_chars`` is *refused* (``WriteResult.ok == False`` with
-a reason written for the model); nothing is truncated and the observation block is never touched by
-a curated write. The observation buffer keeps the newest ``Limits.max_observations`` entries.
+curated part only, and a write that breaks one is refused (:mod:`._knowledge_caps`); the
+observation block is never touched by a curated write. The observation buffer keeps the newest
+``Limits.max_observations`` entries.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
 
 from .._docs import DocumentStore
-from .._fs import validate_key
 from .._fs_docs import FileDocuments
 from .._lock import AgentLock
 from .._markdown import sanitize_h2
 from ..config import AgentPaths, Clock, Limits, from_epoch_ms
 from ..errors import InvalidInputError
+from ._knowledge_caps import (
+    Refused,
+    WriteResult,
+    check_section_name,
+    demoted_note,
+    imported_observation,
+    measure,
+    new_observation,
+    validated,
+)
 from ._knowledge_format import (
-    OBSERVATION_TYPES,
-    OBSERVATIONS,
     CuratedSection,
     KnowledgeDoc,
     Memo,
     Observation,
-    check_content,
-    check_id,
-    check_tags,
     check_text,
-    clean_tag,
     curated_size,
     curated_text,
-    new_observation_id,
     parse_knowledge,
     render_knowledge,
-    to_millis,
 )
 
 __all__ = [
@@ -64,34 +64,10 @@ WRITE_MODES = ("replace", "patch", "append")
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True)
-class WriteResult:
-    """Outcome of a curated write. On refusal the sizes are those the write *would* have made.
-
-    ``note`` says what was stored differently from what was given (``## `` lines demoted).
-    """
-
-    ok: bool
-    reason: str | None = None
-    section: str | None = None
-    section_chars: int = 0
-    section_limit: int = 0
-    curated_chars: int = 0
-    curated_limit: int = 0
-    note: str | None = None
-
-
 def _check_limit(limit: object) -> int:
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
         raise InvalidInputError(f"limit must be a non-negative integer, got {limit!r}")
     return limit
-
-
-def _check_section_name(name: object) -> str:
-    checked = check_text("section name", validate_key("section name", name))
-    if checked == OBSERVATIONS:
-        raise InvalidInputError("'_observations' is the observation buffer, not a section name")
-    return checked
 
 
 class KnowledgeFile:
@@ -193,17 +169,6 @@ class KnowledgeFile:
             self._cache = (self.documents.version(self.store_name), text, doc.copy())
             return result
 
-    def _new_observation(
-        self, content: object, type: object, tags: object, obs_id: object, moment: object
-    ) -> Observation:
-        text = check_content(content)
-        kind = type if isinstance(type, str) and type in OBSERVATION_TYPES else "note"
-        if moment is not None and not isinstance(moment, datetime):
-            raise InvalidInputError("timestamp must be a datetime")
-        when = to_millis(moment if moment is not None else self._clock())
-        checked_id = new_observation_id(when) if obs_id is None else check_id(obs_id)
-        return Observation(checked_id, kind, text, when, check_tags(tags))
-
     def save_observation(
         self,
         content: str,
@@ -219,7 +184,7 @@ class KnowledgeFile:
         non-empty string, tags that are not strings or contain a comma, ``-->`` or a control
         character, or an id with white space.
         """
-        obs = self._new_observation(content, type, tags, id, timestamp)
+        obs = new_observation(content, type, tags, id, timestamp, self._clock)
         self._write(lambda doc: doc.observations.append(obs))
         return obs
 
@@ -228,16 +193,7 @@ class KnowledgeFile:
         tags and invalid Unicode instead of refusing them, keep the buffer chronological.
         Returns how many were added.
         """
-        incoming = []
-        for obs in observations:
-            content = _valid_unicode(obs.content).strip() if isinstance(obs.content, str) else ""
-            if not content:
-                continue
-            tags = tuple(t for t in (clean_tag(_valid_unicode(str(tag))) for tag in obs.tags) if t)
-            kind = obs.type if obs.type in OBSERVATION_TYPES else "note"
-            incoming.append(
-                Observation(check_id(obs.id), kind, content, to_millis(obs.timestamp), tags)
-            )
+        incoming = [o for o in map(imported_observation, observations) if o is not None]
 
         def change(doc: KnowledgeDoc) -> int:
             known = {o.id for o in doc.observations}
@@ -276,7 +232,7 @@ class KnowledgeFile:
 
     def replace_observations(self, remove_ids: Iterable[str], new: Observation) -> Observation:
         """Remove ``remove_ids`` and append ``new`` (a merge) in one atomic write."""
-        obs = self._new_observation(new.content, new.type, new.tags, new.id, new.timestamp)
+        obs = new_observation(new.content, new.type, new.tags, new.id, new.timestamp, self._clock)
         wanted = set(remove_ids)
 
         def change(doc: KnowledgeDoc) -> None:
@@ -292,7 +248,7 @@ class KnowledgeFile:
         observation block. ``## `` line starts in ``content`` become ``### ``; everything else
         (``$1``, ``\\1`` …) is stored verbatim. A write that breaks a cap returns ``ok=False``.
         """
-        section = _check_section_name(name)
+        section = check_section_name(name)
         if not isinstance(content, str):
             raise InvalidInputError(
                 f"section content must be a string, got {type(content).__name__}"
@@ -312,45 +268,15 @@ class KnowledgeFile:
                 doc.sections.append(new)
             else:
                 doc.sections[index] = new
-            result = self._measure(section, len(body), curated_size(doc), before)
+            result = measure(self._limits, section, len(body), curated_size(doc), before)
             if not result.ok:
-                raise _Refused(result)
-            return replace(result, note=_demoted_note(content))
+                raise Refused(result)
+            return replace(result, note=demoted_note(content))
 
         try:
             return self._write(change)
-        except _Refused as refusal:
+        except Refused as refusal:
             return refusal.result
-
-    def _measure(self, section: str, body_chars: int, after: int, before: int) -> WriteResult:
-        """Check the caps for a write that leaves ``section`` at ``body_chars`` and the curated
-        part at ``after`` chars (``before`` now). Growing past a cap is refused; a curated part
-        that was already over (a hand edit) may still shrink.
-        """
-        limits = self._limits
-        reason = None
-        if body_chars > limits.section_max_chars:
-            reason = (
-                f"Section {section!r} would have {body_chars} chars, over its limit of "
-                f"{limits.section_max_chars}; nothing was written. Shorten the content (keep "
-                "the essentials), patch in less text, or save details with memory_save."
-            )
-        elif after > limits.curated_max_chars and after > before:
-            reason = (
-                f"knowledge.md curated sections would total {after} chars, over the limit of "
-                f"{limits.curated_max_chars} (now {before}); nothing was written. Condense or "
-                "remove other sections with memory_update mode 'replace', patch in less text, or "
-                "save this with memory_save (observations do not count toward this limit)."
-            )
-        return WriteResult(
-            ok=reason is None,
-            reason=reason,
-            section=section,
-            section_chars=body_chars,
-            section_limit=limits.section_max_chars,
-            curated_chars=after,
-            curated_limit=limits.curated_max_chars,
-        )
 
     def create(self, text: str = "# Knowledge\n") -> bool:
         """Write ``text`` (normalised through the parser) as knowledge.md if there is none yet."""
@@ -376,57 +302,10 @@ class KnowledgeFile:
             original = self._load(verify_text=True)
             doc = original.copy()
             yield doc
-            checked = self._validated(original, doc)
+            checked = validated(original, doc, self._limits, self._clock)
             self._write(lambda current: _assign(current, checked))
-
-    def _validated(self, original: KnowledgeDoc, doc: KnowledgeDoc) -> KnowledgeDoc:
-        old_bodies = {s.name: s.body for s in original.sections}
-        sections = [
-            CuratedSection(_check_section_name(s.name), sanitize_h2(s.body).strip("\n").rstrip())
-            for s in doc.sections
-        ]
-        checked = KnowledgeDoc(sanitize_h2(doc.preamble).rstrip(), sections)
-        checked.observations = [
-            self._new_observation(o.content, o.type, o.tags, o.id, o.timestamp)
-            for o in doc.observations
-        ]
-        before, after = curated_size(original), curated_size(checked)
-        for section in sections:
-            changed = old_bodies.get(section.name) != section.body
-            result = self._measure(section.name, len(section.body), after, before)
-            if changed and not result.ok:
-                raise InvalidInputError(result.reason)
-        result = self._measure("", 0, after, before)
-        if not result.ok:
-            raise InvalidInputError(result.reason)
-        return checked
-
-
-def _demoted_note(content: str) -> str | None:
-    """What a write says when ``## `` lines of ``content`` were stored as ``### ``."""
-    count = sum(1 for line in content.split("\n") if line.startswith("## "))
-    if not count:
-        return None
-    lines = "1 line" if count == 1 else f"{count} lines"
-    return (
-        f"{lines} starting with '## ' stored as '### ' (a '## ' line would start a new "
-        "section of knowledge.md)"
-    )
-
-
-def _valid_unicode(text: str) -> str:
-    """``text`` with lone surrogates replaced, so that it can be written as UTF-8."""
-    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _assign(target: KnowledgeDoc, source: KnowledgeDoc) -> None:
     target.preamble, target.sections = source.preamble, source.sections
     target.observations = source.observations
-
-
-class _Refused(Exception):
-    """Internal: a cap refused the write; unwinds :meth:`KnowledgeFile._write` before writing."""
-
-    def __init__(self, result: WriteResult) -> None:
-        super().__init__(result.reason)
-        self.result = result

@@ -3,10 +3,11 @@
 Kept in ``<home>/data.db``, or in PostgreSQL when the documents live there (one dream history
 shared by every host of a database, so the once-a-day trigger, ``dream_history``, ``dream_diff``
 and ``undo_last_dream`` see the runs of every host); which one an agent uses is decided by
-:class:`markus_memory.backend.Backend`. The records, their SQL and their mapping are written
-once over a :class:`~.dialect.Database`; the schema is the ``dream`` migration set of each
-backend. Full file texts are kept so that ``undo`` restores knowledge.md and state.md byte for
-byte and the CLI can diff any run; times keep milliseconds on both backends.
+:class:`markus_memory.backend.Backend`. The records (:mod:`.dream_runs`), their SQL and their
+mapping are written once over a :class:`~.dialect.Database`; the schema is the ``dream``
+migration set of each backend. Full file texts are kept so that ``undo`` restores knowledge.md
+and state.md byte for byte and the CLI can diff any run; times keep milliseconds on both
+backends.
 
 A run's row is also its journal (:mod:`.dream_journal`): it is written ``applying`` (or turned
 ``undoing``) with every text before a document changes, and finished after. On PostgreSQL the
@@ -19,18 +20,18 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import StorageError
 from ._postgres.dialect import POSTGRES
 from ._sqlite.conn import SqliteDatabase, open_sqlite
 from ._sqlite.dialect import SQLITE
 from .dialect import Database, Dialect
+from .dream_runs import PENDING, AuditLog, DreamRun, DreamStatus
 from .migrations import Migrations
 
 if TYPE_CHECKING:
@@ -71,62 +72,6 @@ def dream_migrations(dialect: Dialect) -> Migrations[Any]:
 
 MIGRATIONS = dream_migrations(SQLITE)
 PG_MIGRATIONS = dream_migrations(POSTGRES)
-
-DreamStatus = Literal["applied", "failed", "undone", "unchanged", "applying", "undoing"]
-PENDING: tuple[DreamStatus, ...] = ("applying", "undoing")
-"""A run being applied or undone: final once finished, or once a crash was recovered."""
-
-
-@dataclass(frozen=True)
-class DreamRun:
-    """One recorded dream. ``status``: ``applied``, ``failed``, ``undone``, ``unchanged`` (it
-    ran and found nothing to change: nothing was written and there is nothing to undo), or
-    while it is being written ``applying`` / ``undoing`` (see :mod:`.dream_journal`).
-
-    ``changes`` is JSON-ready: ``removed``, ``merged``, ``promoted`` (each with the full
-    content of the observations involved), ``rejections``, ``hygiene``, ``state_removed``.
-    File texts are None when the file did not exist.
-    """
-
-    run_id: str
-    agent_id: str
-    started_at: datetime
-    finished_at: datetime
-    mode: str
-    status: DreamStatus
-    changes: Mapping[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    knowledge_before: str | None = None
-    knowledge_after: str | None = None
-    state_before: str | None = None
-    state_after: str | None = None
-    undone_at: datetime | None = None
-
-
-class AuditLog(Protocol):
-    """Where dream runs are recorded (SQLite by default; any store with these methods)."""
-
-    def record(self, run: DreamRun, *, durable: bool = False) -> None:
-        """Insert ``run``; ``durable``: on disk before this returns (a journal's intent)."""
-
-    def runs(self, agent_id: str, limit: int | None = None) -> list[DreamRun]: ...
-    def get(self, agent_id: str, run_id: str) -> DreamRun | None: ...
-    def mark_undone(self, agent_id: str, run_id: str, at: datetime) -> None: ...
-
-    def set_status(
-        self,
-        agent_id: str,
-        run_id: str,
-        status: DreamStatus,
-        *,
-        error: str | None = None,
-        durable: bool = False,
-    ) -> None:
-        """Change a run's status (and its error); ``durable`` as for :meth:`record`."""
-
-    def pending(self, agent_id: str) -> list[DreamRun]:
-        """Runs left ``applying`` or ``undoing``, oldest first (none when nothing was ever
-        recorded: this never creates the table)."""
 
 
 RUN_COLUMNS = (

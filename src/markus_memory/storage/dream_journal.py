@@ -34,7 +34,7 @@ from datetime import datetime
 
 from .._docs import DocumentStore
 from ..errors import MarkusMemoryError
-from .audit import AuditLog, DreamRun
+from .dream_runs import AuditLog, DreamRun
 
 log = logging.getLogger(__name__)
 

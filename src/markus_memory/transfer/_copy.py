@@ -14,7 +14,7 @@ from .._fs import atomic_write_bytes, read_bytes
 from ..backend import MOVED_MARKER
 from ..config import iso_ms
 from ..errors import RefusedError
-from ..storage.audit import DreamRun
+from ..storage.dream_runs import DreamRun
 from ..storage.forget import forget_agent
 from ._conversations import (
     SESSIONS,

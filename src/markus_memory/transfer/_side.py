@@ -12,7 +12,8 @@ from .._lock import AgentLock
 from ..agents import agent_ids
 from ..backend import open_backend
 from ..config import AgentPaths, Settings
-from ..storage.audit import AuditLog, SqliteAuditLog, open_audit_log
+from ..storage.audit import SqliteAuditLog, open_audit_log
+from ..storage.dream_runs import AuditLog
 from ..storage.episodic import EpisodicStore
 
 

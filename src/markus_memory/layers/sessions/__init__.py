@@ -1,15 +1,8 @@
 """Conversation sessions: ``sessions/<id>.json`` with a durable append journal."""
 
-from ._format import (
-    file_stem,
-    heuristic_summary,
-    id_from_file_stem,
-    message_text,
-    trim_messages_for_restore,
-    validate_message,
-    validate_session_id,
-)
+from ._format import file_stem, id_from_file_stem, validate_session_id
 from ._held import HeldSessions
+from ._messages import heuristic_summary, message_text, trim_messages_for_restore, validate_message
 from ._move_in import move_in, session_from_text, session_text, take_over
 from ._records import (
     AppendedMessage,

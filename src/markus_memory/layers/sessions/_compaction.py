@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 from ...config import Limits, parse_iso
 from . import _format as fmt
+from . import _messages as msg
 from ._files import SessionFiles
 from ._records import BeforeCompact, CompactResult, Session
 
@@ -23,7 +24,7 @@ def shrink_old(live: SessionFiles, limits: Limits) -> None:
     messages = live.doc.messages
     boundary = len(messages) - min(limits.session_compact_keep, len(messages))
     for i in range(live.shrink_checked, boundary):
-        shrunk = fmt.shrink_if_oversized(messages[i], limits.session_tool_shrink_chars)
+        shrunk = msg.shrink_if_oversized(messages[i], limits.session_tool_shrink_chars)
         if shrunk is not None:
             messages[i] = shrunk
             live.dirty = True
@@ -43,12 +44,12 @@ def compact(
         return CompactResult("", 0)
     older = messages[: len(messages) - keep_last]
     kept = messages[len(messages) - keep_last :]
-    summary = fmt.heuristic_summary(older)
+    summary = msg.heuristic_summary(older)
     before = (live.doc.compacted, live.doc.messages, live.shrink_checked, live.dirty)
     # Every message of ``older`` but a previous summary leaves the file for good: counting
     # them keeps the seq of the kept messages (and of later appends) unchanged.
     live.doc.compacted += len(older) - (1 if live.doc.compacted > 0 else 0)
-    live.doc.messages = [fmt.summary_message(len(older), len(kept), summary), *kept]
+    live.doc.messages = [msg.summary_message(len(older), len(kept), summary), *kept]
     live.shrink_checked = 0
     try:
         shrink_old(live, limits)

@@ -28,12 +28,13 @@ from ...storage.repos.conversations import (
     StoredEntry,
 )
 from . import _format as fmt
+from . import _messages as msg
 from ._records import AppendedMessage, CompactResult, Session, SessionInfo
 from ._store import NON_MAIN_PREFIXES
 
 KIND = "markus"
 
-EntryOf = Callable[[str, fmt.Message, str, datetime], NewEntry]
+EntryOf = Callable[[str, msg.Message, str, datetime], NewEntry]
 """``(session_id, message, its JSON, now) -> NewEntry``: how a message is stored (its time and
 speaker are read by the facade, which knows the recall conventions)."""
 
@@ -79,7 +80,7 @@ class HeldSessions:
         head = self._store().start_conversation(self.agent_id, sid, KIND, self.clock())
         return self._session(head, self._view_entries(head))
 
-    def check_message(self, message: Mapping[str, Any]) -> fmt.Message:
+    def check_message(self, message: Mapping[str, Any]) -> msg.Message:
         """The message as :meth:`append` would store it; InvalidInputError otherwise."""
         return self._encode(message)[0]
 
@@ -103,7 +104,7 @@ class HeldSessions:
             session_id=sid,
             index=view_index,
             role=clean["role"],
-            text=fmt.message_text(clean),
+            text=msg.message_text(clean),
             timestamp=now,
             metadata=clean.get("metadata"),
             seq=seq,
@@ -116,7 +117,7 @@ class HeldSessions:
         held = self._head(sid) is not None
         return store.forget_session(self.agent_id, sid) > 0 or held
 
-    def recent(self, session_id: str, n: int) -> list[fmt.Message]:
+    def recent(self, session_id: str, n: int) -> list[msg.Message]:
         """The last ``n`` messages of the view, ``[]`` for an unknown session."""
         sid = fmt.validate_session_id(session_id)
         head = self._head(sid)
@@ -158,15 +159,15 @@ class HeldSessions:
         if len(messages) <= keep_last or head.next_seq - keep_last <= head.view_from:
             return CompactResult("", 0)
         older = messages[: len(messages) - keep_last]
-        summary = fmt.heuristic_summary(older)
-        message = fmt.summary_message(len(older), keep_last, summary)
+        summary = msg.heuristic_summary(older)
+        message = msg.summary_message(len(older), keep_last, summary)
         text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
         self._store().compact_conversation(self.agent_id, sid, head.next_seq - keep_last, text)
         return CompactResult(summary, len(older))
 
     def restore(self, messages: Iterable[Mapping[str, Any]]) -> Session:
         """A new ``sess_`` session holding the trimmed user/assistant history (as the original)."""
-        trimmed = fmt.trim_messages_for_restore(
+        trimmed = msg.trim_messages_for_restore(
             messages,
             self.limits.session_restore_max_messages,
             self.limits.session_restore_max_message_tokens,
@@ -189,8 +190,8 @@ class HeldSessions:
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _encode(self, message: Mapping[str, Any]) -> tuple[fmt.Message, str]:
-        return fmt.encode_within(message, self.limits.session_message_max_bytes)
+    def _encode(self, message: Mapping[str, Any]) -> tuple[msg.Message, str]:
+        return msg.encode_within(message, self.limits.session_message_max_bytes)
 
     def _head(self, sid: str) -> ConversationHead | None:
         head = self._store().conversation(self.agent_id, sid)
@@ -218,15 +219,15 @@ class HeldSessions:
         )
 
     def _shrunk(
-        self, head: ConversationHead, messages: builtins.list[fmt.Message], start: int
-    ) -> builtins.list[fmt.Message]:
+        self, head: ConversationHead, messages: builtins.list[msg.Message], start: int
+    ) -> builtins.list[msg.Message]:
         """Tool results older than the recent window shrunk, as the original's file."""
         boundary = head.next_seq - self.limits.session_compact_keep
         out = []
         for offset, message in enumerate(messages):
             shrunk = None
             if start + offset < boundary:
-                shrunk = fmt.shrink_if_oversized(message, self.limits.session_tool_shrink_chars)
+                shrunk = msg.shrink_if_oversized(message, self.limits.session_tool_shrink_chars)
             out.append(message if shrunk is None else shrunk)
         return out
 
@@ -238,14 +239,14 @@ class HeldSessions:
         return None
 
 
-def _message(entry: StoredEntry) -> fmt.Message:
+def _message(entry: StoredEntry) -> msg.Message:
     """The stored message; one recorded from a file before it moved here without its exact
     body is rebuilt from its role, text and metadata."""
     if entry.body is not None:
         value = json.loads(entry.body)
         if isinstance(value, dict):
             return value
-    rebuilt: fmt.Message = {"role": entry.role, "content": entry.text}
+    rebuilt: msg.Message = {"role": entry.role, "content": entry.text}
     if entry.metadata is not None:
         rebuilt["metadata"] = dict(entry.metadata)
     return rebuilt

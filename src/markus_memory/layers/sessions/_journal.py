@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ._format import Message, shared_strings
+from ._messages import Message, shared_strings
 
 JOURNAL_VERSION = 1
 DAMAGED_KEY = "damaged"

@@ -8,7 +8,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ._format import Message, seq_of
+from ._format import seq_of
+from ._messages import Message
 
 
 @dataclass(frozen=True)

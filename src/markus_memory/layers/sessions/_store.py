@@ -32,6 +32,7 @@ from ..._lock import AgentLock
 from ...config import AgentPaths, Clock, Limits, epoch_ms, iso_ms
 from ...errors import CorruptFileError, InvalidInputError, NotFoundError
 from . import _format as fmt
+from . import _messages as msg
 from ._cache import SessionCache, close_all
 from ._compaction import compact, shrink_old, snapshot
 from ._files import SessionFiles, locate, peek_next_seq, remove, scan
@@ -180,7 +181,7 @@ class SessionStore:
             session_id=sid,
             index=index,
             role=clean["role"],
-            text=fmt.message_text(clean),
+            text=msg.message_text(clean),
             timestamp=now,
             metadata=clean.get("metadata"),
             seq=seq,
@@ -188,14 +189,14 @@ class SessionStore:
         self._notify(record)
         return record
 
-    def check_message(self, message: Mapping[str, Any]) -> fmt.Message:
+    def check_message(self, message: Mapping[str, Any]) -> msg.Message:
         """The message as :meth:`append` would store it, checked as it checks it (shape, JSON,
         Unicode, size): InvalidInputError otherwise. Lets a caller check a whole batch before
         appending any of it."""
         return self._encode(message)[0]
 
-    def _encode(self, message: Mapping[str, Any]) -> tuple[fmt.Message, str]:
-        return fmt.encode_within(message, self.limits.session_message_max_bytes)
+    def _encode(self, message: Mapping[str, Any]) -> tuple[msg.Message, str]:
+        return msg.encode_within(message, self.limits.session_message_max_bytes)
 
     def delete(self, session_id: str) -> bool:
         """Delete the session's files (checkpoint and journal); False when there were none.
@@ -206,7 +207,7 @@ class SessionStore:
             self.cache.forget_id(sid)
             return remove(self.directory, sid)
 
-    def recent(self, session_id: str, n: int) -> list[fmt.Message]:
+    def recent(self, session_id: str, n: int) -> list[msg.Message]:
         """The last ``n`` messages, ``[]`` for an unknown session (as the original)."""
         sid = fmt.validate_session_id(session_id)
         with self.lock:
@@ -248,12 +249,12 @@ class SessionStore:
 
     def restore(self, messages: Iterable[Mapping[str, Any]]) -> Session:
         """A new ``sess_`` session holding the trimmed user/assistant history (as the original)."""
-        trimmed = fmt.trim_messages_for_restore(
+        trimmed = msg.trim_messages_for_restore(
             messages,
             self.limits.session_restore_max_messages,
             self.limits.session_restore_max_message_tokens,
         )
-        clean = [fmt.validate_message(m) for m in trimmed]
+        clean = [msg.validate_message(m) for m in trimmed]
         now = self.clock()
         with self.lock:
             while True:
@@ -269,7 +270,7 @@ class SessionStore:
                     sid,
                     index,
                     message["role"],
-                    fmt.message_text(message),
+                    msg.message_text(message),
                     now,
                     message.get("metadata"),
                     seq=index,
@@ -314,7 +315,7 @@ class SessionStore:
     def _new(
         self,
         sid: str,
-        messages: builtins.list[fmt.Message],
+        messages: builtins.list[msg.Message],
         now: datetime | None = None,
         *,
         first_seq: int = 0,
