@@ -17,6 +17,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from ..errors import MarkusMemoryError
+from ..storage.base import Together
 from ..storage.repos.transcripts import TranscriptIndex, TranscriptMessage
 from .transcript_pool import WriterQueue, shared_pool
 
@@ -47,7 +48,7 @@ class TranscriptWriter:
         self._q = self._new_queue()
 
     def _new_queue(self) -> WriterQueue:
-        q = WriterQueue(shared_pool(), weakref.WeakMethod(self.write))
+        q = WriterQueue(shared_pool(), weakref.ref(self))
         # Dropped unclosed: the pool stops counting it (its threads end with the last one).
         weakref.finalize(self, q.pool.dropped.append, q)
         return q
@@ -74,15 +75,23 @@ class TranscriptWriter:
         q.drain()
         q.release()
 
+    def together(self) -> Together | None:
+        """How this writer's store lets writes of several agents share a transaction."""
+        return self._store().together()
+
     def write(self, batch: list[tuple[TranscriptMessage, datetime]]) -> None:
-        """Store one batch, then hand it to ``then``. Never raises: a failure is logged (a
-        store failure leaves the mark behind)."""
+        """Store one batch (in the pool's transaction when it opened one). Never raises: a
+        failure is logged (a store failure leaves the mark behind)."""
         self._write(batch)
+
+    def written(self, batch: list[tuple[TranscriptMessage, datetime]]) -> None:
+        """The batch's transaction ended: hand the batch to ``then`` (new rows may be read)."""
         if self._then is not None:
-            try:
-                self._then([message for message, _ in batch])
-            except Exception:
-                log.exception("transcript writer callback failed on %d messages", len(batch))
+            self._then([message for message, _ in batch])
+
+    def missed(self) -> None:
+        """The transaction the batch was written in failed: the next recall imports it."""
+        self.failures += 1
 
     def _write(self, batch: list[tuple[TranscriptMessage, datetime]]) -> None:
         """Per session, the messages that continue the store's mark in one transaction."""
