@@ -38,7 +38,6 @@ from .stages import (
     smooth,
 )
 from .temporal import question_times, temporal_boost
-from .windows import embed_windows
 
 __all__ = ["ConversationIndex", "RankedTurn", "RankingOptions", "RecallStore", "Turn"]
 
@@ -156,7 +155,11 @@ class ConversationIndex:
         while batch := self.store.unvectored(self.agent_id, key, size):
             if stopping():
                 return False
-            vectors = embed_windows(embedder, [text for _, text in batch], self.options.windows)
+            vectors = embedder.embed([text for _, text in batch])
+            if len(vectors) != len(batch):
+                raise InvalidInputError(
+                    f"embedder {embedder.model} returned {len(vectors)} vectors for {len(batch)}"
+                )
             rows = []
             for (rowid, _), vector in zip(batch, vectors, strict=True):
                 array = np.asarray(vector, dtype=np.float32)

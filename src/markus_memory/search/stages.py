@@ -143,7 +143,6 @@ class RankingOptions:
     short_power: float = 2.0
     person_boost: float = 0.5
     dense_person_boost: float = 0.5
-    windows: int = 3
 
 
 def for_turn_length(options: RankingOptions, avgdl: float) -> RankingOptions:
