@@ -37,6 +37,7 @@ VECTOR_KNOBS: dict[str, tuple[object, ...]] = {
     "nearest_lift": (0.0, 0.05, 0.1, 0.15, 0.2),
     "nearest_top": (0, 5, 10),
     "dense_person_boost": (0.0, 0.25, 0.5, 1.0),
+    "dense_short_power": (0.0, 0.25, 0.5, 1.0),
 }
 
 

@@ -428,6 +428,38 @@ def test_turn_length_scales_propagation_from_the_reference_length() -> None:
     assert for_turn_length(off, 500.0) is off
 
 
+def test_the_vectors_say_less_where_turns_are_long() -> None:
+    """A turn only the vectors find (it shares no word with the question) is lifted above the
+    lexical hit where turns are short; where they are long, the vector weight and the nearest
+    lift shrink by ``factor ** dense_short_power`` and the lexical hit stays first."""
+    pytest.importorskip("numpy")
+    from markus_memory.search.stages import for_turn_length
+
+    class Meaning(FakeEmbedder):
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            calm = ("unwind", "relax")
+            return super().embed(["calm" if any(w in t for w in calm) else t for t in texts])
+
+    def history(length: int) -> list[Turn]:
+        filler = " ".join(f"word{i}" for i in range(length))
+        said = ["Work was long today, my boss kept me late.", "Pottery helps me relax."]
+        return [
+            Turn("s1", n, "user", f"{text} {filler}", T0, None, {"n": n})
+            for n, text in enumerate(said)
+        ]
+
+    chosen = {"fusion": "score", "vector_weight": 0.3, "nearest_lift": 1.0, "nearest_top": 1}
+    first = {}
+    for length, power in ((0, 1.0), (120, 0.0), (120, 1.0)):
+        options = RankingOptions(**{**PLAIN, **chosen, "dense_short_power": power})  # type: ignore[arg-type]
+        idx = new_index(embedder=Meaning(), options=options)
+        idx.add(history(length))
+        first[(length, power)] = ns(idx.search("unwind after work", limit=1))
+    assert first == {(0, 1.0): [1], (120, 0.0): [1], (120, 1.0): [0]}
+    scaled = for_turn_length(RankingOptions(dense_short_power=0.5), 160.0)  # factor 1/16
+    assert (scaled.vector_weight, scaled.nearest_lift) == pytest.approx((0.15, 0.0375))
+
+
 def test_blank_messages_never_stop_the_vectors_of_the_rest() -> None:
     """Tool-call messages often have no text: a batch of stored turns holding some must not
     end the embedding before every turn with text has its vector."""

@@ -117,6 +117,17 @@ class RankingOptions:
       recall_all@5 0.568 -> 0.747, recall_all@10 0.810 -> 0.874, ndcg@10 0.637 -> 0.737,
       session recall_all@5 0.821 -> 0.863; split-half each half gains; LoCoMo unchanged
       (0.868 / 0.751).
+    * ``dense_short_power``: where turns are long the vector list's weight and the nearest
+      lift are scaled by turn length too, more gently than the propagation: by
+      ``(short_turns / avgdl) ** dense_short_power``. MiniLM reads a turn's first 128 word
+      pieces: a long assistant reply that opens on the question's topic comes out as near as
+      the user's short turn that holds the answer, and rank fusion puts it among the top
+      five. At LongMemEval's 138-189 tokens a turn the vector weight falls from 0.6 to
+      0.41-0.44. LongMemEval dev with MiniLM (95 questions): recall_all@5 0.747 -> 0.779,
+      recall_all@10 0.874 and recall_any@10 0.958 unchanged, ndcg@10 0.737 -> 0.758, session
+      recall_all@5 0.863 -> 0.884; each half of the questions gains (docs/RETRIEVAL.md);
+      0.25 loses a question's recall_any@10, 0.5 and 1.0 recall_all@10 and session recall.
+      LoCoMo (short turns) unchanged.
     """
 
     candidates: int = 200
@@ -143,12 +154,14 @@ class RankingOptions:
     short_power: float = 2.0
     person_boost: float = 0.5
     dense_person_boost: float = 0.5
+    dense_short_power: float = 0.125
 
 
 def for_turn_length(options: RankingOptions, avgdl: float) -> RankingOptions:
     """``options`` with the neighbour and session propagation scaled by how short the agent's
     turns are (``avgdl``: its tokens a turn on average): in full up to ``short_turns``, by
-    ``(short_turns / avgdl) ** short_power`` above (``short_turns`` 0: unchanged)."""
+    ``factor = (short_turns / avgdl) ** short_power`` above (``short_turns`` 0: unchanged);
+    the vector weight and the nearest lift by ``factor ** dense_short_power``."""
     if options.short_turns <= 0 or avgdl <= options.short_turns:
         return options
     factor = (options.short_turns / avgdl) ** options.short_power
@@ -156,6 +169,8 @@ def for_turn_length(options: RankingOptions, avgdl: float) -> RankingOptions:
         options,
         neighbour_weight=options.neighbour_weight * factor,
         session_weight=options.session_weight * factor,
+        vector_weight=options.vector_weight * factor**options.dense_short_power,
+        nearest_lift=options.nearest_lift * factor**options.dense_short_power,
     )
 
 
