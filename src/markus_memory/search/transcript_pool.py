@@ -23,12 +23,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Hashable
-from contextlib import nullcontext
+from collections.abc import Callable
 from datetime import datetime
-from typing import Protocol
 
-from ..storage.base import Together
 from ..storage.repos.transcripts import TranscriptMessage
 
 log = logging.getLogger(__name__)
@@ -47,42 +44,19 @@ transaction per batch, and the appending threads are not competing with it for e
 IDLE_SECONDS = 1.0
 """How often an idle thread checks whether every writer is gone (then it ends)."""
 
-MAX_GROUP = MAX_BATCH
-"""Appends of several agents written in one transaction, at most (the file's write lock is held
-no longer than for one full batch of one agent)."""
-
 Item = tuple[TranscriptMessage, datetime]
-
-
-class Writer(Protocol):
-    """What the pool needs of a :class:`~.transcript_writer.TranscriptWriter`."""
-
-    def together(self) -> Together | None:
-        """How its store's writes may share a transaction with other writers' (None: alone)."""
-        ...
-
-    def write(self, batch: list[Item]) -> None:
-        """Store one batch; never raises (a failure is counted and logged)."""
-        ...
-
-    def written(self, batch: list[Item]) -> None:
-        """The batch's transaction committed (or the batch was given up on)."""
-        ...
-
-    def missed(self) -> None:
-        """The transaction the batch was written in failed: the import must catch up."""
-        ...
+Sink = Callable[[list[Item]], None]
+"""Stores one batch; never raises (see ``TranscriptWriter.write``)."""
 
 
 class WriterQueue:
-    """The appends of one writer waiting for the pool. ``writer`` returns the writer, or None
-    once it was dropped (its queued appends are left to the import). Every field is guarded
-    by the pool's lock."""
+    """The appends of one writer waiting for the pool. ``sink`` returns the writer's batch
+    writer, or None once the writer was dropped (its queued appends are left to the import).
+    Every field is guarded by the pool's lock."""
 
-    def __init__(self, pool: WriterPool, writer: Callable[[], Writer | None]) -> None:
+    def __init__(self, pool: WriterPool, sink: Callable[[], Sink | None]) -> None:
         self.pool = pool
-        self.writer = writer
-        self.key: Hashable | None = None  # its store's ``Together.key``, from the first put
+        self.sink = sink
         self.items: list[Item] = []
         self.busy = False  # a batch taken from the queue is being written
         self.ticket: int | None = None  # its entry in the pool's schedule, while due
@@ -95,9 +69,6 @@ class WriterQueue:
         """Queue one append: at once, unless the pool already holds ``MAX_HELD`` appends;
         then once a batch is written (the writer never waits for an appender's lock)."""
         pool = self.pool
-        if self.key is None:  # learnt outside the lock: it may open the writer's store
-            together = _together(self)
-            self.key = None if together is None else together.key
         with pool.lock:
             while pool.held >= MAX_HELD and not pool.exiting:
                 pool.work.notify_all()  # a full pool writes every queue at once
@@ -246,38 +217,15 @@ class WriterPool:
                 if not isinstance(found, WriterQueue):
                     self.work.wait(IDLE_SECONDS if found is None else found)
                     continue
-                taken = [self._take(found)]
+                batch, found.items = found.items[:MAX_BATCH], found.items[MAX_BATCH:]
+                found.busy = True
+                self.busy += 1
                 self.lock.release()
                 try:
-                    together = _together(found)
-                    if together is not None:
-                        with self.lock:
-                            taken += self._take_group(together.key, len(taken[0][1]))
-                    _write(taken, together)
+                    _write(found, batch)
                 finally:
                     self.lock.acquire()
-                    for q, batch in taken:
-                        self._finish(q, len(batch))
-
-    def _take(self, q: WriterQueue, limit: int = MAX_BATCH) -> tuple[WriterQueue, list[Item]]:
-        """The next batch of ``q`` (at most ``limit`` appends), marked as being written."""
-        batch, q.items = q.items[:limit], q.items[limit:]
-        q.ticket = None
-        q.busy = True
-        self.busy += 1
-        return q, batch
-
-    def _take_group(self, key: Hashable, taken: int) -> list[tuple[WriterQueue, list[Item]]]:
-        """Batches of other queues waiting on the same database, earliest due first, to share
-        the transaction (up to ``MAX_GROUP`` appends in all)."""
-        group = []
-        for _, ticket, q in sorted(self.schedule_heap, key=lambda entry: entry[:2]):
-            if taken >= MAX_GROUP:
-                break
-            if q.ticket == ticket and q.key == key and not q.busy and q.items:
-                group.append(self._take(q, MAX_GROUP - taken))
-                taken += len(group[-1][1])
-        return group
+                    self._finish(found, len(batch))
 
     def write_queued(self) -> None:
         """Write every queue now and wait until they are empty (the exit hook)."""
@@ -289,38 +237,15 @@ class WriterPool:
                 self.work.wait(IDLE_SECONDS)
 
 
-def _together(q: WriterQueue) -> Together | None:
-    writer = q.writer()
+def _write(q: WriterQueue, batch: list[Item]) -> None:
+    sink = q.sink()
     try:
-        return None if writer is None else writer.together()
-    except Exception:  # the store cannot even be opened: each batch fails on its own
-        return None
-
-
-def _write(taken: list[tuple[WriterQueue, list[Item]]], together: Together | None) -> None:
-    """Write the batches in one transaction when their store allows (else each in its own);
-    a transaction that fails is reported to every writer in it."""
-    writers = [(q.writer(), batch) for q, batch in taken]
-    try:
-        with nullcontext() if together is None else together.transaction():
-            for writer, batch in writers:
-                if writer is None:  # the session files hold them: the next recall imports
-                    log.warning(
-                        "transcript writer dropped; %d messages left to the import", len(batch)
-                    )
-                else:
-                    writer.write(batch)
-    except Exception:  # the thread must outlive any bug and any failed commit
-        log.exception("transcript writer failed on %d batches", len(writers))
-        for writer, _ in writers:
-            if writer is not None:
-                writer.missed()
-    for writer, batch in writers:
-        if writer is not None:
-            try:
-                writer.written(batch)
-            except Exception:
-                log.exception("transcript writer callback failed on %d messages", len(batch))
+        if sink is None:  # the session files hold them: the next first recall imports
+            log.warning("transcript writer dropped; %d messages left to the import", len(batch))
+        else:
+            sink(batch)
+    except Exception:  # the thread must outlive any bug in one batch
+        log.exception("transcript writer failed on a batch of %d", len(batch))
 
 
 _POOLS: dict[int, WriterPool] = {}

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from datetime import datetime
 
 from ..errors import MarkusMemoryError
-from ..storage.base import Together
 from ..storage.repos.transcripts import TranscriptIndex, TranscriptMessage
 from .transcript_pool import WriterQueue, shared_pool
 
@@ -48,7 +47,7 @@ class TranscriptWriter:
         self._q = self._new_queue()
 
     def _new_queue(self) -> WriterQueue:
-        q = WriterQueue(shared_pool(), weakref.ref(self))
+        q = WriterQueue(shared_pool(), weakref.WeakMethod(self.write))
         # Dropped unclosed: the pool stops counting it (its threads end with the last one).
         weakref.finalize(self, q.pool.dropped.append, q)
         return q
@@ -75,23 +74,15 @@ class TranscriptWriter:
         q.drain()
         q.release()
 
-    def together(self) -> Together | None:
-        """How this writer's store lets writes of several agents share a transaction."""
-        return self._store().together()
-
     def write(self, batch: list[tuple[TranscriptMessage, datetime]]) -> None:
-        """Store one batch (in the pool's transaction when it opened one). Never raises: a
-        failure is logged (a store failure leaves the mark behind)."""
+        """Store one batch, then hand it to ``then``. Never raises: a failure is logged (a
+        store failure leaves the mark behind)."""
         self._write(batch)
-
-    def written(self, batch: list[tuple[TranscriptMessage, datetime]]) -> None:
-        """The batch's transaction ended: hand the batch to ``then`` (new rows may be read)."""
         if self._then is not None:
-            self._then([message for message, _ in batch])
-
-    def missed(self) -> None:
-        """The transaction the batch was written in failed: the next recall imports it."""
-        self.failures += 1
+            try:
+                self._then([message for message, _ in batch])
+            except Exception:
+                log.exception("transcript writer callback failed on %d messages", len(batch))
 
     def _write(self, batch: list[tuple[TranscriptMessage, datetime]]) -> None:
         """Per session, the messages that continue the store's mark in one transaction."""

@@ -332,9 +332,6 @@ class _Joined:
     def migrate(self, migrations: Migrations[Any]) -> list[str]:
         return self._database.migrate(migrations)
 
-    def together(self) -> None:
-        return None
-
     def close(self) -> None:
         return None
 

@@ -9,9 +9,8 @@ Times are timezone-aware UTC datetimes; backends store them as ``iso_ms`` string
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
-from contextlib import AbstractContextManager
-from typing import Any, NamedTuple
+from collections.abc import Mapping
+from typing import Any
 
 from ..analysis import query_terms, query_tokens
 
@@ -33,12 +32,3 @@ def search_terms(query: str) -> list[str]:
         return []
     found = query_tokens(query_terms(query[:MAX_QUERY_CHARS])[:MAX_QUERY_TERMS])
     return [term for term in dict.fromkeys(found) if term]
-
-
-class Together(NamedTuple):
-    """How writes through several handles of one database may share a transaction: ``key`` is
-    the same for every handle on that database in this process, and a database's ``write()``
-    inside ``transaction()`` (on the same thread) nests in it as a savepoint."""
-
-    key: Hashable
-    transaction: Callable[[], AbstractContextManager[Any]]

@@ -15,7 +15,7 @@ from typing import Any
 
 from ._records import MARK_COLUMNS, TRANSCRIPT_COLUMNS, import_top
 from ._sql import DialectSql
-from .base import JsonObject, Together
+from .base import JsonObject
 from .dialect import Database, Dialect
 from .recall.contract import RecallFilters
 from .recall.index import Doc, RecallQueries, index_docs
@@ -56,9 +56,6 @@ class Transcripts(RecallQueries):
         super().__init__(database)
         self.add_messages = add_messages
         self.search_candidates = search_candidates
-
-    def together(self) -> Together | None:
-        return self.database.together()
 
     def _held(self, sql: DialectSql, agent_id: str, session_id: str, seq: int) -> Doc | None:
         rows = sql.rows(

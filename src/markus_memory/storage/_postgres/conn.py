@@ -259,11 +259,6 @@ class PostgresDatabase:
         with self._connection() as conn, conn.transaction():
             yield conn
 
-    def together(self) -> None:
-        """None: each write takes a pooled connection of its own, so writes through several
-        handles cannot share a transaction."""
-        return None
-
     @contextmanager
     def read(self) -> Iterator[psycopg.Connection[Any]]:
         """A connection for reads: each statement runs on its own (autocommit), as on SQLite."""

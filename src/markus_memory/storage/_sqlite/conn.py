@@ -20,7 +20,6 @@ from urllib.parse import quote
 from ...analysis import quote_fts
 from ...errors import ClosedError, InvalidInputError, StorageError
 from .._records import EPOCH as EPOCH
-from ..base import Together
 from ..migrations import Migrations, SqliteMigrationTarget
 from .damage import NOT_WRITTEN, is_damage, known_damage, remember_damage
 from .dialect import SQLITE
@@ -295,32 +294,22 @@ class SqliteDatabase:
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction (BEGIN IMMEDIATE … COMMIT); sqlite errors become StorageError.
-        Inside a transaction this thread already holds on the file (:meth:`together`), a
-        savepoint of it: an error undoes this write alone. Refused once the file was found
-        damaged."""
+        Refused once the file was found damaged."""
         if self._shared.damage is not None:
             raise StorageError(damaged(self.path, self._shared.damage) + NOT_WRITTEN)
         conn = self.connection()
-        nested = conn.in_transaction
         try:
-            conn.execute("SAVEPOINT write" if nested else "BEGIN IMMEDIATE")
+            conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK TO write" if nested else "ROLLBACK")
-                if nested:
-                    conn.execute("RELEASE write")
+                conn.execute("ROLLBACK")
                 raise
-            conn.execute("RELEASE write" if nested else "COMMIT")
+            conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise self._failed(exc) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
-
-    def together(self) -> Together:
-        """Every handle on this file in this process shares the key (and the thread's
-        connection): writes through several of them may share one transaction."""
-        return Together(self._shared, self.write)
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from ..base import JsonObject, Together
+from ..base import JsonObject
 from ..recall.contract import RecallIndex
 
 
@@ -107,11 +107,6 @@ class TranscriptIndex(Protocol):
 
     def transcript_marks(self, agent_id: str) -> dict[str, TranscriptMark]:
         """The mark of every session of the agent the store holds."""
-        ...
-
-    def together(self) -> Together | None:
-        """How writes of several agents' indexes on this database may share a transaction
-        (None: they cannot)."""
         ...
 
     def forget_session(self, agent_id: str, session_id: str) -> int:
