@@ -1,0 +1,59 @@
+"""The WAL of a busy ``data.db`` stays bounded. SQLite restarts its write-ahead log only when a
+writer finds it fully checkpointed and no reader in it; with writer threads and readers always
+overlapping that moment never came, and the log grew without end (2.6 GB beside a 65 MB
+database after 40 agents x 2,000 appends; its index, the -shm file, mapped into every process
+that opens the file)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from markus_memory.storage._sqlite import conn as sqlite_conn
+from markus_memory.storage._sqlite.conn import SqliteDatabase
+
+LIMIT = 256 * 1024
+
+
+def test_the_wal_is_restarted_once_it_passes_its_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_conn, "WAL_RESTART_BYTES", LIMIT)
+    path = tmp_path / "data.db"
+    db = SqliteDatabase(path)
+    with db.write() as conn:
+        conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY, body BLOB)")
+    stop = threading.Event()
+    largest = [0]
+
+    def read() -> None:  # a reader always somewhere in the log, as recalls are
+        while not stop.is_set():
+            with db.read() as conn:
+                conn.execute("SELECT count(*), sum(length(body)) FROM t").fetchone()
+            largest[0] = max(largest[0], os.path.getsize(f"{path}-wal"))
+
+    def write(k: int) -> None:
+        for _ in range(150):
+            with db.read() as conn:  # what a batch reads before it writes (the marks)
+                conn.execute("SELECT max(n) FROM t").fetchone()
+            with db.write() as conn:
+                conn.execute("INSERT INTO t (body) VALUES (randomblob(8000))")
+                conn.execute("UPDATE t SET body = randomblob(8000) WHERE n = ?", (k + 1,))
+
+    threads = [threading.Thread(target=read) for _ in range(2)]
+    writers = [threading.Thread(target=write, args=(k,)) for k in range(2)]
+    try:
+        for t in threads + writers:
+            t.start()
+        for t in writers:
+            t.join()
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        db.close()
+    # 300 transactions of ~16 kB each: 5 MB and more of log without a restart.
+    assert largest[0] <= 8 * LIMIT, largest[0]
