@@ -22,6 +22,7 @@ from ..storage.recall.contract import TurnKey
 from ..storage.repos.transcripts import TranscriptMessage
 from ..storage.repos.transcripts import TranscriptStore as RecallStore
 from .embedders import Embedder
+from .feedback import relevance_model
 from .stages import (
     Pool,
     RankingOptions,
@@ -237,9 +238,8 @@ class ConversationIndex:
             stats = self.store.recall_stats(self.agent_id, query_counts([*words, *pairs]), words)
             options = for_turn_length(self.options, stats.avgdl)
             named = {word for word in words if word in stats.speakers}
-            lexical = self._bm25(query, words, named, stats, filters, pool, options)
-            lexical = boost_speakers(lexical, pool, named, options.speaker_boost)
-            lexical = smooth(lexical, pool, options)
+            bm25 = self._bm25(query, words, named, stats, filters, pool, options)
+            lexical = smooth(boost_speakers(bm25, pool, named, options.speaker_boost), pool, options)
             embedded = in_first_person(query, named) if options.dense_first_person else query
             dense = self._dense(embedded, filters, lexical)
             pool.fetch(dense)  # a vector outliving its message (deleted meanwhile) ranks nothing
@@ -249,10 +249,14 @@ class ConversationIndex:
             dense = boost_roles(dense, pool, persons, options.dense_person_boost)
             if options.smooth_dense:
                 dense = smooth(dense, pool, options)
-            scores = session_boost(fuse(lexical, dense, options), pool, options.session_weight)
-            scores = boost_speakers(scores, pool, named, options.turn_speaker_boost)
-            scores = boost_roles(scores, pool, persons, options.person_boost)
-            scores = lift_nearest(scores, dense, options.nearest_top, options.nearest_lift)
+            scores = self._fused(lexical, dense, pool, named, persons, options)
+            if options.feedback_weight > 0:
+                extra = self._feedback(query, words, scores, stats, filters, pool, options)
+                if extra:
+                    bm25 = {r: bm25.get(r, 0.0) + extra.get(r, 0.0) for r in bm25.keys() | extra}
+                    lexical = boost_speakers(bm25, pool, named, options.speaker_boost)
+                    lexical = smooth(lexical, pool, options)
+                    scores = self._fused(lexical, dense, pool, named, persons, options)
             scores = self._dated(query, scores, now)
             order = heapq.nsmallest(limit, scores, key=lambda rowid: (-scores[rowid], rowid))
             if not neighbours:
@@ -266,6 +270,63 @@ class ConversationIndex:
             found = self.store.recall_around(self.agent_id, spans)
         context = {(m.session_id, m.seq): turn_of(m) for m in found.values() if m.content.strip()}
         return [RankedTurn(turn_of(found[rowid]), scores[rowid]) for rowid in order], context
+
+    @staticmethod
+    def _fused(
+        lexical: Scores,
+        dense: Scores,
+        pool: Pool,
+        named: set[str],
+        persons: set[str],
+        options: RankingOptions,
+    ) -> Scores:
+        """The lexical and vector lists fused, then the session, speaker, person and
+        nearest-turn stages."""
+        scores = session_boost(fuse(lexical, dense, options), pool, options.session_weight)
+        scores = boost_speakers(scores, pool, named, options.turn_speaker_boost)
+        scores = boost_roles(scores, pool, persons, options.person_boost)
+        return lift_nearest(scores, dense, options.nearest_top, options.nearest_lift)
+
+    def _feedback(
+        self,
+        query: str,
+        words: list[str],
+        scores: Scores,
+        stats: Stats,
+        filters: Filters,
+        pool: Pool,
+        options: RankingOptions,
+    ) -> Scores:
+        """bm25 scores for the words of the ``feedback_top`` best turns (``relevance_model``)
+        that the question lacks: the ``feedback_terms`` best by likelihood times idf, each
+        weighted ``feedback_weight`` times its idf and its likelihood against the likeliest's."""
+        top = heapq.nsmallest(options.feedback_top, scores, key=lambda r: (-scores[r], r))
+        said = self.store.recall_said(self.agent_id, top)
+        found = [(said[r][0], scores[r]) for r in top if r in said]
+        asked = query_counts([*words, *joined_pairs(query, among=set(words))])
+        model = relevance_model(found, set(asked))
+        if not model:
+            return {}
+        known = self.store.recall_stats(self.agent_id, model)
+        bound = max(options.common_docs, options.common_share * known.docs)
+        usable = {k: p * known.idf(k) for k, p in model.items() if 1 < known.df.get(k, 0) <= bound}
+        chosen = heapq.nlargest(options.feedback_terms, usable, key=lambda k: (usable[k], k))
+        if not chosen:
+            return {}
+        best = max(model[k] for k in chosen)
+        weights = {k: options.feedback_weight * known.idf(k) * model[k] / best for k in chosen}
+        window = options.neighbour_window if options.neighbour_weight > 0 else 0
+        ranked, keys = self.store.recall_rank(
+            self.agent_id,
+            weights,
+            avgdl=stats.avgdl,
+            per_term=min(int(bound) + 1, options.max_postings),
+            limit=options.candidates,
+            filters=filters,
+            window=window,
+        )
+        pool.fetched(keys, [rowid for rowid, _ in ranked], window)
+        return dict(ranked)
 
     def _dated(self, query: str, scores: Scores, now: datetime | None) -> Scores:
         """The time stage (``search.temporal``) over the candidates' text and time."""
