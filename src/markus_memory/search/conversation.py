@@ -241,15 +241,14 @@ class ConversationIndex:
             bm25 = self._bm25(query, words, named, stats, filters, pool, options)
             lexical = smooth(boost_speakers(bm25, pool, named, options.speaker_boost), pool, options)
             embedded = in_first_person(query, named) if options.dense_first_person else query
-            dense = self._dense(embedded, filters, lexical)
-            pool.fetch(dense)  # a vector outliving its message (deleted meanwhile) ranks nothing
-            dense = {rowid: score for rowid, score in dense.items() if rowid in pool.turns}
-            dense = boost_speakers(dense, pool, named, options.dense_speaker_boost, roles=False)
+            raw, vector = self._dense(embedded, filters, lexical)
             persons = person_roles(query)
-            dense = boost_roles(dense, pool, persons, options.dense_person_boost)
-            if options.smooth_dense:
-                dense = smooth(dense, pool, options)
+            dense = self._dense_stages(raw, pool, named, persons, options)
             scores = self._fused(lexical, dense, pool, named, persons, options)
+            if options.dense_feedback > 0 and vector is not None and dense:
+                raw = self._dense_feedback(vector, scores, filters, lexical, options)
+                dense = self._dense_stages(raw, pool, named, persons, options)
+                scores = self._fused(lexical, dense, pool, named, persons, options)
             if options.feedback_weight > 0:
                 extra = self._feedback(query, words, scores, stats, filters, pool, options)
                 if extra:
@@ -270,6 +269,39 @@ class ConversationIndex:
             found = self.store.recall_around(self.agent_id, spans)
         context = {(m.session_id, m.seq): turn_of(m) for m in found.values() if m.content.strip()}
         return [RankedTurn(turn_of(found[rowid]), scores[rowid]) for rowid in order], context
+
+    @staticmethod
+    def _dense_stages(
+        dense: Scores, pool: Pool, named: set[str], persons: set[str], options: RankingOptions
+    ) -> Scores:
+        pool.fetch(dense)  # a vector outliving its message (deleted meanwhile) ranks nothing
+        dense = {rowid: score for rowid, score in dense.items() if rowid in pool.turns}
+        dense = boost_speakers(dense, pool, named, options.dense_speaker_boost, roles=False)
+        dense = boost_roles(dense, pool, persons, options.dense_person_boost)
+        return smooth(dense, pool, options) if options.smooth_dense else dense
+
+    def _dense_feedback(
+        self, vector: bytes, scores: Scores, filters: Filters, lexical: Scores,
+        options: RankingOptions,
+    ) -> Scores:
+        import numpy as np
+
+        embedder = self._embedder
+        assert embedder is not None
+        key = model_key(embedder.model, embedder.dimension)
+        top = heapq.nsmallest(options.feedback_top, scores, key=lambda r: (-scores[r], r))
+        found = [v for chunk in self.store.recall_vectors(self.agent_id, key, ids=top) for _, v in chunk]
+        if not found:
+            return {}
+        q = np.frombuffer(vector, dtype=np.float32)
+        mean = np.mean([np.frombuffer(v, dtype=np.float32) for v in found], axis=0)
+        moved = q + options.dense_feedback * mean
+        moved = (moved / np.linalg.norm(moved)).astype(np.float32)
+        nearest = self.store.recall_nearest(
+            self.agent_id, key, moved.tobytes(), self.options.candidates, filters,
+            candidates=list(lexical),
+        )
+        return dict(nearest)
 
     @staticmethod
     def _fused(
@@ -381,13 +413,13 @@ class ConversationIndex:
         pool.fetched(keys, [rowid for rowid, _ in ranked], window)
         return dict(ranked)
 
-    def _dense(self, query: str, filters: Filters, lexical: Scores) -> Scores:
+    def _dense(self, query: str, filters: Filters, lexical: Scores) -> tuple[Scores, bytes | None]:
         """Cosine scores of the nearest turns, found by the store (in the database, or in
         bounded chunks; a store may bound the search to the ``lexical`` candidates and its
         newest turns)."""
         embedder = self._embedder
         if embedder is None or self.options.vector_weight <= 0:
-            return {}
+            return {}, None
         import numpy as np
 
         key = model_key(embedder.model, embedder.dimension)
@@ -395,4 +427,4 @@ class ConversationIndex:
         nearest = self.store.recall_nearest(
             self.agent_id, key, vector, self.options.candidates, filters, candidates=list(lexical)
         )
-        return dict(nearest)
+        return dict(nearest), vector

@@ -158,6 +158,7 @@ class RankingOptions:
     feedback_weight: float = 0.0
     feedback_top: int = 3
     feedback_terms: int = 10
+    dense_feedback: float = 0.0
 
 
 def for_turn_length(options: RankingOptions, avgdl: float) -> RankingOptions:
