@@ -22,7 +22,6 @@ from ..storage.recall.contract import TurnKey
 from ..storage.repos.transcripts import TranscriptMessage
 from ..storage.repos.transcripts import TranscriptStore as RecallStore
 from .embedders import Embedder
-from .feedback import relevance_model
 from .stages import (
     Pool,
     RankingOptions,
@@ -238,24 +237,22 @@ class ConversationIndex:
             stats = self.store.recall_stats(self.agent_id, query_counts([*words, *pairs]), words)
             options = for_turn_length(self.options, stats.avgdl)
             named = {word for word in words if word in stats.speakers}
-            bm25 = self._bm25(query, words, named, stats, filters, pool, options)
-            lexical = smooth(boost_speakers(bm25, pool, named, options.speaker_boost), pool, options)
+            lexical = self._bm25(query, words, named, stats, filters, pool, options)
+            lexical = boost_speakers(lexical, pool, named, options.speaker_boost)
+            lexical = smooth(lexical, pool, options)
             embedded = in_first_person(query, named) if options.dense_first_person else query
-            raw, vector = self._dense(embedded, filters, lexical)
+            dense = self._dense(embedded, filters, lexical)
+            pool.fetch(dense)  # a vector outliving its message (deleted meanwhile) ranks nothing
+            dense = {rowid: score for rowid, score in dense.items() if rowid in pool.turns}
+            dense = boost_speakers(dense, pool, named, options.dense_speaker_boost, roles=False)
             persons = person_roles(query)
-            dense = self._dense_stages(raw, pool, named, persons, options)
-            scores = self._fused(lexical, dense, pool, named, persons, options)
-            if options.dense_feedback > 0 and vector is not None and dense:
-                raw = self._dense_feedback(vector, scores, filters, lexical, options)
-                dense = self._dense_stages(raw, pool, named, persons, options)
-                scores = self._fused(lexical, dense, pool, named, persons, options)
-            if options.feedback_weight > 0:
-                extra = self._feedback(query, words, scores, stats, filters, pool, options)
-                if extra:
-                    bm25 = {r: bm25.get(r, 0.0) + extra.get(r, 0.0) for r in bm25.keys() | extra}
-                    lexical = boost_speakers(bm25, pool, named, options.speaker_boost)
-                    lexical = smooth(lexical, pool, options)
-                    scores = self._fused(lexical, dense, pool, named, persons, options)
+            dense = boost_roles(dense, pool, persons, options.dense_person_boost)
+            if options.smooth_dense:
+                dense = smooth(dense, pool, options)
+            scores = session_boost(fuse(lexical, dense, options), pool, options.session_weight)
+            scores = boost_speakers(scores, pool, named, options.turn_speaker_boost)
+            scores = boost_roles(scores, pool, persons, options.person_boost)
+            scores = lift_nearest(scores, dense, options.nearest_top, options.nearest_lift)
             scores = self._dated(query, scores, now)
             order = heapq.nsmallest(limit, scores, key=lambda rowid: (-scores[rowid], rowid))
             if not neighbours:
@@ -269,96 +266,6 @@ class ConversationIndex:
             found = self.store.recall_around(self.agent_id, spans)
         context = {(m.session_id, m.seq): turn_of(m) for m in found.values() if m.content.strip()}
         return [RankedTurn(turn_of(found[rowid]), scores[rowid]) for rowid in order], context
-
-    @staticmethod
-    def _dense_stages(
-        dense: Scores, pool: Pool, named: set[str], persons: set[str], options: RankingOptions
-    ) -> Scores:
-        pool.fetch(dense)  # a vector outliving its message (deleted meanwhile) ranks nothing
-        dense = {rowid: score for rowid, score in dense.items() if rowid in pool.turns}
-        dense = boost_speakers(dense, pool, named, options.dense_speaker_boost, roles=False)
-        dense = boost_roles(dense, pool, persons, options.dense_person_boost)
-        return smooth(dense, pool, options) if options.smooth_dense else dense
-
-    def _dense_feedback(
-        self, vector: bytes, scores: Scores, filters: Filters, lexical: Scores,
-        options: RankingOptions,
-    ) -> Scores:
-        import numpy as np
-
-        embedder = self._embedder
-        assert embedder is not None
-        key = model_key(embedder.model, embedder.dimension)
-        top = heapq.nsmallest(options.feedback_top, scores, key=lambda r: (-scores[r], r))
-        found = [v for chunk in self.store.recall_vectors(self.agent_id, key, ids=top) for _, v in chunk]
-        if not found:
-            return {}
-        q = np.frombuffer(vector, dtype=np.float32)
-        mean = np.mean([np.frombuffer(v, dtype=np.float32) for v in found], axis=0)
-        moved = q + options.dense_feedback * mean
-        moved = (moved / np.linalg.norm(moved)).astype(np.float32)
-        nearest = self.store.recall_nearest(
-            self.agent_id, key, moved.tobytes(), self.options.candidates, filters,
-            candidates=list(lexical),
-        )
-        return dict(nearest)
-
-    @staticmethod
-    def _fused(
-        lexical: Scores,
-        dense: Scores,
-        pool: Pool,
-        named: set[str],
-        persons: set[str],
-        options: RankingOptions,
-    ) -> Scores:
-        """The lexical and vector lists fused, then the session, speaker, person and
-        nearest-turn stages."""
-        scores = session_boost(fuse(lexical, dense, options), pool, options.session_weight)
-        scores = boost_speakers(scores, pool, named, options.turn_speaker_boost)
-        scores = boost_roles(scores, pool, persons, options.person_boost)
-        return lift_nearest(scores, dense, options.nearest_top, options.nearest_lift)
-
-    def _feedback(
-        self,
-        query: str,
-        words: list[str],
-        scores: Scores,
-        stats: Stats,
-        filters: Filters,
-        pool: Pool,
-        options: RankingOptions,
-    ) -> Scores:
-        """bm25 scores for the words of the ``feedback_top`` best turns (``relevance_model``)
-        that the question lacks: the ``feedback_terms`` best by likelihood times idf, each
-        weighted ``feedback_weight`` times its idf and its likelihood against the likeliest's."""
-        top = heapq.nsmallest(options.feedback_top, scores, key=lambda r: (-scores[r], r))
-        said = self.store.recall_said(self.agent_id, top)
-        found = [(said[r][0], scores[r]) for r in top if r in said]
-        asked = query_counts([*words, *joined_pairs(query, among=set(words))])
-        model = relevance_model(found, set(asked))
-        if not model:
-            return {}
-        known = self.store.recall_stats(self.agent_id, model)
-        bound = max(options.common_docs, options.common_share * known.docs)
-        usable = {k: p * known.idf(k) for k, p in model.items() if 1 < known.df.get(k, 0) <= bound}
-        chosen = heapq.nlargest(options.feedback_terms, usable, key=lambda k: (usable[k], k))
-        if not chosen:
-            return {}
-        best = max(model[k] for k in chosen)
-        weights = {k: options.feedback_weight * known.idf(k) * model[k] / best for k in chosen}
-        window = options.neighbour_window if options.neighbour_weight > 0 else 0
-        ranked, keys = self.store.recall_rank(
-            self.agent_id,
-            weights,
-            avgdl=stats.avgdl,
-            per_term=min(int(bound) + 1, options.max_postings),
-            limit=options.candidates,
-            filters=filters,
-            window=window,
-        )
-        pool.fetched(keys, [rowid for rowid, _ in ranked], window)
-        return dict(ranked)
 
     def _dated(self, query: str, scores: Scores, now: datetime | None) -> Scores:
         """The time stage (``search.temporal``) over the candidates' text and time."""
@@ -413,13 +320,13 @@ class ConversationIndex:
         pool.fetched(keys, [rowid for rowid, _ in ranked], window)
         return dict(ranked)
 
-    def _dense(self, query: str, filters: Filters, lexical: Scores) -> tuple[Scores, bytes | None]:
+    def _dense(self, query: str, filters: Filters, lexical: Scores) -> Scores:
         """Cosine scores of the nearest turns, found by the store (in the database, or in
         bounded chunks; a store may bound the search to the ``lexical`` candidates and its
         newest turns)."""
         embedder = self._embedder
         if embedder is None or self.options.vector_weight <= 0:
-            return {}, None
+            return {}
         import numpy as np
 
         key = model_key(embedder.model, embedder.dimension)
@@ -427,4 +334,4 @@ class ConversationIndex:
         nearest = self.store.recall_nearest(
             self.agent_id, key, vector, self.options.candidates, filters, candidates=list(lexical)
         )
-        return dict(nearest), vector
+        return dict(nearest)

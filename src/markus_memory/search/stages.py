@@ -155,10 +155,6 @@ class RankingOptions:
     person_boost: float = 0.5
     dense_person_boost: float = 0.5
     dense_short_power: float = 0.125
-    feedback_weight: float = 0.0
-    feedback_top: int = 3
-    feedback_terms: int = 10
-    dense_feedback: float = 0.0
 
 
 def for_turn_length(options: RankingOptions, avgdl: float) -> RankingOptions:
