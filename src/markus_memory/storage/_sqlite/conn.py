@@ -8,6 +8,7 @@ transaction tries to upgrade (which SQLite reports as "database is locked" at on
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -28,6 +29,8 @@ from .schema import migrations as markus_migrations
 
 if TYPE_CHECKING:
     from ..dialect import Dialect
+
+log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5000
 MMAP_BYTES = 0
@@ -314,21 +317,26 @@ class SqliteDatabase:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
-            self._bound_wal(conn)
         except sqlite3.Error as exc:
             raise self._failed(exc) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
+        self._bound_wal(conn)
 
     def _bound_wal(self, conn: sqlite3.Connection) -> None:
         """Past WAL_RESTART_BYTES, checkpoint the whole log and truncate it (waiting, up to the
-        busy timeout, for the readers still in it: reads here are single statements)."""
+        busy timeout, for the readers still in it: reads here are single statements). The
+        write is committed by then: a checkpoint that fails is logged, never reported as the
+        write's failure (the next write tries again)."""
         try:
-            size = os.path.getsize(f"{self.path}-wal")
-        except OSError:
+            if os.path.getsize(f"{self.path}-wal") <= WAL_RESTART_BYTES:
+                return
+        except OSError:  # no log (yet): nothing to bound
             return
-        if size > WAL_RESTART_BYTES:
+        try:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.Error as exc:
+            log.warning("%s: the write-ahead log could not be truncated: %s", self.path, exc)
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
