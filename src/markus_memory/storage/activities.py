@@ -64,26 +64,20 @@ class Activities(Repository):
 
     def get_activity(self, agent_id: str, activity_id: str) -> Activity | None:
         d = self.dialect
-        with self.database.read() as conn:
-            row = conn.execute(
-                d.sql(
-                    f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities WHERE id = ? AND agent_id = ?"
-                ),
-                (activity_id, agent_id),
-            ).fetchone()
-        return None if row is None else d.decode.activity(row)
+        rows = self.select(
+            f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities WHERE id = ? AND agent_id = ?",
+            (activity_id, agent_id),
+        )
+        return d.decode.activity(rows[0]) if rows else None
 
     def activity_logs(self, agent_id: str, activity_id: str) -> list[ActivityLogEntry]:
         d = self.dialect
-        with self.database.read() as conn:
-            rows = conn.execute(
-                d.sql(
-                    f"SELECT {LOG_COLUMNS} FROM agent_activity_logs l "
-                    "JOIN agent_activities a ON a.id = l.activity_id "
-                    "WHERE l.activity_id = ? AND a.agent_id = ? ORDER BY l.seq, l.id"
-                ),
-                (activity_id, agent_id),
-            ).fetchall()
+        rows = self.select(
+            f"SELECT {LOG_COLUMNS} FROM agent_activity_logs l "
+            "JOIN agent_activities a ON a.id = l.activity_id "
+            "WHERE l.activity_id = ? AND a.agent_id = ? ORDER BY l.seq, l.id",
+            (activity_id, agent_id),
+        )
         return [d.decode.activity_log(r) for r in rows]
 
     def query_activities(
@@ -110,21 +104,17 @@ class Activities(Repository):
             params.append(d.time(before))
         sql += " ORDER BY started_at DESC, id DESC LIMIT ?"
         params.append(max(0, int(limit)))
-        with self.database.read() as conn:
-            rows = conn.execute(d.sql(sql), params).fetchall()
+        rows = self.select(sql, params)
         return [d.decode.activity(r) for r in rows]
 
     def activity_for_mailbox_item(self, agent_id: str, mailbox_item_id: str) -> Activity | None:
         d = self.dialect
-        with self.database.read() as conn:
-            row = conn.execute(
-                d.sql(
-                    f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities WHERE agent_id = ? "
-                    "AND mailbox_item_id = ? ORDER BY started_at DESC LIMIT 1"
-                ),
-                (agent_id, mailbox_item_id),
-            ).fetchone()
-        return None if row is None else d.decode.activity(row)
+        rows = self.select(
+            f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities WHERE agent_id = ? "
+            "AND mailbox_item_id = ? ORDER BY started_at DESC LIMIT 1",
+            (agent_id, mailbox_item_id),
+        )
+        return d.decode.activity(rows[0]) if rows else None
 
     def activities_for_mailbox_items(
         self, agent_id: str, mailbox_item_ids: Sequence[str]
@@ -135,14 +125,11 @@ class Activities(Repository):
             return {}
         d = self.dialect
         condition, params = d.any_of("mailbox_item_id", ids)
-        with self.database.read() as conn:
-            rows = conn.execute(
-                d.sql(
-                    f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities "
-                    f"WHERE {condition} AND {d.unindexed('agent_id')} = ? ORDER BY started_at"
-                ),
-                (*params, agent_id),
-            ).fetchall()
+        rows = self.select(
+            f"SELECT {ACTIVITY_COLUMNS} FROM agent_activities "
+            f"WHERE {condition} AND {d.unindexed('agent_id')} = ? ORDER BY started_at",
+            (*params, agent_id),
+        )
         return {row[_MAILBOX_ITEM]: d.decode.activity(row) for row in rows}
 
     def insert_activity(self, activity: Activity) -> None:

@@ -136,12 +136,11 @@ class Conversations(Repository):
         if kind is not None:
             where += " AND kind = ?"
             params.append(kind)
-        with self.database.read() as conn:
-            rows = self.dialect.bind(conn).rows(
-                f"SELECT {_HEAD_COLUMNS} FROM conversations WHERE {where} "
-                f"ORDER BY last_activity_at DESC, {self.dialect.bytewise('session_id')}",
-                params,
-            )
+        rows = self.select(
+            f"SELECT {_HEAD_COLUMNS} FROM conversations WHERE {where} "
+            f"ORDER BY last_activity_at DESC, {self.dialect.bytewise('session_id')}",
+            params,
+        )
         return [self._decode_head(r) for r in rows]
 
     def set_conversation_details(
@@ -291,12 +290,10 @@ class Conversations(Repository):
             params.append(int(stop))
         tail = "" if limit is None else f" LIMIT {int(limit)}"
         d = self.dialect
-        with self.database.read() as conn:
-            rows = d.bind(conn).rows(
-                f"SELECT {_ENTRY_COLUMNS} FROM transcript_messages WHERE {where} "
-                f"ORDER BY seq{tail}",
-                params,
-            )
+        rows = self.select(
+            f"SELECT {_ENTRY_COLUMNS} FROM transcript_messages WHERE {where} ORDER BY seq{tail}",
+            params,
+        )
         decode = d.decode
         return [self._entry(r, decode) for r in rows]
 

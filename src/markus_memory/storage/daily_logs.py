@@ -49,20 +49,17 @@ class DailyLogs(Repository):
     def daily_log_text(self, agent_id: str, day: str) -> str | None:
         """The log of ``day`` as its file would hold it: the imported file, then the entries
         in the order written; None when there is none."""
-        d = self.dialect
-        with self.database.read() as conn:
-            rows = d.bind(conn).rows(
-                "SELECT text FROM daily_log_entries WHERE agent_id = ? AND day = ? "
-                "ORDER BY imported DESC, id",
-                (agent_id, day),
-            )
+        rows = self.select(
+            "SELECT text FROM daily_log_entries WHERE agent_id = ? AND day = ? "
+            "ORDER BY imported DESC, id",
+            (agent_id, day),
+        )
         return None if not rows else "".join(str(r[0]) for r in rows)
 
     def daily_log_days(self, agent_id: str) -> list[str]:
         """The days an agent has a log of, oldest first."""
-        with self.database.read() as conn:
-            rows = self.dialect.bind(conn).rows(
-                "SELECT DISTINCT day FROM daily_log_entries WHERE agent_id = ? ORDER BY day",
-                (agent_id,),
-            )
+        rows = self.select(
+            "SELECT DISTINCT day FROM daily_log_entries WHERE agent_id = ? ORDER BY day",
+            (agent_id,),
+        )
         return [str(r[0]) for r in rows]

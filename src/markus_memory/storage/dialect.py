@@ -153,3 +153,8 @@ class Repository:
     @property
     def dialect(self) -> Dialect:
         return self.database.dialect
+
+    def select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one read statement written with ``?`` placeholders."""
+        with self.database.read() as conn:
+            return self.dialect.bind(conn).rows(sql, params)

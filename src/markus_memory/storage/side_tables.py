@@ -66,12 +66,11 @@ class Mailbox(Repository):
 
     def get_mailbox_item(self, agent_id: str, item_id: str) -> MailboxItem | None:
         d = self.dialect
-        with self.database.read() as conn:
-            row = conn.execute(
-                d.sql(f"SELECT {MAILBOX_COLUMNS} FROM mailbox_items WHERE id = ? AND agent_id = ?"),
-                (item_id, agent_id),
-            ).fetchone()
-        return None if row is None else d.decode.mailbox_item(row)
+        rows = self.select(
+            f"SELECT {MAILBOX_COLUMNS} FROM mailbox_items WHERE id = ? AND agent_id = ?",
+            (item_id, agent_id),
+        )
+        return d.decode.mailbox_item(rows[0]) if rows else None
 
     def mailbox_items(
         self, agent_id: str, *, status: str | None = None, limit: int = 100
@@ -84,8 +83,7 @@ class Mailbox(Repository):
             params.append(status)
         sql += " ORDER BY priority, queued_at, id LIMIT ?"
         params.append(max(0, int(limit)))
-        with self.database.read() as conn:
-            rows = conn.execute(d.sql(sql), params).fetchall()
+        rows = self.select(sql, params)
         return [d.decode.mailbox_item(r) for r in rows]
 
     def record_decision(self, decision: Decision) -> None:
@@ -120,8 +118,7 @@ class Mailbox(Repository):
             params.append(mailbox_item_id)
         sql += f" ORDER BY created_at, {d.insertion_order('ord')} LIMIT ?"
         params.append(max(0, int(limit)))
-        with self.database.read() as conn:
-            rows = conn.execute(d.sql(sql), params).fetchall()
+        rows = self.select(sql, params)
         return [d.decode.decision(r) for r in rows]
 
 
@@ -150,23 +147,19 @@ class Chats(Repository):
 
     def get_chat_session(self, agent_id: str, session_id: str) -> ChatSession | None:
         d = self.dialect
-        with self.database.read() as conn:
-            row = conn.execute(
-                d.sql(f"SELECT {SESSION_COLUMNS} FROM chat_sessions WHERE id = ? AND agent_id = ?"),
-                (session_id, agent_id),
-            ).fetchone()
-        return None if row is None else d.decode.chat_session(row)
+        rows = self.select(
+            f"SELECT {SESSION_COLUMNS} FROM chat_sessions WHERE id = ? AND agent_id = ?",
+            (session_id, agent_id),
+        )
+        return d.decode.chat_session(rows[0]) if rows else None
 
     def chat_sessions(self, agent_id: str, *, limit: int = 50) -> list[ChatSession]:
         d = self.dialect
-        with self.database.read() as conn:
-            rows = conn.execute(
-                d.sql(
-                    f"SELECT {SESSION_COLUMNS} FROM chat_sessions WHERE agent_id = ? "
-                    "ORDER BY COALESCE(last_message_at, created_at) DESC, id DESC LIMIT ?"
-                ),
-                (agent_id, max(0, int(limit))),
-            ).fetchall()
+        rows = self.select(
+            f"SELECT {SESSION_COLUMNS} FROM chat_sessions WHERE agent_id = ? "
+            "ORDER BY COALESCE(last_message_at, created_at) DESC, id DESC LIMIT ?",
+            (agent_id, max(0, int(limit))),
+        )
         return [d.decode.chat_session(r) for r in rows]
 
     def append_chat_message(self, message: ChatMessage) -> None:
@@ -212,6 +205,5 @@ class Chats(Repository):
         if limit is not None:
             sql += " LIMIT ?"
             params.append(max(0, int(limit)))
-        with self.database.read() as conn:
-            rows = conn.execute(d.sql(sql), params).fetchall()
+        rows = self.select(sql, params)
         return [d.decode.chat_message(r) for r in reversed(rows)]

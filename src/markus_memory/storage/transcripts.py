@@ -179,8 +179,7 @@ class Transcripts(RecallQueries):
             query += " AND session_id = ?"
             params.append(session_id)
         query += f" ORDER BY {d.bytewise('session_id')}, seq"
-        with self.database.read() as conn:
-            rows = d.bind(conn).rows(query, params)
+        rows = self.select(query, params)
         return [d.decode.transcript_message(r) for r in rows]
 
     def transcript_metadata_strings(
@@ -194,16 +193,14 @@ class Transcripts(RecallQueries):
             value, kind = "metadata #>> ?::text[]", "jsonb_typeof(metadata #> ?::text[]) = 'string'"
             where = list(path)
         query = f"SELECT {value} FROM transcript_messages WHERE {_SESSION} AND {kind} ORDER BY seq"
-        with self.database.read() as conn:
-            rows = d.bind(conn).rows(query, (where, agent_id, session_id, where))
+        rows = self.select(query, (where, agent_id, session_id, where))
         return [str(r[0]) for r in rows]
 
     def transcript_marks(self, agent_id: str) -> dict[str, TranscriptMark]:
         d = self.dialect
-        with self.database.read() as conn:
-            rows = d.bind(conn).rows(
-                f"SELECT {MARK_COLUMNS} FROM transcript_marks WHERE agent_id = ?", (agent_id,)
-            )
+        rows = self.select(
+            f"SELECT {MARK_COLUMNS} FROM transcript_marks WHERE agent_id = ?", (agent_id,)
+        )
         return d.decode.transcript_marks(rows)
 
     def forget_session(self, agent_id: str, session_id: str) -> int:
