@@ -177,16 +177,27 @@ class AgentMemory:
                     f"legacy migration failed, nothing was deleted: {exc}"
                 ) from exc
 
-    def search(self, query: str | None, limit: int = 10, type: str | None = None) -> SearchResult:
+    def search(
+        self,
+        query: str | None,
+        limit: int = 10,
+        type: str | None = None,
+        *,
+        now: datetime | None = None,
+    ) -> SearchResult:
         """``memory_search``: observations and curated sections matching ``query``, best first.
 
         An empty query lists the ``limit`` most recent observations (of ``type``). Hand edits of
         knowledge.md are picked up here: the derived indexes follow the document's version.
+        A query naming a time ("on 2026-05-01", "in March") lifts what was written then or
+        speaks of it; ``now`` (an aware datetime, when the question is asked) makes the times
+        named relative to it count too ("yesterday", "last week"), as in
+        :meth:`recall_conversation`. The ``memory_search`` tool asks at the agent's clock.
         """
         self._check_open()
         doc, version = self._knowledge_version()
         return self._memory_searcher().search(
-            query, doc.observations, doc.sections, version=version, limit=limit, type=type
+            query, doc.observations, doc.sections, version=version, limit=limit, type=type, now=now
         )
 
     def rebuild_search_index(self) -> None:

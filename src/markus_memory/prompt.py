@@ -216,7 +216,7 @@ def relevant_lines(
         return []
     others = [e.text for e in memory.notebook.entries() if e.key != RELEVANT_CONTEXT_KEY]
     seen_text = _squash("\n".join([shown, *others]))
-    found = memory.search(query, limit=max_hits * 2)
+    found = memory.search(query, limit=max_hits * 2, now=memory.settings.clock())
     lines: list[str] = []
     used = 0
     for hit in found.hits:

@@ -262,3 +262,15 @@ def test_any_content_and_query_never_raise(contents: list[str], query: str) -> N
     searcher = MemorySearcher("prop", _shared_index(), FakeEmbedder(), min_similarity=0.0)
     result = searcher.search(query, k.observations, k.sections, version=k.version)
     assert result.fallback is None
+
+
+def test_a_curated_section_that_speaks_of_the_named_day_is_lifted(index: KnowledgeIndex) -> None:
+    k = FakeKnowledge(
+        sections=[
+            Sec("releases", "v2 of the billing service shipped on 2026-03-04 after review"),
+            Sec("billing", "the billing service ships weekly; billing owns invoices and billing"),
+        ]
+    )
+    searcher = MemorySearcher("a", index)
+    assert ids(run(searcher, k, "billing service"))[0] == "curated_billing"
+    assert ids(run(searcher, k, "billing service on 2026-03-04"))[0] == "curated_releases"

@@ -34,6 +34,26 @@ def test_named_times_reads_full_dates_months_and_years() -> None:
     assert named_times("What may Nate want to do?") == []
 
 
+def test_named_times_reads_iso_dates_and_months() -> None:
+    # The form the tools take and the agent writes its own notes in.
+    assert named_times("What did we decide on 2026-05-01?") == [day(2026, 5, 1)]
+    assert named_times("deploy notes from 2026-02") == [
+        Interval(date(2026, 2, 1), date(2026, 2, 28))
+    ]
+    assert named_times("at 2026-05-01T09:30:00Z the job failed") == [day(2026, 5, 1)]
+    assert named_times("between 2026-05-01 and 2026-05-03") == [day(2026, 5, 1), day(2026, 5, 3)]
+    assert named_times("build 2026-13-45 failed") == []  # no such day, and no year either
+    # Inside an identifier or a version number it is no day or month.
+    assert day(2026, 5, 1) not in named_times("ticket ABC-2026-05-01")
+    assert Interval(date(2026, 5, 1), date(2026, 5, 31)) not in named_times("version 1.2026-05")
+
+
+@settings(deadline=None)
+@given(st.dates(min_value=date(1950, 1, 1), max_value=date(2099, 12, 31)))
+def test_an_iso_date_parses_back_to_that_day(when: date) -> None:
+    assert named_times(f"What happened on {when.isoformat()}?") == [Interval(when, when)]
+
+
 @settings(deadline=None)
 @given(st.dates(min_value=date(1950, 1, 1), max_value=date(2099, 12, 31)), st.booleans())
 def test_a_rendered_date_parses_back_to_that_day(when: date, day_first: bool) -> None:

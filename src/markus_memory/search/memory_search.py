@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 from ..analysis import STOP_WORDS
@@ -34,6 +35,7 @@ from .keyword import (
     SectionLike,
     tokenize,
 )
+from .temporal import DATE_BOOST, question_times, temporal_boost
 from .vectors import StoredVectors, embed_matrix, model_key, sync_vectors
 
 log = logging.getLogger(__name__)
@@ -177,8 +179,13 @@ class MemorySearcher:
         version: str | None = None,
         limit: int = 10,
         type: str | None = None,
+        now: datetime | None = None,
     ) -> SearchResult:
-        """Hits for ``query`` (an empty query lists the most recent observations)."""
+        """Hits for ``query`` (an empty query lists the most recent observations).
+
+        A query naming a time ("on 2026-05-01", "in March 2026"; with ``now``, when it is
+        asked, also "yesterday" or "last week") lifts the hits written then or speaking of it,
+        as recall's time stage does (:func:`.temporal.temporal_boost`)."""
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidInputError(f"limit must be a positive integer, got {limit!r}")
         text = query or ""
@@ -224,6 +231,7 @@ class MemorySearcher:
             fused = keyword
         else:
             fused = fuse_rrf(rankings, self.rrf_k, weights)
+        fused = _dated(text, fused, corpus, now)
         hits = []
         for doc_id, score in fused[:limit]:
             base = corpus.entries[doc_id].hit
@@ -271,6 +279,23 @@ class MemorySearcher:
             if owner is not None and owner not in best and allowed(owner):
                 best[owner] = sim  # best-first, so a section keeps its best chunk
         return best
+
+
+def _dated(
+    query: str, fused: list[tuple[str, float]], corpus: Corpus, now: datetime | None
+) -> list[tuple[str, float]]:
+    """``fused`` with the time stage applied: an observation counts by its text and tags and
+    when it was written, a curated section by its whole text."""
+    if not fused or not question_times(query, now):
+        return fused
+
+    def said(doc_id: str) -> tuple[str, datetime | None]:
+        entry = corpus.entries[doc_id]
+        return entry.hay, entry.hit.timestamp
+
+    scores = temporal_boost(query, dict(fused), said, date_boost=DATE_BOOST, now=now)
+    order = {doc_id: place for place, (doc_id, _) in enumerate(fused)}
+    return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
 
 
 def open_memory_searcher(

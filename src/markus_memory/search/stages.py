@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from ..storage.recall.contract import TurnKey
 from .hybrid import min_max, rrf, weighted_sum
+from .temporal import DATE_BOOST
 
 Scores = dict[int, float]
 
@@ -146,7 +147,7 @@ class RankingOptions:
     recent_window: int = 5_000
     max_postings: int = 5_000
     turn_speaker_boost: float = 0.5
-    date_boost: float = 0.5
+    date_boost: float = DATE_BOOST
     dense_first_person: bool = True
     nearest_lift: float = 0.15
     nearest_top: int = 5

@@ -19,6 +19,10 @@ from typing import TypeVar
 
 K = TypeVar("K")
 
+DATE_BOOST = 0.5
+"""How much a mention of the time a question names lifts a candidate, times the best score:
+the weight of recall's time stage (``RankingOptions.date_boost``) and of ``memory_search``'s."""
+
 _MONTH_NUMBERS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTH_NAMES = "|".join(_MONTH_NUMBERS)
 # "may" alone is usually the verb: a bare month name counts only for the other eleven.
@@ -32,6 +36,9 @@ _MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH_NAMES}) (\d{{1,2}})(?:st|nd|rd|th)?,?
 _MONTH_YEAR = re.compile(rf"\b({_MONTH_NAMES}),? (\d{{4}})\b", re.I)
 _MONTH = re.compile(rf"\b({_BARE_MONTH_NAMES})\b", re.I)
 _YEAR = re.compile(r"\b(19[5-9]\d|20\d\d)\b")
+# ISO 8601 days and months ("2026-05-01", "2026-05-01T09:30Z", "2026-05"), the form the tools
+# take and agents write their notes in; not inside an identifier or a version ("ABC-2026-05").
+_ISO = re.compile(r"(?<![\w.-])(\d{4})-(\d{2})(?:-(\d{2}))?(?![\d-]|\.\d)")
 _AGO = re.compile(
     r"\b(a|an|one|two|three|four|five|six|\d+|few|couple of) (day|week|month|year)s? ago\b"
 )
@@ -79,8 +86,8 @@ def _safe_date(year: int, month: int, day: int) -> date | None:
 
 def named_times(text: str) -> list[Interval]:
     """Absolute times written in ``text``: full dates, month and year, or a year alone."""
-    found: list[Interval] = []
-    lowered = text.lower()
+    found, iso_months = _iso_times(text)
+    lowered = _ISO.sub(" ", text).lower()
     for day, month, year in _DAY_MONTH_YEAR.findall(lowered):
         when = _safe_date(int(year), _month_number(month), int(day))
         if when is not None:
@@ -92,10 +99,25 @@ def named_times(text: str) -> list[Interval]:
     if not found:
         for month, year in _MONTH_YEAR.findall(lowered):
             found.append(_month(int(year), _month_number(month)))
+        found.extend(iso_months)
     if not found:
         for year in _YEAR.findall(lowered):
             found.append(Interval(date(int(year), 1, 1), date(int(year), 12, 31)))
     return found
+
+
+def _iso_times(text: str) -> tuple[list[Interval], list[Interval]]:
+    """The ISO days and the ISO months written in ``text`` (impossible ones left out)."""
+    days: list[Interval] = []
+    months: list[Interval] = []
+    for year, month, day in _ISO.findall(text):
+        if not 1 <= int(month) <= 12:
+            continue
+        if not day:
+            months.append(_month(int(year), int(month)))
+        elif (when := _safe_date(int(year), int(month), int(day))) is not None:
+            days.append(Interval(when, when))
+    return days, months
 
 
 def _month_number(name: str) -> int:

@@ -77,7 +77,7 @@ def memory_search(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
         entries = memory.knowledge.observations(type=kind, limit=limit)
         listed = [observation_dict(o) for o in entries]
         return {"entries": listed, "count": len(listed), "store": STORE}
-    found = memory.search(query, limit=limit, type=kind)
+    found = memory.search(query, limit=limit, type=kind, now=memory.settings.clock())
     hits = [hit_dict(h) for h in found.hits][:limit]
     method = found.search_method or "keyword"
     return {"results": hits, "count": len(hits), "searchMethod": method, "store": STORE}

@@ -147,6 +147,7 @@ def recall_conversation(memory: AgentMemory, args: Mapping[str, Any]) -> Result:
         until=until,
         limit=limit,
         neighbours=neighbours,
+        now=memory.settings.clock(),  # the model asks in the agent's present
     )
     shown = [_hit_dict(h) for h in hits]
     return {"status": "ok", "results": shown, "count": len(shown)}
