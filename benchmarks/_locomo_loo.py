@@ -27,6 +27,7 @@ KNOBS: dict[str, tuple[object, ...]] = {
     "date_boost": (0.0, 0.25, 0.5, 1.0, 2.0),
     "turn_speaker_boost": (0.0, 0.25, 0.5, 0.75, 1.0),
     "person_boost": (0.0, 0.25, 0.5, 1.0),
+    "counting_spread": (0.0, 0.1, 0.2, 0.3),
 }
 VECTOR_KNOBS: dict[str, tuple[object, ...]] = {
     "fusion": ("score", "rrf"),

@@ -26,6 +26,7 @@ KNOBS: dict[str, tuple[object, ...]] = {
     "person_boost": (0.0, 0.25, 0.5, 1.0),
     "dense_person_boost": (0.0, 0.25, 0.5, 1.0),
     "dense_short_power": (0.0, 0.125, 0.25, 0.5, 1.0),
+    "counting_spread": (0.0, 0.1, 0.2, 0.3),
 }
 
 

@@ -52,6 +52,7 @@ PLAIN = {
     "nearest_lift": 0.0,
     "person_boost": 0.0,
     "dense_person_boost": 0.0,
+    "counting_spread": 0.0,
 }
 
 
@@ -176,6 +177,25 @@ def test_person_boost_lifts_the_turns_of_the_role_the_question_speaks_as() -> No
         idx = new_index(options=RankingOptions(**{**PLAIN, "person_boost": boost}))  # type: ignore[arg-type]
         idx.add(turns)
         assert [hit.turn.index for hit in idx.search(query, limit=1)] == [first]
+
+
+def test_a_counting_question_gathers_turns_from_several_sessions() -> None:
+    # One session talks about the plants at length; two others mention one plant each.
+    said = [
+        ("s1", "I repotted my new snake plant and the plant looks happy in the new pot."),
+        ("s1", "The snake plant needs little water, so the plant suits me."),
+        ("s1", "My snake plant sits by the window; such an easy plant."),
+        ("s2", "I bought a fern plant at the market today."),
+        ("s3", "A friend gave me a cactus plant for my birthday."),
+    ]
+    turns = [Turn(sid, n, "user", text, T0) for n, (sid, text) in enumerate(said)]
+    question = "How many plants did I get?"
+    for spread, sessions in ((0.0, {"s1"}), (0.5, {"s1", "s2", "s3"})):
+        idx = new_index(options=RankingOptions(**{**PLAIN, "counting_spread": spread}))  # type: ignore[arg-type]
+        idx.add(turns)
+        assert {hit.turn.session_id for hit in idx.search(question, limit=3)} == sessions
+        plain = {hit.turn.session_id for hit in idx.search("Which plants did I get?", limit=3)}
+        assert plain == {"s1"}, "a question that does not count is ranked as before"
 
 
 def test_dense_person_boost_lifts_that_roles_turns_in_the_vector_list() -> None:

@@ -1,8 +1,17 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from markus_memory.search.stages import in_first_person, lift_nearest
+from markus_memory.search.stages import (
+    Pool,
+    counts_over_sessions,
+    in_first_person,
+    lift_nearest,
+    spread_sessions,
+)
+from markus_memory.storage.recall.contract import TurnKey
 
 
 @pytest.mark.parametrize(
@@ -34,3 +43,59 @@ def test_lift_nearest_adds_a_share_of_the_best_score_to_the_top_nearest_only() -
     assert lift_nearest(scores, {}, top=3, lift=0.25) == scores
     assert lift_nearest({}, dense, top=3, lift=0.25) == {}
     assert lift_nearest({7: 1.0}, {7: 0.3}, top=3, lift=0.25) == {7: 1.25}, "one: full lift"
+
+
+@pytest.mark.parametrize(
+    ("query", "counting"),
+    [
+        ("How many plants did I acquire in the last month?", True),
+        ("How much did I spend on gifts for my sister?", True),
+        ("What is the total distance I covered, in total?", True),
+        ("How many hours did the three trips take combined?", True),
+        ("HOW MANY times have I met Alex?", True),
+        ("How long has Melanie been practicing art?", False),
+        ("What did Caroline paint?", False),
+        ("Where did I buy my bookshelf?", False),
+        ("Is it much farther than the many others?", False),
+    ],
+)
+def test_a_counting_question_is_told_by_its_words(query: str, counting: bool) -> None:
+    assert counts_over_sessions(query) is counting
+
+
+def _pool(sessions: dict[int, str]) -> Pool:
+    keys = {i: TurnKey(i, sid, i, "user", None) for i, sid in sessions.items()}
+
+    def by_id(ids: list[int]) -> list[TurnKey]:
+        return [keys[i] for i in ids]
+
+    return Pool(by_id, lambda ids, window: [])
+
+
+def test_spread_sessions_gives_each_further_turn_of_a_placed_session_less() -> None:
+    pool = _pool({1: "a", 2: "a", 3: "a", 4: "b", 5: "c"})
+    scores = {1: 1.0, 2: 0.9, 3: 0.85, 4: 0.8, 5: 0.5}
+    spread = spread_sessions(scores, pool, 0.2)
+    order = sorted(spread, key=spread.__getitem__, reverse=True)
+    # a1, then b (0.8 against a2's 0.9 * 0.8 = 0.72), a2, c (0.5 against a3's 0.85 * 0.64)
+    assert order == [1, 4, 2, 3, 5]
+    assert spread == pytest.approx({1: 1.0, 4: 0.8, 2: 0.72, 3: 0.85 * 0.64, 5: 0.5})
+    assert spread_sessions(scores, pool, 0.0) == scores
+    assert spread_sessions({}, pool, 0.2) == {}
+
+
+@settings(deadline=None)
+@given(
+    st.dictionaries(
+        st.integers(0, 30), st.floats(0.001, 100.0, allow_nan=False), min_size=1, max_size=30
+    ),
+    st.floats(0.01, 0.9),
+)
+def test_spread_sessions_keeps_every_candidate_and_the_best_first(
+    scores: dict[int, float], spread: float
+) -> None:
+    pool = _pool({i: f"s{i % 4}" for i in scores})
+    out = spread_sessions(scores, pool, spread)
+    assert set(out) == set(scores)
+    assert all(0 < out[i] <= scores[i] for i in scores)
+    assert max(out.values()) == max(scores.values())

@@ -29,6 +29,7 @@ from .stages import (
     Turn,
     boost_roles,
     boost_speakers,
+    counts_over_sessions,
     for_turn_length,
     fuse,
     in_first_person,
@@ -36,6 +37,7 @@ from .stages import (
     person_roles,
     session_boost,
     smooth,
+    spread_sessions,
 )
 from .temporal import question_times, temporal_boost
 
@@ -254,6 +256,8 @@ class ConversationIndex:
             scores = boost_roles(scores, pool, persons, options.person_boost)
             scores = lift_nearest(scores, dense, options.nearest_top, options.nearest_lift)
             scores = self._dated(query, scores, now)
+            if counts_over_sessions(query):
+                scores = spread_sessions(scores, pool, options.counting_spread)
             order = heapq.nsmallest(limit, scores, key=lambda rowid: (-scores[rowid], rowid))
             if not neighbours:
                 full = self.store.recall_turns(self.agent_id, order)
