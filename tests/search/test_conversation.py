@@ -196,6 +196,10 @@ def test_a_counting_question_gathers_turns_from_several_sessions() -> None:
         assert {hit.turn.session_id for hit in idx.search(question, limit=3)} == sessions
         plain = {hit.turn.session_id for hit in idx.search("Which plants did I get?", limit=3)}
         assert plain == {"s1"}, "a question that does not count is ranked as before"
+        ten = [hit.turn.index for hit in idx.search(question, limit=10)]
+        for limit in (1, 2, 4, 20):
+            first = [hit.turn.index for hit in idx.search(question, limit=limit)]
+            assert first == ten[:limit], "a shorter list is the start of a longer one"
 
 
 def test_dense_person_boost_lifts_that_roles_turns_in_the_vector_list() -> None:

@@ -73,15 +73,16 @@ def _pool(sessions: dict[int, str]) -> Pool:
 
 
 def test_spread_sessions_gives_each_further_turn_of_a_placed_session_less() -> None:
-    pool = _pool({1: "a", 2: "a", 3: "a", 4: "b", 5: "c"})
-    scores = {1: 1.0, 2: 0.9, 3: 0.85, 4: 0.8, 5: 0.5}
-    spread = spread_sessions(scores, pool, 0.2)
-    order = sorted(spread, key=spread.__getitem__, reverse=True)
-    # a1, then b (0.8 against a2's 0.9 * 0.8 = 0.72), a2, c (0.5 against a3's 0.85 * 0.64)
-    assert order == [1, 4, 2, 3, 5]
-    assert spread == pytest.approx({1: 1.0, 4: 0.8, 2: 0.72, 3: 0.85 * 0.64, 5: 0.5})
-    assert spread_sessions(scores, pool, 0.0) == scores
-    assert spread_sessions({}, pool, 0.2) == {}
+    pool = _pool({1: "a", 2: "a", 3: "a", 4: "b", 5: "c", 6: "d"})
+    scores = {1: 1.0, 2: 0.9, 3: 0.85, 4: 0.8, 5: 0.5, 6: 0.9}
+    ranked = [1, 2, 3, 4, 5, 6]  # 6 is outside the five reordered: it stays last
+    # a1, then b (0.8 against a2's 0.9 * 0.8 = 0.72), a2, then a3 (0.85 * 0.64 = 0.544) and c
+    assert spread_sessions(ranked, scores, pool, 0.2, among=5) == [1, 4, 2, 3, 5, 6]
+    # at 0.5 c (0.5) comes before a2 (0.45) and a3
+    assert spread_sessions(ranked, scores, pool, 0.5, among=5) == [1, 4, 5, 2, 3, 6]
+    assert spread_sessions(ranked, scores, pool, 0.0, among=5) == ranked
+    assert spread_sessions(ranked, scores, pool, 0.2, among=1) == ranked
+    assert spread_sessions([], scores, pool, 0.2, among=5) == []
 
 
 @settings(deadline=None)
@@ -90,12 +91,15 @@ def test_spread_sessions_gives_each_further_turn_of_a_placed_session_less() -> N
         st.integers(0, 30), st.floats(0.001, 100.0, allow_nan=False), min_size=1, max_size=30
     ),
     st.floats(0.01, 0.9),
+    st.integers(0, 12),
 )
-def test_spread_sessions_keeps_every_candidate_and_the_best_first(
-    scores: dict[int, float], spread: float
+def test_spread_sessions_only_reorders_the_first_places(
+    scores: dict[int, float], spread: float, among: int
 ) -> None:
     pool = _pool({i: f"s{i % 4}" for i in scores})
-    out = spread_sessions(scores, pool, spread)
-    assert set(out) == set(scores)
-    assert all(0 < out[i] <= scores[i] for i in scores)
-    assert max(out.values()) == max(scores.values())
+    ranked = sorted(scores, key=lambda i: (-scores[i], i))
+    out = spread_sessions(ranked, scores, pool, spread, among)
+    assert sorted(out) == sorted(ranked)
+    assert out[0] == ranked[0]
+    assert out[among:] == ranked[among:]
+    assert set(out[:among]) == set(ranked[:among])

@@ -256,9 +256,12 @@ class ConversationIndex:
             scores = boost_roles(scores, pool, persons, options.person_boost)
             scores = lift_nearest(scores, dense, options.nearest_top, options.nearest_lift)
             scores = self._dated(query, scores, now)
-            if counts_over_sessions(query):
-                scores = spread_sessions(scores, pool, options.counting_spread)
-            order = heapq.nsmallest(limit, scores, key=lambda rowid: (-scores[rowid], rowid))
+            counting = counts_over_sessions(query)
+            depth = max(limit, options.counting_among) if counting else limit
+            order = heapq.nsmallest(depth, scores, key=lambda rowid: (-scores[rowid], rowid))
+            if counting:
+                spread, among = options.counting_spread, options.counting_among
+                order = spread_sessions(order, scores, pool, spread, among)[:limit]
             if not neighbours:
                 full = self.store.recall_turns(self.agent_id, order)
                 return [RankedTurn(turn_of(full[rowid]), scores[rowid]) for rowid in order], {}

@@ -8,7 +8,6 @@ added after these without touching the store.
 
 from __future__ import annotations
 
-import heapq
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -130,19 +129,21 @@ class RankingOptions:
       recall_all@5 0.863 -> 0.884; each half of the questions gains (docs/RETRIEVAL.md);
       0.25 loses a question's recall_any@10, 0.5 and 1.0 recall_all@10 and session recall.
       LoCoMo (short turns) unchanged.
-    * ``counting_spread``: a question that counts or sums ("how many plants did I get?",
-      "how much did I spend?", "in total"; ``counts_over_sessions``) gathers its answer from
-      several sessions, while the best-matching session tends to fill the first places with
-      its own turns. Its candidates are ordered by maximal marginal relevance over sessions
-      (``spread_sessions``): each turn at its score times ``(1 - spread) ** n``, ``n`` the
-      turns of its session already placed. Other questions rank as before (spread for every
-      question loses LoCoMo, whose evidence often sits in a few turns of one session).
-      LongMemEval dev (95 questions; all@5 / all@10 / any@10 / ndcg@10 / session all@5), 0.2:
-      with MiniLM 0.779 / 0.874 / 0.958 / 0.758 / 0.884 -> 0.800 / 0.874 / 0.947 / 0.759 /
-      0.916, without extras 0.705 / 0.821 / 0.937 / 0.749 / 0.863 -> 0.716 / 0.821 / 0.937 /
-      0.749 / 0.916; session recall gains on each half of the questions and all@10 is
-      unchanged on both (docs/RETRIEVAL.md); LoCoMo unchanged, every conversation (its 16
-      counting questions keep their top 10).
+    * ``counting_spread`` / ``counting_among``: a question that counts or sums ("how many
+      plants did I get?", "how much did I spend?", "in total"; ``counts_over_sessions``)
+      gathers its answer from several sessions, while the best-matching session tends to
+      fill the first places with its own turns. Its best ``counting_among`` turns are put in
+      order of maximal marginal relevance over sessions (``spread_sessions``: each place to
+      the turn whose score times ``(1 - spread) ** n`` is highest, ``n`` the turns of its
+      session placed before it). Only their order changes, so what the first ten hold, and
+      a shorter list being the start of a longer one, stay as the scores made them; other
+      questions rank as before (spreading every question loses LoCoMo, whose evidence often
+      sits in a few turns of one session). LongMemEval dev, 95 questions, all@5 / all@10 /
+      any@10 / ndcg@10 / session all@5, at 0.2: with MiniLM 0.779 / 0.874 / 0.958 / 0.758 /
+      0.884 -> 0.800 / 0.874 / 0.958 / 0.761 / 0.916, without extras 0.705 / 0.821 / 0.937 /
+      0.749 / 0.863 -> 0.716 / 0.821 / 0.937 / 0.750 / 0.916; with MiniLM no metric falls
+      on either half of the questions (docs/RETRIEVAL.md); LoCoMo unchanged, every
+      conversation (its 16 counting questions keep their top ten).
     """
 
     candidates: int = 200
@@ -171,6 +172,7 @@ class RankingOptions:
     dense_person_boost: float = 0.5
     dense_short_power: float = 0.125
     counting_spread: float = 0.2
+    counting_among: int = 10
 
 
 def for_turn_length(options: RankingOptions, avgdl: float) -> RankingOptions:
@@ -381,29 +383,25 @@ def counts_over_sessions(query: str) -> bool:
     return _COUNTING.search(query) is not None
 
 
-def spread_sessions(scores: Scores, pool: Pool, spread: float) -> Scores:
-    """The candidates re-scored in order of maximal marginal relevance over sessions: placed
-    best first, each at its score times ``(1 - spread) ** n``, ``n`` the turns of its session
-    placed before it (so a second session's best turn comes before a first session's third
-    when it is near enough). Every candidate keeps a score; the best keeps its own."""
-    if spread <= 0 or not scores:
-        return scores
-    pool.fetch(scores)
-    turns = pool.turns
-    by_session: dict[str, list[int]] = {}
-    for rowid in sorted(scores, key=lambda r: (-scores[r], r)):
-        by_session.setdefault(turns[rowid].session_id, []).append(rowid)
-    # Within a session every turn left bears the same factor, so only its best can be next.
-    heap = [(-scores[ids[0]], ids[0], sid) for sid, ids in by_session.items()]
-    heapq.heapify(heap)
+def spread_sessions(
+    ranked: list[int], scores: Scores, pool: Pool, spread: float, among: int
+) -> list[int]:
+    """``ranked`` (best first) with its first ``among`` reordered by maximal marginal relevance
+    over sessions: each place goes to the turn whose score times ``(1 - spread) ** n`` is the
+    highest, ``n`` the turns of its session placed before it (so a second session's best turn
+    comes before the first session's third when it is near enough); the rest keep their
+    order. Only the order changes: the turns are those the scores chose, each with its score."""
+    if spread <= 0 or among < 2 or len(ranked) < 2:
+        return list(ranked)
+    head, tail = list(ranked[:among]), list(ranked[among:])
+    pool.fetch(head)
+    session = {rowid: pool.turns[rowid].session_id for rowid in head}
     keep = 1.0 - spread
-    placed = dict.fromkeys(by_session, 0)
-    out: Scores = {}
-    while heap:
-        value, rowid, sid = heapq.heappop(heap)
-        out[rowid] = -value
-        ids, n = by_session[sid], placed[sid] + 1
-        placed[sid] = n
-        if n < len(ids):
-            heapq.heappush(heap, (-scores[ids[n]] * keep**n, ids[n], sid))
-    return out
+    placed: dict[str, int] = {}
+    out: list[int] = []
+    while head:
+        best = max(head, key=lambda rowid: scores[rowid] * keep ** placed.get(session[rowid], 0))
+        head.remove(best)
+        out.append(best)
+        placed[session[best]] = placed.get(session[best], 0) + 1
+    return out + tail
