@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from markus_memory import open_agent
+from markus_memory.config import Settings, default_home
+from tests.clocks import FakeClock
 
 from .conftest import Invoke, as_json
 
@@ -94,3 +97,19 @@ def test_an_index_behind_a_hand_edit_is_not_a_problem(invoke: Invoke) -> None:
 
 def test_reindex_an_unknown_agent_exits_1(invoke: Invoke) -> None:
     invoke("reindex", "-a", "ghost", code=1)
+
+
+def test_search_and_recall_read_yesterday_against_now(invoke: Invoke) -> None:
+    clock = FakeClock(datetime.now(timezone.utc) - timedelta(days=3))
+    with open_agent("al", settings=Settings(home=default_home(), clock=clock)) as mem:
+        for day in range(3):  # three days ago, the day before yesterday, yesterday
+            text = "billing deploy rolled back" if day == 2 else "billing deploy billing green"
+            mem.knowledge.save_observation(text)
+            mem.sessions.get_or_create(f"chat_{day}")
+            mem.sessions.append(f"chat_{day}", {"role": "user", "content": f"{text}, day {day}"})
+            clock.advance(days=1)
+    question = "what happened yesterday with the billing deploy?"
+    found = as_json(invoke("search", question, "-a", "al", "--json"))
+    assert found["hits"][0]["content"] == "billing deploy rolled back"
+    recalled = as_json(invoke("recall", "conversation", question, "-a", "al", "--json"))
+    assert recalled[0]["text"] == "billing deploy rolled back, day 2"

@@ -149,6 +149,7 @@ def recall_conversation(
             until=_utc(until),
             limit=limit,
             neighbours=neighbours,
+            now=mem.settings.clock(),
         )
     if as_json:
         emit_json(hits)

@@ -45,7 +45,7 @@ def search(
     """Search observations and curated knowledge (memory_search); no QUERY lists the newest
     observations, newest first."""
     with memory_of(ctx, agent, create=False) as mem:
-        result = mem.search(query, limit=limit, type=kind)
+        result = mem.search(query, limit=limit, type=kind, now=mem.settings.clock())
     if as_json:
         emit_json(result)
         return

@@ -22,8 +22,9 @@ NEIGHBOURS = 2
 def conversations(call: Call) -> Response:
     memory = call.memory
     query = call.query("q").strip()
+    now = memory.settings.clock()
     hits = (
-        memory.recall_conversation(query, limit=RECALL_LIMIT, neighbours=NEIGHBOURS)
+        memory.recall_conversation(query, limit=RECALL_LIMIT, neighbours=NEIGHBOURS, now=now)
         if query
         else []
     )

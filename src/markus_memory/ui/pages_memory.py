@@ -146,7 +146,8 @@ def knowledge(
     tag_filter = call.query("tag").strip()
     query = call.query("q").strip()
     if query:
-        hits = memory.search(query, limit=SEARCH_LIMIT, type=type_filter or None).hits
+        now = memory.settings.clock()
+        hits = memory.search(query, limit=SEARCH_LIMIT, type=type_filter or None, now=now).hits
         by_id = {o.id: o for o in doc.observations}
         timeline = [
             by_id[h.id]

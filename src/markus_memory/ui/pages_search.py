@@ -40,8 +40,9 @@ def search_agent(ui: UI, agent: str, query: str) -> AgentHits:
     found = AgentHits(agent)
     with ui.pool.use(agent) as memory:
         try:
-            found.knowledge = list(memory.search(query, limit=KNOWLEDGE_HITS).hits)
-            hits = memory.recall_conversation(query, limit=RECALL_HITS, neighbours=1)
+            now = memory.settings.clock()
+            found.knowledge = list(memory.search(query, limit=KNOWLEDGE_HITS, now=now).hits)
+            hits = memory.recall_conversation(query, limit=RECALL_HITS, neighbours=1, now=now)
         except MarkusMemoryError as exc:  # one damaged agent does not hide the others
             found.error = str(exc)
             return found
