@@ -442,7 +442,7 @@ def test_propagation_steps_aside_when_turns_are_long() -> None:
 
 
 def test_turn_length_scales_propagation_from_the_reference_length() -> None:
-    from markus_memory.search.stages import for_turn_length
+    from markus_memory.search.ranking_options import for_turn_length
 
     options = RankingOptions(neighbour_weight=0.5, session_weight=0.3, short_turns=40.0)
     assert for_turn_length(options, 25.0) is options
@@ -457,7 +457,7 @@ def test_the_vectors_say_less_where_turns_are_long() -> None:
     lexical hit where turns are short; where they are long, the vector weight and the nearest
     lift shrink by ``factor ** dense_short_power`` and the lexical hit stays first."""
     pytest.importorskip("numpy")
-    from markus_memory.search.stages import for_turn_length
+    from markus_memory.search.ranking_options import for_turn_length
 
     class Meaning(FakeEmbedder):
         def embed(self, texts: Sequence[str]) -> list[list[float]]:

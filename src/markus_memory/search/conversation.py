@@ -22,15 +22,14 @@ from ..storage.recall.contract import TurnKey
 from ..storage.repos.transcripts import TranscriptMessage
 from ..storage.repos.transcripts import TranscriptStore as RecallStore
 from .embedders import Embedder
+from .ranking_options import RankingOptions, for_turn_length
 from .stages import (
     Pool,
-    RankingOptions,
     Scores,
     Turn,
     boost_roles,
     boost_speakers,
     counts_over_sessions,
-    for_turn_length,
     fuse,
     in_first_person,
     lift_nearest,
