@@ -6,13 +6,15 @@ that opens the file)."""
 
 from __future__ import annotations
 
+import logging
 import os
+import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
 
-from markus_memory.storage._sqlite import conn as sqlite_conn
+from markus_memory.storage._sqlite import wal as sqlite_wal
 from markus_memory.storage._sqlite.conn import SqliteDatabase
 
 LIMIT = 256 * 1024
@@ -21,7 +23,7 @@ LIMIT = 256 * 1024
 def test_the_wal_is_restarted_once_it_passes_its_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_conn, "WAL_RESTART_BYTES", LIMIT)
+    monkeypatch.setattr(sqlite_wal, "WAL_RESTART_BYTES", LIMIT)
     path = tmp_path / "data.db"
     db = SqliteDatabase(path)
     with db.write() as conn:
@@ -64,7 +66,7 @@ def test_a_checkpoint_that_fails_never_fails_the_committed_write(
 ) -> None:
     """A statement of the thread's connection still open makes the checkpoint fail ("table is
     locked") after the commit: the write is there, so the caller is told it succeeded."""
-    monkeypatch.setattr(sqlite_conn, "WAL_RESTART_BYTES", 0)
+    monkeypatch.setattr(sqlite_wal, "WAL_RESTART_BYTES", 0)
     db = SqliteDatabase(tmp_path / "data.db")
     try:
         with db.write() as conn:
@@ -78,5 +80,66 @@ def test_a_checkpoint_that_fails_never_fails_the_committed_write(
         with db.read() as conn:
             assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 11
         assert "could not be truncated" in caplog.text
+    finally:
+        db.close()
+
+
+def test_a_reader_in_another_process_delays_no_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A reader this process does not know of (another process's recall) pins the log: the
+    restart gives up after a short wait and is tried again no sooner than RETRY_SECONDS later.
+    It used to hold the write lock up to the busy timeout on every write, so two writers
+    refused each other ("database is locked"); once the reader leaves, the log is truncated."""
+    monkeypatch.setattr(sqlite_wal, "WAL_RESTART_BYTES", 0)
+    monkeypatch.setattr(sqlite_wal, "RETRY_SECONDS", 3600.0)
+    caplog.set_level(logging.INFO, logger=sqlite_wal.__name__)
+    path = tmp_path / "data.db"
+    db = SqliteDatabase(path)
+    with db.write() as conn:
+        conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY, body BLOB)")
+        conn.execute("INSERT INTO t (body) VALUES (randomblob(100))")
+    elsewhere = sqlite3.connect(path, isolation_level=None)
+    elsewhere.execute("BEGIN")
+    elsewhere.execute("SELECT count(*) FROM t").fetchone()  # its snapshot keeps it in the log
+
+    def write() -> None:
+        for _ in range(20):
+            with db.write() as conn:
+                conn.execute("INSERT INTO t (body) VALUES (randomblob(8000))")
+
+    try:
+        writers = [threading.Thread(target=write) for _ in range(2)]
+        for t in writers:
+            t.start()
+        for t in writers:
+            t.join()
+        with db.read() as conn:
+            assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 41
+        assert caplog.text.count("still read elsewhere") == 1
+        elsewhere.execute("COMMIT")
+        monkeypatch.setattr(sqlite_wal, "RETRY_SECONDS", 0.0)
+        monkeypatch.setattr(db._shared.wal, "_retry_at", 0.0)
+        with db.write() as conn:
+            conn.execute("INSERT INTO t (body) VALUES (randomblob(8000))")
+        assert os.path.getsize(f"{path}-wal") == 0
+    finally:
+        elsewhere.close()
+        db.close()
+
+
+def test_a_write_inside_a_read_of_the_same_thread_restarts_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The restart waits for the file's other users, not for the thread's own outer read."""
+    monkeypatch.setattr(sqlite_wal, "WAL_RESTART_BYTES", 0)
+    path = tmp_path / "data.db"
+    db = SqliteDatabase(path)
+    try:
+        with db.read() as outer:
+            outer.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            with db.write() as conn:
+                conn.execute("CREATE TABLE t (n INTEGER)")
+            assert os.path.getsize(f"{path}-wal") == 0
     finally:
         db.close()

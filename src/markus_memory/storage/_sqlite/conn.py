@@ -26,6 +26,7 @@ from .damage import NOT_WRITTEN, is_damage, known_damage, remember_damage
 from .dialect import SQLITE
 from .schema import SLOT_SHIFT
 from .schema import migrations as markus_migrations
+from .wal import WalKeeper
 
 if TYPE_CHECKING:
     from ..dialect import Dialect
@@ -38,7 +39,6 @@ MMAP_BYTES = 0
 8.77 against 8.84 ms, a cold process's open and first recall 16.7 against 14.5 ms), and every
 connection's map counted the file's pages in the process's RSS again (430 MB of 560 for 300
 agents on one file). SQLite's own page cache (CACHE_KIB a connection) keeps what is read."""
-WAL_RESTART_BYTES = 64 * 1024 * 1024
 """A write that leaves the write-ahead log past this size checkpoints and truncates it. SQLite
 restarts the log only when a writer finds it fully checkpointed and no reader in it; with the
 writer threads and recalls overlapping, that moment may never come, and the log grew without
@@ -161,6 +161,7 @@ class _SharedFile:
         self.users = 0
         self.migrated: set[str] = set()
         self.read_only = False  # set when the file may only be read (a read-only home)
+        self.wal = WalKeeper()
         self.damage: str | None = None
         """What said the file is damaged, once something did: from then on nothing is
         written to it (writes are refused, and closing does not checkpoint the WAL in)."""
@@ -309,6 +310,8 @@ class SqliteDatabase:
         if self._shared.damage is not None:
             raise StorageError(damaged(self.path, self._shared.damage) + NOT_WRITTEN)
         conn = self.connection()
+        wal = self._shared.wal
+        wal.enter()
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -321,31 +324,23 @@ class SqliteDatabase:
             raise self._failed(exc) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
-        self._bound_wal(conn)
-
-    def _bound_wal(self, conn: sqlite3.Connection) -> None:
-        """Past WAL_RESTART_BYTES, checkpoint the whole log and truncate it (waiting, up to the
-        busy timeout, for the readers still in it: reads here are single statements). The
-        write is committed by then: a checkpoint that fails is logged, never reported as the
-        write's failure (the next write tries again)."""
-        try:
-            if os.path.getsize(f"{self.path}-wal") <= WAL_RESTART_BYTES:
-                return
-        except OSError:  # no log (yet): nothing to bound
-            return
-        try:
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        except sqlite3.Error as exc:
-            log.warning("%s: the write-ahead log could not be truncated: %s", self.path, exc)
+        finally:
+            wal.leave()
+        wal.bound(self.path, conn)
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
+        conn = self.connection()
+        wal = self._shared.wal
+        wal.enter()
         try:
-            yield self.connection()
+            yield conn
         except sqlite3.Error as exc:
             raise self._failed(exc) from exc
         except UnicodeEncodeError as exc:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
+        finally:
+            wal.leave()
 
     @property
     def dialect(self) -> Dialect:
