@@ -22,6 +22,7 @@ import os
 import random
 import sqlite3
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -108,27 +109,28 @@ def one_round(writes: int, scans: bool, foreign: bool) -> dict[str, float]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--writes", type=int, default=300)
     parser.add_argument("--bound-kib", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scans", action="store_true")
     parser.add_argument("--foreign-reader", action="store_true")
-    args = parser.parse_args()
-    wal.WAL_RESTART_BYTES = args.bound_kib * 1024
+    args = parser.parse_args(argv)
     runs: dict[str, list[dict[str, float]]] = {"now": [], "before": []}
-    for _ in range(args.rounds):
-        runs["now"].append(one_round(args.writes, args.scans, args.foreign_reader))
-        with before():
-            runs["before"].append(one_round(args.writes, args.scans, args.foreign_reader))
+    with mock.patch.object(wal, "WAL_RESTART_BYTES", args.bound_kib * 1024):
+        for _ in range(args.rounds):
+            runs["now"].append(one_round(args.writes, args.scans, args.foreign_reader))
+            with before():
+                runs["before"].append(one_round(args.writes, args.scans, args.foreign_reader))
     keys = list(runs["now"][0])
     print(f"{'':8}" + "".join(f"{k:>14}" for k in keys))
     for name, rounds in runs.items():
         medians = [statistics.median(r[k] for r in rounds) for k in keys]
         print(f"{name:8}" + "".join(f"{m:14.3f}" for m in medians))
     print(f"medians of {args.rounds} rounds (refused: writes refused, database is locked)")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -143,3 +143,13 @@ def test_a_write_inside_a_read_of_the_same_thread_restarts_the_log(
             assert os.path.getsize(f"{path}-wal") == 0
     finally:
         db.close()
+
+
+def test_the_benchmark_runs_both_restarts(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import bench_wal
+
+    assert bench_wal.main(["--writes", "20", "--rounds", "1", "--bound-kib", "64"]) == 0
+    rows = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()}
+    assert rows["wal_mb"][-2:] == ["refused", "seconds"]
+    assert rows["now"][4] == "0.000"  # no write refused
+    assert sqlite_wal.WAL_RESTART_BYTES == 64 * 1024 * 1024  # the bound is put back
