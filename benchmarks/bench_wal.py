@@ -1,23 +1,26 @@
 """One ``data.db`` under writer threads and readers that never pause: how large its write-ahead
 log grows, how long reads and writes take, and whether a write is refused, with the log's
-restart as built (this process's users drained, a short checkpoint wait, a retry a second
-later) against the restart before it (the checkpoint waiting the whole busy timeout for
-readers, on every write past the bound), interleaved round by round in this process.
+restart as built (every process's users step aside for it, a short checkpoint wait, a retry a
+second later) against the restart before it (the checkpoint waiting the whole busy timeout for
+readers, on every write past the bound), interleaved round by round.
 
 Usage: python benchmarks/bench_wal.py [--writes 300] [--bound-kib 256] [--rounds 3]
-                                     [--scans] [--foreign-reader]
+                                     [--scans] [--foreign-reader] [--processes 1]
 
 Each round: ``--writes`` transactions from each of 2 writer threads (an 8 kB row inserted and
 one updated, as a recorded turn and its index are) while 2 reader threads run point reads of
 random rows (``--scans``: each read sums every row instead, a long read). ``--foreign-reader``
 also holds a read transaction open on a connection this process's SQLite layer does not know
-of, as another process's long read would.
+of, as another process's long read would. ``--processes N`` runs that load in N processes at
+once on the one file (the log's largest size and the slowest write over all of them, refused
+writes summed, medians of their medians).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import multiprocessing
 import os
 import random
 import sqlite3
@@ -28,6 +31,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 from markus_memory.errors import StorageError
@@ -47,16 +51,25 @@ def before() -> Iterator[None]:
         yield
 
 
-def one_round(writes: int, scans: bool, foreign: bool) -> dict[str, float]:
+def made(foreign: bool) -> tuple[Path, sqlite3.Connection]:
+    """A fresh file with 50 rows; and a connection of its own, holding a read open if
+    ``foreign``."""
     path = Path(tempfile.mkdtemp()) / "data.db"
     db = SqliteDatabase(path)
     with db.write() as conn:
         conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY, body BLOB)")
         conn.executemany("INSERT INTO t (body) VALUES (randomblob(8000))", [()] * 50)
+    db.close()
     elsewhere = sqlite3.connect(path, isolation_level=None)
     if foreign:
         elsewhere.execute("BEGIN")
         elsewhere.execute("SELECT count(*) FROM t").fetchone()
+    return path, elsewhere
+
+
+def load(path: Path, writes: int, scans: bool) -> dict[str, float]:
+    """This process's writers and readers on ``path``, and what they saw."""
+    db = SqliteDatabase(path)
     stop = threading.Event()
     largest, refused = [0], [0]
     reads: list[float] = []
@@ -96,7 +109,6 @@ def one_round(writes: int, scans: bool, foreign: bool) -> dict[str, float]:
     stop.set()
     for t in readers:
         t.join()
-    elsewhere.close()
     db.close()
     writes_ms.sort()
     return {
@@ -109,6 +121,44 @@ def one_round(writes: int, scans: bool, foreign: bool) -> dict[str, float]:
     }
 
 
+def child(
+    path: Path, writes: int, scans: bool, old: bool, bound: int, start: Any, out: Any
+) -> None:
+    wal.WAL_RESTART_BYTES = bound
+    with before() if old else contextlib.nullcontext():
+        start.wait()  # every process busy at once
+        out.put(load(path, writes, scans))
+
+
+def one_round(
+    writes: int, scans: bool, foreign: bool, processes: int, old: bool
+) -> dict[str, float]:
+    path, elsewhere = made(foreign)
+    try:
+        if processes == 1:
+            with before() if old else contextlib.nullcontext():
+                return load(path, writes, scans)
+        ctx = multiprocessing.get_context("spawn")
+        start, out = ctx.Barrier(processes), ctx.Queue()
+        args = (path, writes, scans, old, wal.WAL_RESTART_BYTES, start, out)
+        procs = [ctx.Process(target=child, args=args) for _ in range(processes)]
+        for proc in procs:
+            proc.start()
+        seen = [out.get() for _ in procs]
+        for proc in procs:
+            proc.join()
+    finally:
+        elsewhere.close()
+    return {
+        "wal_mb": max(r["wal_mb"] for r in seen),
+        "read_us": statistics.median(r["read_us"] for r in seen),
+        "write_ms": statistics.median(r["write_ms"] for r in seen),
+        "write_p95_ms": max(r["write_p95_ms"] for r in seen),
+        "refused": sum(r["refused"] for r in seen),
+        "seconds": max(r["seconds"] for r in seen),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--writes", type=int, default=300)
@@ -116,13 +166,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scans", action="store_true")
     parser.add_argument("--foreign-reader", action="store_true")
+    parser.add_argument("--processes", type=int, default=1)
     args = parser.parse_args(argv)
     runs: dict[str, list[dict[str, float]]] = {"now": [], "before": []}
     with mock.patch.object(wal, "WAL_RESTART_BYTES", args.bound_kib * 1024):
         for _ in range(args.rounds):
-            runs["now"].append(one_round(args.writes, args.scans, args.foreign_reader))
-            with before():
-                runs["before"].append(one_round(args.writes, args.scans, args.foreign_reader))
+            for name in runs:
+                shape = (args.writes, args.scans, args.foreign_reader, args.processes)
+                runs[name].append(one_round(*shape, old=name == "before"))
     keys = list(runs["now"][0])
     print(f"{'':8}" + "".join(f"{k:>14}" for k in keys))
     for name, rounds in runs.items():
