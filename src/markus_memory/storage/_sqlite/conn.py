@@ -154,14 +154,14 @@ class _SharedFile:
     """The connections of one process to one database file, shared by every
     :class:`SqliteDatabase` on that file (one per thread, whatever the number of agents)."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: Path) -> None:
         self.pid = os.getpid()
         self.local = threading.local()
         self.all: list[sqlite3.Connection] = []
         self.users = 0
         self.migrated: set[str] = set()
         self.read_only = False  # set when the file may only be read (a read-only home)
-        self.wal = WalKeeper()
+        self.wal = WalKeeper(path)
         self.damage: str | None = None
         """What said the file is damaged, once something did: from then on nothing is
         written to it (writes are refused, and closing does not checkpoint the WAL in)."""
@@ -176,7 +176,7 @@ def _share(path: Path) -> tuple[str, _SharedFile]:
     with _FILES_GUARD:
         shared = _FILES.get(key)
         if shared is None or shared.pid != os.getpid():  # a forked child opens its own
-            shared = _FILES[key] = _SharedFile()
+            shared = _FILES[key] = _SharedFile(Path(key))
             shared.damage = known_damage(path)
         shared.users += 1
         return key, shared
