@@ -29,6 +29,14 @@ def _busy(processes: int) -> dict[str, float]:
     return bench_wal.one_round(300, True, False, processes, old=False)
 
 
+def _with_rows(path: Path) -> SqliteDatabase:
+    """The store at ``path`` with an empty table ``t`` of blobs."""
+    db = SqliteDatabase(path)
+    with db.write() as conn:
+        conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY, body BLOB)")
+    return db
+
+
 def test_the_wal_is_restarted_once_it_passes_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sqlite_wal, "WAL_RESTART_BYTES", LIMIT)
     seen = _busy(1)
@@ -53,9 +61,7 @@ def test_a_restart_mark_left_by_a_dead_process_is_ignored(
 ) -> None:
     monkeypatch.setattr(sqlite_wal, "WAL_RESTART_BYTES", 0)
     path = tmp_path / "data.db"
-    db = SqliteDatabase(path)
-    with db.write() as conn:
-        conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY, body BLOB)")
+    db = _with_rows(path)
     mark = Path(f"{path}-restarting")
     mark.touch()
     old = mark.stat().st_mtime - sqlite_wal.STALE_SECONDS - 1
@@ -102,9 +108,8 @@ def test_a_reader_in_another_process_delays_no_write(
     monkeypatch.setattr(sqlite_wal, "RETRY_SECONDS", 3600.0)
     caplog.set_level(logging.INFO, logger=sqlite_wal.__name__)
     path = tmp_path / "data.db"
-    db = SqliteDatabase(path)
+    db = _with_rows(path)
     with db.write() as conn:
-        conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY, body BLOB)")
         conn.execute("INSERT INTO t (body) VALUES (randomblob(100))")
     elsewhere = sqlite3.connect(path, isolation_level=None)
     elsewhere.execute("BEGIN")

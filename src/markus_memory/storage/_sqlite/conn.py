@@ -8,7 +8,6 @@ transaction tries to upgrade (which SQLite reports as "database is locked" at on
 
 from __future__ import annotations
 
-import logging
 import os
 import sqlite3
 import threading
@@ -31,18 +30,12 @@ from .wal import WalKeeper
 if TYPE_CHECKING:
     from ..dialect import Dialect
 
-log = logging.getLogger(__name__)
-
 BUSY_TIMEOUT_MS = 5000
 MMAP_BYTES = 0
 """No memory map: at 1,000,000 messages a recall was no faster with 256 MB mapped (warm median
 8.77 against 8.84 ms, a cold process's open and first recall 16.7 against 14.5 ms), and every
 connection's map counted the file's pages in the process's RSS again (430 MB of 560 for 300
 agents on one file). SQLite's own page cache (CACHE_KIB a connection) keeps what is read."""
-"""A write that leaves the write-ahead log past this size checkpoints and truncates it. SQLite
-restarts the log only when a writer finds it fully checkpointed and no reader in it; with the
-writer threads and recalls overlapping, that moment may never come, and the log grew without
-end (2.6 GB beside a 65 MB database after 40 agents x 2,000 appends)."""
 CACHE_KIB = 16 * 1024
 """Page cache per connection (connections are shared by every store on a file)."""
 

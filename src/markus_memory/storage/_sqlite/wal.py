@@ -33,6 +33,8 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 WAL_RESTART_BYTES = 64 * 1024 * 1024
+"""A write that leaves the log past this size restarts it (40 agents x 2,000 appends had
+grown it to 2.6 GB beside a 65 MB database)."""
 CHECKPOINT_BUSY_MS = 250
 """How long the checkpoint waits for the write lock and another process's readers."""
 DRAIN_SECONDS = 1.0
@@ -68,9 +70,8 @@ class WalKeeper:
         if not depth and self._restarting_elsewhere():
             self._step_aside()
         with self._lock:
-            if self._held and not depth:
-                while self._held:
-                    self._cond.wait()
+            while self._held and not depth:
+                self._cond.wait()
             self._inside += 1
         self._depth.n = depth + 1
 
