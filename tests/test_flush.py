@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from markus_memory import AgentMemory, Settings, open_agent
+from markus_memory import AgentMemory, Limits, Settings, open_agent
 from markus_memory.flush import FLUSH_HEADER, FlushTracker, memory_flush
 from markus_memory.llm import ChatResponse, ScriptedChatModel, ToolCall
 
@@ -158,3 +159,26 @@ def test_two_flushes_in_the_same_millisecond_get_their_own_sys_sessions(tmp_path
         second = memory_flush(mem, ScriptedChatModel(["nothing"]), SESSION)
         assert first.flush_session_id != second.flush_session_id
         assert len(mem.sessions.get(second.flush_session_id).messages) == 3
+
+
+@pytest.mark.parametrize(
+    ("setting", "own", "usage", "flushes"),
+    [
+        (60.0, None, 65.0, True),  # the agent's setting, below the original's 75
+        (90.0, None, 80.0, False),
+        (90.0, 70.0, 80.0, True),  # a tracker's own threshold wins
+    ],
+)
+def test_the_tracker_flushes_at_the_agents_threshold(
+    tmp_path: Path, setting: float, own: float | None, usage: float, flushes: bool
+) -> None:
+    """``Limits.memory_flush_threshold_percent`` is the usage a session flushes at; it used
+    to be ignored for a fixed 75."""
+    limits = replace(Limits(), memory_flush_threshold_percent=setting)
+    settings = Settings(home=tmp_path / "home", limits=limits)
+    with open_agent("agt_flush", settings=settings) as mem:
+        _fill(mem)
+        tracker = FlushTracker(threshold=own)
+        tracker.record_usage(SESSION, usage)
+        report = tracker.maybe_flush(mem, ScriptedChatModel(["Saved."]), SESSION)
+    assert (report is not None and report.ran) is flushes

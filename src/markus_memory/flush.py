@@ -238,7 +238,9 @@ class FlushTracker:
     original's maps that grew forever. A session is marked flushed only when a flush ran.
     """
 
-    def __init__(self, threshold: float = 75.0, max_sessions: int = 1000) -> None:
+    def __init__(self, threshold: float | None = None, max_sessions: int = 1000) -> None:
+        """``threshold``: the context usage (percent) a session flushes at; by default the
+        agent's ``Limits.memory_flush_threshold_percent`` (75, the original's)."""
         self.threshold = threshold
         self.max_sessions = max_sessions
         self._usage: OrderedDict[str, float] = OrderedDict()
@@ -254,16 +256,20 @@ class FlushTracker:
     def flushed(self, session_id: str) -> bool:
         return session_id in self._flushed
 
-    def should_flush(self, session_id: str | None) -> bool:
+    def should_flush(self, session_id: str | None, limits: Limits | None = None) -> bool:
+        """The preflight at the tracker's threshold, else ``limits``' (default limits if none)."""
         usage = self._usage.get(session_id) if session_id else None
         flushed = bool(session_id) and self.flushed(session_id or "")
-        return should_memory_flush_preflight(session_id, usage, flushed, self.threshold)
+        threshold = self.threshold
+        if threshold is None:
+            threshold = (limits or Limits()).memory_flush_threshold_percent
+        return should_memory_flush_preflight(session_id, usage, flushed, threshold)
 
     def maybe_flush(
         self, memory: AgentMemory, model: ChatModel, session_id: str | None, **options: Any
     ) -> FlushReport | None:
         """Flush ``session_id`` if the preflight says so; None when it does not."""
-        if not session_id or not self.should_flush(session_id):
+        if not session_id or not self.should_flush(session_id, memory.settings.limits):
             return None
         report = memory_flush(memory, model, session_id, **options)
         if report.ran:

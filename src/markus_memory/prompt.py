@@ -189,7 +189,6 @@ def render_notebook(
     return "\n".join(lines).rstrip()
 
 
-RELEVANT_MAX_HITS = 5
 RELEVANT_MAX_CHARS = 1500
 RELEVANT_LINE_CHARS = 300
 
@@ -203,17 +202,20 @@ def relevant_lines(
     query: str,
     *,
     shown: str = "",
-    max_hits: int = RELEVANT_MAX_HITS,
+    max_hits: int | None = None,
     max_chars: int = RELEVANT_MAX_CHARS,
 ) -> list[str]:
     """``- [date] content`` lines for the observations and curated hits relevant to ``query``.
 
     Only search hits count (never "the newest facts" regardless of the query, which
     the original added every turn); hits whose text the prompt already shows (``shown``, the
-    other notebook entries) are skipped; at most ``max_hits`` lines and ``max_chars`` chars.
+    other notebook entries) are skipped; at most ``max_hits`` lines (the agent's
+    ``Limits.memory_search_top_k`` unless given) and ``max_chars`` chars.
     """
     if not query.strip():
         return []
+    if max_hits is None:
+        max_hits = memory.settings.limits.memory_search_top_k
     others = [e.text for e in memory.notebook.entries() if e.key != RELEVANT_CONTEXT_KEY]
     seen_text = _squash("\n".join([shown, *others]))
     found = memory.search(query, limit=max_hits * 2, now=memory.settings.clock())
