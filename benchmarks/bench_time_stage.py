@@ -41,7 +41,8 @@ def whole_messages(
     self: ConversationIndex, query: str, scores: Scores, now: datetime | None
 ) -> Scores:
     """The time stage as before: every candidate fetched as a whole message."""
-    if self.options.date_boost <= 0 or not scores or not question_times(query, now):
+    wanted = question_times(query, now) if scores else []
+    if self.options.date_boost <= 0 or not wanted:
         return scores
     said = self.store.recall_turns(self.agent_id, list(scores))
 
@@ -49,7 +50,7 @@ def whole_messages(
         message = said.get(rowid)
         return ("", None) if message is None else (message.content, message.created_at)
 
-    return temporal_boost(query, scores, text_and_time, date_boost=self.options.date_boost, now=now)
+    return temporal_boost(wanted, scores, text_and_time, date_boost=self.options.date_boost)
 
 
 def answer(mem: Any, question: str) -> tuple[float, list[tuple[object, float]]]:

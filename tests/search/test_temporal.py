@@ -12,6 +12,7 @@ from markus_memory.search.temporal import (
     Interval,
     mentioned_times,
     named_times,
+    question_times,
     temporal_boost,
 )
 
@@ -87,12 +88,17 @@ def test_temporal_boost_lifts_turns_that_speak_of_the_named_time() -> None:
     }
     scores = {"mention": 0.0, "same-day": 0.0, "other": 2.0}
     boosted = temporal_boost(
-        "Who did Maria have dinner with on May 3, 2023?", scores, turns.__getitem__, date_boost=1.0
+        question_times("Who did Maria have dinner with on May 3, 2023?"),
+        scores,
+        turns.__getitem__,
+        date_boost=1.0,
     )
     assert boosted == {"mention": 2.0, "same-day": 2.0, "other": 2.0}
-    off = temporal_boost("dinner on May 3, 2023", scores, turns.__getitem__, date_boost=0.0)
+    off = temporal_boost(
+        question_times("dinner on May 3, 2023"), scores, turns.__getitem__, date_boost=0.0
+    )
     assert off == scores
-    undated = temporal_boost("dinner", scores, turns.__getitem__, date_boost=1.0)
+    undated = temporal_boost(question_times("dinner"), scores, turns.__getitem__, date_boost=1.0)
     assert undated == scores
 
 
@@ -104,12 +110,15 @@ def test_said_on_the_named_day_counts_as_a_mention_said_in_a_named_month_half() 
     }
     scores = dict.fromkeys(turns, 1.0)
     on_the_day = temporal_boost(
-        "What did she make on 3 May, 2023?", scores, turns.__getitem__, date_boost=1.0
+        question_times("What did she make on 3 May, 2023?"),
+        scores,
+        turns.__getitem__,
+        date_boost=1.0,
     )
     # the month mentioned holds the day named: it overlaps it
     assert on_the_day == {"said-that-day": 2.0, "said-that-month": 1.0, "mentions-the-month": 2.0}
     in_the_month = temporal_boost(
-        "What did she make in May 2023?", scores, turns.__getitem__, date_boost=1.0
+        question_times("What did she make in May 2023?"), scores, turns.__getitem__, date_boost=1.0
     )
     assert in_the_month == {"said-that-day": 1.5, "said-that-month": 1.5, "mentions-the-month": 2.0}
 
@@ -161,7 +170,7 @@ def test_a_span_back_from_when_it_was_said() -> None:
 
 
 def test_a_question_asked_at_a_time_reads_its_relative_times_against_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from markus_memory.search.temporal import question_times
+
     from markus_memory.storage._sqlite.store import SqliteStore
 
     asked = at(2023, 6, 22)

@@ -275,16 +275,17 @@ class ConversationIndex:
 
     def _dated(self, query: str, scores: Scores, now: datetime | None) -> Scores:
         """The time stage (``search.temporal``) over the candidates' text and time."""
-        if self.options.date_boost <= 0 or not scores or not question_times(query, now):
+        if self.options.date_boost <= 0 or not scores:
+            return scores
+        wanted = question_times(query, now)
+        if not wanted:
             return scores
         said = self.store.recall_said(self.agent_id, list(scores))
 
         def text_and_time(rowid: int) -> tuple[str, datetime | None]:
             return said.get(rowid, ("", None))
 
-        return temporal_boost(
-            query, scores, text_and_time, date_boost=self.options.date_boost, now=now
-        )
+        return temporal_boost(wanted, scores, text_and_time, date_boost=self.options.date_boost)
 
     def _bm25(
         self,

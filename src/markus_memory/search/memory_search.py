@@ -286,14 +286,15 @@ def _dated(
 ) -> list[tuple[str, float]]:
     """``fused`` with the time stage applied: an observation counts by its text and tags and
     when it was written, a curated section by its whole text."""
-    if not fused or not question_times(query, now):
+    wanted = question_times(query, now) if fused else []
+    if not wanted:
         return fused
 
     def said(doc_id: str) -> tuple[str, datetime | None]:
         entry = corpus.entries[doc_id]
         return entry.hay, entry.hit.timestamp
 
-    scores = temporal_boost(query, dict(fused), said, date_boost=DATE_BOOST, now=now)
+    scores = temporal_boost(wanted, dict(fused), said, date_boost=DATE_BOOST)
     order = {doc_id: place for place, (doc_id, _) in enumerate(fused)}
     return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
 

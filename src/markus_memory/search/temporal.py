@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import lru_cache
@@ -196,25 +196,23 @@ def question_times(query: str, now: datetime | None = None) -> list[Interval]:
 
 
 def temporal_boost(
-    query: str,
+    wanted: Sequence[Interval],
     scores: Mapping[K, float],
     said: Callable[[K], tuple[str, datetime | None]],
     *,
     date_boost: float,
-    now: datetime | None = None,
 ) -> dict[K, float]:
     """Scores with the time signal applied; ``said(key)`` gives a turn's text and timestamp.
 
-    A query that names a time adds ``date_boost`` times the best score to the turns that
-    mention that time, and to the turns said on the very day it names ("what did Nate make
-    on 9 November 2022?": what he said that day is as specific as a mention of it); a turn
-    merely said within a wider time it names (a month, a year: many turns are) gains half
-    that. ``date_boost`` 0 switches it off. ``now``: when the question is asked, for the times
-    it names relative to it (:func:`question_times`).
+    ``wanted`` are the times the question names (:func:`question_times`, read once by the
+    caller, which skips the stage when there are none). They add ``date_boost`` times the
+    best score to the turns that mention one of them, and to the turns said on the very day
+    one names ("what did Nate make on 9 November 2022?": what he said that day is as specific
+    as a mention of it); a turn merely said within a wider time named (a month, a year: many
+    turns are) gains half that. ``date_boost`` 0 switches it off.
     """
     out = dict(scores)
-    wanted = question_times(query, now) if date_boost > 0 else []
-    if not out or not wanted:
+    if not out or not wanted or date_boost <= 0:
         return out
     top = max(out.values()) or 1.0
     for key, value in scores.items():
@@ -226,7 +224,7 @@ def temporal_boost(
     return out
 
 
-def _said_share(day: date, wanted: list[Interval]) -> float:
+def _said_share(day: date, wanted: Sequence[Interval]) -> float:
     """How much being said on ``day`` counts: fully on a named day, half within a named span."""
     within = [w for w in wanted if w.start <= day <= w.end]
     if not within:
