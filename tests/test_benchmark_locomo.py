@@ -184,3 +184,41 @@ def test_benchmark_on_postgresql_leaves_the_server_as_it_found_it(tmp_path) -> N
         return {k: v for k, v in report["bm25"].items() if "ms" not in k and "seconds" not in k}
 
     assert figures(reports[0]) == figures(reports[1])
+
+
+def test_ceilings_count_what_each_choice_of_setting_finds() -> None:
+    from benchmarks.locomo_ceiling import ceilings
+
+    # Three questions with evidence (one of each kind), one without: it is not counted.
+    # Setting "a" finds q1 and q3, "b" finds q2 only, "c" finds q1 and the multi-hop q2.
+    def run(found: set[str]) -> list:
+        rows = [("c", 4, "q1"), ("c", 1, "q2"), ("c", 4, "q3"), ("c", 4, "")]
+        return [
+            (conv, cat, [q] if q in found else ["x"], {q} if q else set()) for conv, cat, q in rows
+        ]
+
+    runs = {("a",): run({"q1", "q3"}), ("b",): run({"q2"}), ("c",): run({"q1", "q2"})}
+    assert ceilings(runs) == {
+        "defaults": 2 / 3,
+        "best setting": 2 / 3,
+        "best per category": 1.0,  # "a" for single-hop, "b" or "c" for multi-hop
+        "best per question": 1.0,
+    }
+    runs = {("b",): run({"q2"}), ("a",): run({"q1"})}
+    assert ceilings(runs) == {
+        "defaults": 1 / 3,
+        "best setting": 1 / 3,
+        "best per category": 2 / 3,
+        "best per question": 2 / 3,
+    }
+
+
+def test_ceiling_benchmark_runs_on_the_engine(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from benchmarks import locomo_ceiling
+
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(SAMPLE))
+    assert locomo_ceiling.main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "defaults, recall_all@k: @10 1.000" in out
+    assert "recall_all@10, best per question: 1.000" in out
