@@ -10,7 +10,6 @@ from types import TracebackType
 from typing import NoReturn
 
 from ._conversations import Conversations
-from ._docs import DocumentStore
 from ._fs import checked_agent_id, sweep_temps, validate_id
 from ._fs_docs import FileDocuments
 from ._lock import AgentLock
@@ -330,13 +329,6 @@ class _Closed:
 
     def __getattr__(self, name: str) -> NoReturn:
         raise ClosedError(self._message)
-
-
-def open_documents(
-    settings: Settings, agent_id: str, paths: AgentPaths, lock: AgentLock
-) -> DocumentStore:
-    """The document store of one agent, as :meth:`Backend.documents` picks it."""
-    return open_backend(settings).documents(agent_id, paths, lock)
 
 
 def open_store(settings: Settings) -> EpisodicStore:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from ..errors import InvalidInputError
 from .repos.activities import Activity, ActivityLogEntry
 from .repos.side import ChatMessage, ChatSession, Decision, MailboxItem
-from .repos.transcripts import TranscriptHit, TranscriptMark, TranscriptMessage
+from .repos.transcripts import TranscriptMark, TranscriptMessage
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -39,8 +39,6 @@ MESSAGE_COLUMNS = (
     "m.id, m.session_id, m.agent_id, m.role, m.content, m.created_at, m.metadata, m.tokens_used"
 )
 TRANSCRIPT_COLUMNS = "agent_id, session_id, seq, role, content, created_at, speaker, metadata, body"
-# A transcript hit: these columns, then its score.
-HIT_COLUMNS = "agent_id, session_id, seq, role, content, created_at"
 MARK_COLUMNS = "session_id, next_seq, synced_at"
 
 
@@ -151,17 +149,6 @@ class RowDecoder:
             body=r[8] if len(r) > 8 else None,  # recall reads turns without their bodies
         )
 
-    def transcript_hit(self, r: Row, score: float) -> TranscriptHit:
-        return TranscriptHit(
-            agent_id=r[0],
-            session_id=r[1],
-            seq=int(r[2]),
-            role=r[3],
-            content=r[4],
-            created_at=self.when(r[5]) or EPOCH,
-            score=score,
-        )
-
     def transcript_marks(self, rows: Sequence[Row]) -> dict[str, TranscriptMark]:
         return {r[0]: TranscriptMark(int(r[1]), self.when(r[2]) or EPOCH) for r in rows}
 
@@ -173,22 +160,3 @@ def import_top(agent_id: str, session_id: str, messages: Sequence[TranscriptMess
         if m.agent_id != agent_id or m.session_id != session_id:
             raise InvalidInputError("import_transcript: message of another session")
     return max((int(m.seq) + 1 for m in messages), default=0)
-
-
-def transcript_filters(
-    write_time: Callable[[datetime], Any],
-    *,
-    session_id: str | None,
-    role: str | None,
-    since: datetime | None,
-    until: datetime | None,
-) -> list[tuple[str, Any]]:
-    """The conditions a transcript search narrows by, as ``(column and operator, value)``
-    (e.g. ``("created_at >=", ...)``); only those given, times through ``write_time``."""
-    conditions = (
-        ("session_id =", session_id),
-        ("role =", role),
-        ("created_at >=", None if since is None else write_time(since)),
-        ("created_at <", None if until is None else write_time(until)),
-    )
-    return [(test, value) for test, value in conditions if value is not None]

@@ -24,10 +24,6 @@ def to_utc(moment: datetime) -> datetime:
     return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
 
 
-def opt_utc(moment: datetime | None) -> datetime | None:
-    return None if moment is None else to_utc(moment)
-
-
 def from_db(moment: datetime | None) -> datetime | None:
     return None if moment is None else moment.astimezone(timezone.utc)
 

@@ -251,13 +251,6 @@ class PostgresDocuments:
             self.database.close()
 
 
-def list_agents(database: PostgresDatabase) -> list[str]:
-    """Every agent id with at least one document."""
-    with database.read() as conn:
-        rows = conn.execute("SELECT DISTINCT agent_id FROM documents ORDER BY 1").fetchall()
-    return [str(row[0]) for row in rows]
-
-
 def stored_agents(url: str) -> list[str]:
     """Every agent id with documents at ``url``, read on a plain connection in a read-only
     transaction: listing agents never creates or migrates the schema (``doctor`` lists them
