@@ -319,7 +319,7 @@ class SqliteDatabase:
             raise InvalidInputError(f"text cannot be stored as UTF-8: {exc.reason}") from exc
         finally:
             wal.leave()
-        wal.bound(self.path, conn)
+        wal.bound(conn)
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:

@@ -51,6 +51,7 @@ class WalKeeper:
     """One process's users of one file, and the restarts of its write-ahead log."""
 
     def __init__(self, path: Path) -> None:
+        self._path = path
         self._mark = Path(f"{path}-restarting")
         self._look_at = 0.0
         self._marked = False
@@ -117,12 +118,12 @@ class WalKeeper:
                 self._held = False
                 self._cond.notify_all()
 
-    def bound(self, path: Path, conn: sqlite3.Connection) -> None:
+    def bound(self, conn: sqlite3.Connection) -> None:
         """After a committed write on ``conn``: past WAL_RESTART_BYTES, checkpoint the whole
         log and truncate it. A checkpoint that fails is logged, never reported as the write's
         failure (the write is committed; a later write tries again)."""
         try:
-            if os.path.getsize(f"{path}-wal") <= WAL_RESTART_BYTES:
+            if os.path.getsize(f"{self._path}-wal") <= WAL_RESTART_BYTES:
                 return
         except OSError:  # no log (yet): nothing to bound
             return
@@ -131,18 +132,18 @@ class WalKeeper:
         with self._quiet() as alone:
             if alone is None:  # another thread of this process is restarting it
                 return
-            done = self._truncate_marked(path, conn) if alone else False
+            done = self._truncate_marked(conn) if alone else False
         if done is False:
             self._retry_at = time.monotonic() + RETRY_SECONDS
 
-    def _truncate_marked(self, path: Path, conn: sqlite3.Connection) -> bool | None:
+    def _truncate_marked(self, conn: sqlite3.Connection) -> bool | None:
         """:func:`_truncate` with the file marked as restarting meanwhile; None when another
         process is restarting it (not now, and no reason to wait before the next try)."""
         marked = _claim(self._mark)
         if marked is None:
             return None
         try:
-            return _truncate(path, conn)
+            return _truncate(self._path, conn)
         finally:
             if marked:
                 self._mark.unlink(missing_ok=True)
