@@ -16,13 +16,18 @@ from _locomo_data import CATEGORIES
 Result = tuple[str, int, Sequence[str], set[str]]
 
 
+def all_found(row: Result, k: int = 10) -> bool:
+    """Whether every evidence turn of ``row`` is in its first ``k``."""
+    return row[3] <= set(row[2][:k])
+
+
 def recall(results: Sequence[Result], k: int = 10) -> tuple[float, float, int]:
     """(recall_any@k, recall_all@k, scored questions) over the results that have evidence."""
-    rows = [(ranked, ev) for _, _, ranked, ev in results if ev]
+    rows = [row for row in results if row[3]]
     if not rows:
         return 0.0, 0.0, 0
-    any_k = sum(bool(set(r[:k]) & ev) for r, ev in rows) / len(rows)
-    all_k = sum(ev <= set(r[:k]) for r, ev in rows) / len(rows)
+    any_k = sum(bool(set(row[2][:k]) & row[3]) for row in rows) / len(rows)
+    all_k = sum(all_found(row, k) for row in rows) / len(rows)
     return any_k, all_k, len(rows)
 
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _locomo_data import CATEGORIES, load  # noqa: E402
 from _locomo_loo import _Memo, build, score  # noqa: E402
-from _locomo_tables import Result, recall  # noqa: E402
+from _locomo_tables import Result, all_found, recall  # noqa: E402
 from _recall_fixture import local_embedder  # noqa: E402
 from _vector_cache import cached  # noqa: E402
 from markus_memory.search.recall import default_options  # noqa: E402
@@ -52,11 +52,6 @@ DEPTHS = (10, 20, 50, 200)
 Setting = tuple[object, ...]
 
 
-def found(row: Result, k: int = 10) -> bool:
-    """Whether every evidence turn of ``row`` is in its first ``k``."""
-    return row[3] <= set(row[2][:k])
-
-
 def ceilings(runs: Mapping[Setting, Sequence[Result]]) -> dict[str, float]:
     """recall_all@10 of the first setting, the best one, the best per category, the best
     per question; every run lists the same questions in the same order."""
@@ -65,7 +60,7 @@ def ceilings(runs: Mapping[Setting, Sequence[Result]]) -> dict[str, float]:
     total = len(rows) or 1
 
     def hits(setting: Setting, among: Sequence[int]) -> int:
-        return sum(found(runs[setting][i]) for i in among)
+        return sum(all_found(runs[setting][i]) for i in among)
 
     by_category: dict[int, list[int]] = {}
     for i in rows:
@@ -77,7 +72,8 @@ def ceilings(runs: Mapping[Setting, Sequence[Result]]) -> dict[str, float]:
             max(hits(s, among) for s in settings) for among in by_category.values()
         )
         / total,
-        "best per question": sum(any(found(runs[s][i]) for s in settings) for i in rows) / total,
+        "best per question": sum(any(all_found(runs[s][i]) for s in settings) for i in rows)
+        / total,
     }
 
 

@@ -52,7 +52,7 @@ def should_memory_flush_preflight(
     session_id: str | None,
     last_usage_percent: float | None,
     already_flushed: bool,
-    threshold: float = 75.0,
+    threshold: float = Limits.memory_flush_threshold_percent,
 ) -> bool:
     """Whether to flush before packing this turn (the original's rule; ``threshold`` inclusive)."""
     if not session_id:

@@ -275,9 +275,7 @@ class ConversationIndex:
 
     def _dated(self, query: str, scores: Scores, now: datetime | None) -> Scores:
         """The time stage (``search.temporal``) over the candidates' text and time."""
-        if self.options.date_boost <= 0 or not scores:
-            return scores
-        wanted = question_times(query, now)
+        wanted = question_times(query, now) if self.options.date_boost > 0 and scores else []
         if not wanted:
             return scores
         said = self.store.recall_said(self.agent_id, list(scores))
