@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import string
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from markus_memory import open_agent
-from markus_memory.config import Settings, rand36
+from markus_memory.config import Limits, Settings, rand36
+from markus_memory.errors import InvalidInputError
 
 
 def test_rand36_is_n_base36_characters_and_varies() -> None:
@@ -29,3 +31,13 @@ def test_item18_settings_home_expands_tilde_from_str_and_path(
         mem.notebook.upsert("k", "v")
     assert (tmp_path / ".markus" / "agents" / "a" / "NOTEBOOK.md").is_file()
     assert not (tmp_path / "~").exists()  # no literal ./~ folder
+
+
+@pytest.mark.parametrize("name", [f.name for f in fields(Limits)])
+@pytest.mark.parametrize("bad", [-1, "5", None, True])
+def test_a_limit_that_is_not_a_number_of_zero_or_more_is_refused(name: str, bad: object) -> None:
+    """Every limit is a size, a count, a share or a threshold: a negative one (or no number)
+    is refused when the limits are made, with the field named, before any agent opens."""
+    with pytest.raises(InvalidInputError, match=name):
+        Limits(**{name: bad})  # type: ignore[arg-type]
+    assert getattr(Limits(**{name: 0}), name) == 0

@@ -130,6 +130,15 @@ class Limits:
     # relevant-context retrieval
     memory_search_top_k: int = 5
 
+    def __post_init__(self) -> None:
+        # Every limit is a size, a count, a share or a threshold: refuse a negative one, or
+        # one that is no number, before an agent runs with it.
+        for name, value in vars(self).items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise InvalidInputError(
+                    f"Limits.{name} must be a number of 0 or more, got {value!r}"
+                )
+
     def knowledge_tokens_for(self, profile: str) -> int:
         """Token cap of the ``## Your Knowledge`` block for a prompt profile."""
         if profile == "reflex":

@@ -210,12 +210,12 @@ def relevant_lines(
     Only search hits count (never "the newest facts" regardless of the query, which
     the original added every turn); hits whose text the prompt already shows (``shown``, the
     other notebook entries) are skipped; at most ``max_hits`` lines (the agent's
-    ``Limits.memory_search_top_k`` unless given) and ``max_chars`` chars.
+    ``Limits.memory_search_top_k`` unless given; 0 shows none) and ``max_chars`` chars.
     """
-    if not query.strip():
-        return []
     if max_hits is None:
         max_hits = memory.settings.limits.memory_search_top_k
+    if not query.strip() or max_hits <= 0:
+        return []
     others = [e.text for e in memory.notebook.entries() if e.key != RELEVANT_CONTEXT_KEY]
     seen_text = _squash("\n".join([shown, *others]))
     found = memory.search(query, limit=max_hits * 2, now=memory.settings.clock())
